@@ -1,0 +1,336 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/state"
+	"github.com/faber-run/faber/tui"
+)
+
+// loadView rebuilds a run from its event log, the way every reader does: it
+// never opens the store of a run that another process owns. A run whose
+// owner died while it was in progress shows as interrupted (nothing is written).
+func loadView(g *Globals, runID string) (*exec.View, state.Meta, error) {
+	meta, err := state.ReadMeta(g.StateDir, runID)
+	if err != nil {
+		return nil, meta, stateErr(err, runID, g.StateDir)
+	}
+	lines, err := state.ReadEvents(g.StateDir, runID, 0)
+	if err != nil {
+		return nil, meta, withCode(exitState, fmt.Errorf("cannot read run %s: %w", runID, err))
+	}
+	v, err := exec.Replay(lines)
+	if err != nil {
+		return nil, meta, withCode(exitState, fmt.Errorf("run %s: event log unreadable: %w", runID, err))
+	}
+	if v.Run.RunID == "" {
+		v.Run.RunID = meta.RunID
+		v.Run.Plan = meta.Plan
+		v.Run.StartedAt = meta.StartedAt
+		v.Run.Status = exec.RunInProgress
+	}
+	if v.Run.Status == exec.RunInProgress {
+		if o, err := state.OwnerOf(g.StateDir, runID); err == nil && !o.Alive {
+			v.Run.Status = exec.RunInterrupted
+		}
+	}
+	return v, meta, nil
+}
+
+// stateErr maps store errors to exit 4 with a helpful message.
+func stateErr(err error, runID, dir string) error {
+	if errors.Is(err, state.ErrNotFound) {
+		return withCode(exitState, fmt.Errorf("run %q not found in %s (faber list shows the runs there)", runID, dir))
+	}
+	return withCode(exitState, err)
+}
+
+// ListCmd lists runs.
+type ListCmd struct {
+	JSON bool `name:"json" help:"Print a JSON array of {run_id, plan, status, started_at, finished_at}."`
+}
+
+type listItem struct {
+	RunID       string     `json:"run_id"`
+	Plan        string     `json:"plan"`
+	Status      string     `json:"status"`
+	StartedAt   time.Time  `json:"started_at"`
+	FinishedAt  *time.Time `json:"finished_at"`
+	ParentRunID string     `json:"parent_run_id,omitempty"`
+}
+
+// Run lists the runs, newest first.
+func (c *ListCmd) Run(g *Globals) error {
+	metas, err := state.List(g.StateDir)
+	if err != nil {
+		return withCode(exitState, err)
+	}
+	items := make([]listItem, 0, len(metas))
+	for _, m := range metas {
+		it := listItem{RunID: m.RunID, Plan: m.Plan, Status: exec.RunInProgress, StartedAt: m.StartedAt, ParentRunID: m.ParentRunID}
+		if v, _, err := loadView(g, m.RunID); err == nil {
+			it.Status = v.Run.Status
+			it.FinishedAt = v.Run.FinishedAt
+		}
+		items = append(items, it)
+	}
+	if c.JSON {
+		return printJSON(g.stdout, items)
+	}
+	if len(items) == 0 {
+		fmt.Fprintf(g.stdout, "no runs in %s\n", g.StateDir)
+		return nil
+	}
+	s := tui.NewStyles(useColor(g, g.stdout))
+	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tPLAN\tSTATUS\tSTARTED\tDURATION")
+	for _, it := range items {
+		dur := "-"
+		if it.FinishedAt != nil {
+			dur = it.FinishedAt.Sub(it.StartedAt).Round(time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\n", it.RunID, it.Plan, s.Glyph(it.Status), it.Status, it.StartedAt.Local().Format("2006-01-02 15:04:05"), dur)
+	}
+	return tw.Flush()
+}
+
+func printJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return withCode(exitState, err)
+	}
+	_, err = fmt.Fprintln(w, string(b))
+	return err
+}
+
+// StatusCmd shows one run.
+type StatusCmd struct {
+	RunID string `arg:"" name:"run-id" help:"The run (see faber list)."`
+	JSON  bool   `name:"json" help:"Print the run and every step as JSON."`
+}
+
+type statusOut struct {
+	RunID      string            `json:"run_id"`
+	Plan       string            `json:"plan"`
+	Status     string            `json:"status"`
+	StartedAt  time.Time         `json:"started_at"`
+	FinishedAt *time.Time        `json:"finished_at"`
+	Steps      []*exec.StepState `json:"steps"`
+}
+
+// Run prints the run's status.
+func (c *StatusCmd) Run(g *Globals) error {
+	v, _, err := loadView(g, c.RunID)
+	if err != nil {
+		return err
+	}
+	steps := v.Steps
+	if steps == nil {
+		steps = []*exec.StepState{}
+	}
+	out := statusOut{RunID: v.Run.RunID, Plan: v.Run.Plan, Status: v.Run.Status, StartedAt: v.Run.StartedAt, FinishedAt: v.Run.FinishedAt, Steps: steps}
+	if c.JSON {
+		// Internal fields (hash, process group) are not part of the output.
+		for _, st := range steps {
+			st.Hash, st.PGID, st.PStart = "", 0, ""
+		}
+		return printJSON(g.stdout, out)
+	}
+	s := tui.NewStyles(useColor(g, g.stdout))
+	fmt.Fprintf(g.stdout, "run %s  plan %s  %s %s\n", out.RunID, out.Plan, s.Glyph(out.Status), s.Status(out.Status))
+	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tPHASE\tSTATUS\tATTEMPT\tEXIT\tDURATION\tERROR")
+	for _, st := range steps {
+		exit := "-"
+		if st.ExitCode != nil {
+			exit = fmt.Sprint(*st.ExitCode)
+		}
+		dur := "-"
+		if st.FinishedAt != nil {
+			dur = (time.Duration(st.DurationMs) * time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s %s\t%d\t%s\t%s\t%s\n", st.ID, st.Phase, s.Glyph(st.Status), st.Status, st.Attempt, exit, dur, firstLine(st.Error))
+	}
+	return tw.Flush()
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
+
+// EventsCmd prints the audit trail.
+type EventsCmd struct {
+	RunID  string `arg:"" name:"run-id" help:"The run (see faber list)."`
+	JSON   bool   `name:"json" help:"One JSON object per line, exactly as stored."`
+	Follow bool   `short:"f" help:"Keep printing new events until the run ends."`
+}
+
+// Run prints events oldest first.
+func (c *EventsCmd) Run(g *Globals) error {
+	if _, err := state.ReadMeta(g.StateDir, c.RunID); err != nil {
+		return stateErr(err, c.RunID, g.StateDir)
+	}
+	s := tui.NewStyles(useColor(g, g.stdout))
+	var after int64
+	for {
+		lines, err := state.ReadEvents(g.StateDir, c.RunID, after)
+		if err != nil {
+			return withCode(exitState, err)
+		}
+		ended := false
+		for _, l := range lines {
+			var e exec.Event
+			if err := json.Unmarshal(l, &e); err != nil {
+				return withCode(exitState, fmt.Errorf("run %s: bad event: %w", c.RunID, err))
+			}
+			after = e.Seq
+			if c.JSON {
+				g.stdout.Write(l)
+				g.stdout.Write([]byte{'\n'})
+			} else if line := tui.PlainLine(normalize(e), s); line != "" {
+				fmt.Fprintf(g.stdout, "%4d %s\n", e.Seq, line)
+			} else {
+				fmt.Fprintf(g.stdout, "%4d %s %s %s\n", e.Seq, e.Time.Local().Format("15:04:05"), e.Type, e.StepID)
+			}
+			if e.Type == exec.EvWorkflowCompleted || e.Type == exec.EvWorkflowFailed {
+				ended = true
+			}
+		}
+		if !c.Follow {
+			return nil
+		}
+		if ended {
+			if o, err := state.OwnerOf(g.StateDir, c.RunID); err != nil || !o.Alive {
+				return nil
+			}
+		} else if o, err := state.OwnerOf(g.StateDir, c.RunID); err == nil && !o.Alive && len(lines) == 0 {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// normalize turns JSON-decoded numbers back into the types the renderer expects.
+func normalize(e exec.Event) exec.Event {
+	for k, v := range e.Fields {
+		switch x := v.(type) {
+		case float64:
+			e.Fields[k] = int64(x)
+		case []any:
+			ss := make([]string, 0, len(x))
+			ok := true
+			for _, y := range x {
+				s, isStr := y.(string)
+				ok = ok && isStr
+				ss = append(ss, s)
+			}
+			if ok {
+				e.Fields[k] = ss
+			}
+		}
+	}
+	return e
+}
+
+// LogsCmd prints a step's logs.
+type LogsCmd struct {
+	RunID    string `arg:"" name:"run-id" help:"The run (see faber list)."`
+	Step     string `arg:"" name:"step" help:"The step id."`
+	Attempt  int    `name:"attempt" placeholder:"N" help:"Which attempt (default: the latest); for --handler/--recovery, the failed attempt that triggered it."`
+	Stderr   bool   `name:"stderr" help:"Print stderr instead of stdout."`
+	Handler  bool   `name:"handler" help:"The on_failure handler's log."`
+	Recovery bool   `name:"recovery" help:"The recovery script's log."`
+	Follow   bool   `short:"f" help:"Keep printing as the log grows, until the attempt ends."`
+}
+
+// Run prints the log file.
+func (c *LogsCmd) Run(g *Globals) error {
+	if c.Handler && c.Recovery {
+		return withCode(exitUsage, fmt.Errorf("--handler and --recovery exclude each other"))
+	}
+	v, _, err := loadView(g, c.RunID)
+	if err != nil {
+		return err
+	}
+	var st *exec.StepState
+	for _, s := range v.Steps {
+		if s.ID == c.Step {
+			st = s
+		}
+	}
+	if st == nil {
+		return withCode(exitUsage, fmt.Errorf("run %s has no step %q", c.RunID, c.Step))
+	}
+	kind := "attempt"
+	if c.Handler {
+		kind = "handler"
+	} else if c.Recovery {
+		kind = "recovery"
+	}
+	stream := "out"
+	if c.Stderr {
+		stream = "err"
+	}
+	n := c.Attempt
+	runDir := state.RunDir(g.StateDir, c.RunID)
+	if n == 0 {
+		n = latest(runDir, c.Step, kind, stream, st.Attempt)
+	}
+	if n == 0 {
+		return withCode(exitUsage, fmt.Errorf("step %q has no %s log yet", c.Step, kind))
+	}
+	path := exec.LogPath(runDir, c.Step, kind, n, stream)
+	f, err := os.Open(path)
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("no %s log %d for step %q (%s)", kind, n, c.Step, filepath.Base(path)))
+	}
+	defer f.Close()
+	for {
+		if _, err := io.Copy(g.stdout, f); err != nil {
+			return withCode(exitState, err)
+		}
+		if !c.Follow {
+			return nil
+		}
+		v, _, err := loadView(g, c.RunID)
+		if err != nil {
+			return err
+		}
+		running := false
+		for _, s := range v.Steps {
+			if s.ID == c.Step && s.Attempt == n && (s.Status == exec.StatusInProgress || s.Status == exec.StatusRemediating || s.Status == exec.StatusRetrying) {
+				running = true
+			}
+		}
+		if !running || v.Run.Status != exec.RunInProgress {
+			_, err := io.Copy(g.stdout, f)
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// latest finds the highest-numbered log of a kind, not above max for attempts.
+func latest(runDir, step, kind, stream string, max int) int {
+	best := 0
+	entries, _ := os.ReadDir(filepath.Join(runDir, "logs", step))
+	for _, e := range entries {
+		var n int
+		if _, err := fmt.Sscanf(e.Name(), kind+"-%d."+stream, &n); err == nil && e.Name() == fmt.Sprintf("%s-%d.%s", kind, n, stream) && n > best {
+			best = n
+		}
+	}
+	return best
+}

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/mattn/go-isatty"
+
+	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/spec"
+	"github.com/faber-run/faber/state"
+	"github.com/faber-run/faber/tui"
+)
+
+// RunCmd runs a plan.
+type RunCmd struct {
+	Plan     string   `arg:"" name:"plan" help:"Plan file (.yaml, .yml or .json)." type:"path"`
+	Set      []string `name:"set" placeholder:"KEY=VALUE" help:"Override a context variable (repeatable)."`
+	Jobs     int      `name:"jobs" short:"j" placeholder:"N" help:"Run at most N steps at once (default: the plan's jobs, else the CPU count)."`
+	FailFast bool     `name:"fail-fast" help:"On a stop, terminate running steps instead of letting them finish."`
+	UI       string   `name:"ui" enum:"auto,tui,plain,json" default:"auto" help:"Progress display: auto (the live view in a terminal, else plain), tui, plain (one line per transition), json (one event per line)."`
+}
+
+// Help explains run in more depth.
+func (c *RunCmd) Help() string {
+	return `Runs every step of PLAN as a subprocess (its own process group), in the
+order its dependencies allow, at most --jobs at once. Each attempt's stdout and
+stderr go to .faber/runs/<run-id>/logs/<step>/attempt-<N>.out|.err.
+
+When a step fails, its exit-code rules (failure_handler) decide first, then its
+on_failure handler: stop (default), continue, retry, or a /command. Every
+transition is recorded; if the run does not succeed, faber prints how to
+continue it with 'faber resume <run-id>'.
+
+Examples:
+  faber run examples/hello.yaml
+  faber run plan.yaml --set work_id=137 --jobs 4
+  faber run plan.yaml --ui json | jq .type`
+}
+
+// Run validates the plan, creates the run and runs it.
+func (c *RunCmd) Run(g *Globals) error {
+	if c.Jobs < 0 {
+		return withCode(exitUsage, fmt.Errorf("--jobs must be at least 1"))
+	}
+	opts, err := parseSets(c.Set)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	data, err := os.ReadFile(c.Plan)
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("cannot read plan: %w", unwrapPath(err)))
+	}
+	plan, err := spec.Parse(c.Plan, data, opts)
+	if err != nil {
+		var inv *spec.Invalid
+		if errors.As(err, &inv) {
+			return withCode(exitUsage, planError(inv))
+		}
+		return withCode(exitUsage, err)
+	}
+	for _, w := range plan.Warnings {
+		fmt.Fprintf(g.stderr, "faber: warning: %s\n", w.Error())
+	}
+	abs, _ := filepath.Abs(c.Plan)
+	now := time.Now()
+	runID := state.NewRunID(g.StateDir, plan.Name, now)
+	meta := state.Meta{RunID: runID, Plan: plan.Name, PlanFile: abs, StartedAt: now, Created: now.UnixNano(), Sets: opts.Sets}
+	store, err := state.Create(g.StateDir, meta, data, storeOptions(g))
+	if err != nil {
+		return withCode(exitState, fmt.Errorf("cannot create run: %w", err))
+	}
+	return runSession(g, sessionArgs{plan: plan, store: store, runID: runID, jobs: c.Jobs, failFast: c.FailFast, ui: c.UI})
+}
+
+type sessionArgs struct {
+	plan     *spec.Plan
+	store    *state.Store
+	runID    string
+	prior    *exec.Prior
+	jobs     int
+	failFast bool
+	ui       string
+}
+
+// runSession runs one session of a run and maps its outcome to an exit code.
+func runSession(g *Globals, a sessionArgs) error {
+	ctx, hard, stopSignals := signalContext()
+	defer stopSignals()
+
+	ui := a.ui
+	if ui == "" || ui == "auto" {
+		ui = "plain"
+		if wantTUI(g) {
+			ui = "tui"
+		}
+	}
+	var sink renderer
+	switch ui {
+	case "json":
+		sink = tui.NewJSON(g.stdout)
+	case "tui":
+		sink = newTUI(g, a.plan, a.runID)
+	default:
+		sink = tui.NewPlain(g.stdout, tui.NewStyles(useColor(g, g.stdout)), true)
+	}
+	r := &exec.Runner{
+		Plan:       a.plan,
+		RunID:      a.runID,
+		RunDir:     a.store.Dir(),
+		Store:      storeAdapter{a.store},
+		Sink:       sink,
+		Jobs:       a.jobs,
+		FailFast:   a.failFast,
+		WantOutput: ui != "json",
+		HardStop:   hard,
+	}
+	status, runErr := r.Run(ctx, a.prior)
+	sink.Close()
+	closeErr := a.store.Close()
+	if runErr != nil {
+		return withCode(exitState, runErr)
+	}
+	if closeErr != nil {
+		fmt.Fprintf(g.stderr, "faber: warning: closing the store: %v\n", closeErr)
+	}
+	code := exitCodeFor(status)
+	if code != exitOK {
+		fmt.Fprintf(g.stderr, "resume with: faber resume %s\n", a.runID)
+	}
+	return codeOnly(code)
+}
+
+// renderer is what the run feeds: plain, JSON or the TUI.
+type renderer interface {
+	exec.Sink
+	Close() error
+}
+
+// exitCodeFor maps a run status to faber's exit code.
+func exitCodeFor(status string) int {
+	switch status {
+	case exec.RunSuccess:
+		return exitOK
+	case exec.RunPendingFailed:
+		return exitPending
+	case exec.RunInterrupted:
+		return exitInterrupted
+	}
+	return exitFailed
+}
+
+// wantTUI is SPEC §1's rule for --ui auto.
+func wantTUI(g *Globals) bool {
+	if os.Getenv("CI") != "" || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	in, ok1 := g.stdin.(*os.File)
+	out, ok2 := g.stdout.(*os.File)
+	return ok1 && ok2 && isatty.IsTerminal(in.Fd()) && isatty.IsTerminal(out.Fd())
+}
+
+func useColor(g *Globals, w io.Writer) bool {
+	if g.NoColor || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
+}
+
+func storeOptions(g *Globals) state.Options {
+	opt := state.Options{Sync: os.Getenv("FABER_SYNC") == "1"}
+	if g.Verbose {
+		opt.Logger = g.stderr
+	}
+	return opt
+}
+
+// storeAdapter gives the runner the store it needs (exec.Store) over package state.
+type storeAdapter struct{ s *state.Store }
+
+// Commit marshals the records and events and commits them in one transaction.
+func (a storeAdapter) Commit(run *exec.RunState, steps []*exec.StepState, events []exec.Event) error {
+	var c state.Change
+	if run != nil {
+		b, err := json.Marshal(run)
+		if err != nil {
+			return err
+		}
+		c.Run = b
+	}
+	if len(steps) > 0 {
+		c.Steps = make(map[string][]byte, len(steps))
+		for _, st := range steps {
+			b, err := json.Marshal(st)
+			if err != nil {
+				return err
+			}
+			c.Steps[st.ID] = b
+		}
+	}
+	for _, e := range events {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		c.Events = append(c.Events, state.Event{Seq: e.Seq, JSON: b})
+	}
+	return a.s.Commit(c)
+}
+
+// unwrapPath drops the "open " prefix of *PathError for shorter messages.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
+	}
+	return err
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/faber-run/faber/spec"
+)
+
+// ValidateCmd checks a plan.
+type ValidateCmd struct {
+	Plan   string   `arg:"" name:"plan" help:"Plan file (.yaml, .yml or .json)." type:"path"`
+	Set    []string `name:"set" placeholder:"KEY=VALUE" help:"Override a context variable (repeatable)."`
+	Strict bool     `help:"Treat warnings (such as an invalid on_failure value) as errors."`
+	JSON   bool     `name:"json" help:"Print {valid, errors, warnings} as JSON."`
+}
+
+// Run validates the plan; invalid plans exit 2.
+func (c *ValidateCmd) Run(g *Globals) error {
+	opts, err := parseSets(c.Set)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	opts.Strict = c.Strict
+	plan, err := spec.Load(c.Plan, opts)
+	var inv *spec.Invalid
+	if err != nil && !errors.As(err, &inv) {
+		return withCode(exitUsage, err)
+	}
+	if c.JSON {
+		out := struct {
+			Valid    bool              `json:"valid"`
+			Errors   []spec.Diagnostic `json:"errors"`
+			Warnings []spec.Diagnostic `json:"warnings"`
+		}{Valid: err == nil, Errors: []spec.Diagnostic{}, Warnings: []spec.Diagnostic{}}
+		if inv != nil {
+			out.Errors = append(out.Errors, inv.Errors...)
+			out.Warnings = append(out.Warnings, inv.Warnings...)
+		} else if plan != nil {
+			out.Warnings = append(out.Warnings, plan.Warnings...)
+		}
+		b, _ := json.MarshalIndent(out, "", "  ")
+		fmt.Fprintln(g.stdout, string(b))
+		if err != nil {
+			return codeOnly(exitUsage)
+		}
+		return nil
+	}
+	if err != nil {
+		return withCode(exitUsage, planError(inv))
+	}
+	for _, w := range plan.Warnings {
+		fmt.Fprintf(g.stderr, "faber: warning: %s\n", w.Error())
+	}
+	fmt.Fprintf(g.stdout, "%s: valid — plan %q, %d %s in %d %s%s\n", c.Plan, plan.Name,
+		len(plan.Steps), plural(len(plan.Steps), "step", "steps"), len(plan.Phases), plural(len(plan.Phases), "phase", "phases"), endNote(plan))
+	return nil
+}
+
+func endNote(p *spec.Plan) string {
+	if p.End != nil {
+		return ", with an end step"
+	}
+	return ""
+}
+
+// planError is the one line printed for an invalid plan: the first error,
+// and how many more there are.
+func planError(inv *spec.Invalid) error {
+	if len(inv.Errors) == 0 {
+		return inv
+	}
+	msg := inv.Errors[0].Error()
+	if n := len(inv.Errors) - 1; n > 0 {
+		msg += fmt.Sprintf(" (and %d more %s; faber validate --json lists all)", n, plural(n, "error", "errors"))
+	}
+	return errors.New(msg)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// parseSets turns --set KEY=VALUE flags into load options.
+func parseSets(sets []string) (spec.Options, error) {
+	opts := spec.Options{Sets: map[string]string{}}
+	for _, s := range sets {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return opts, fmt.Errorf("--set %q: want KEY=VALUE", s)
+		}
+		if _, dup := opts.Sets[k]; !dup {
+			opts.SetKeys = append(opts.SetKeys, k)
+		}
+		opts.Sets[k] = v
+	}
+	return opts, nil
+}

@@ -1,0 +1,206 @@
+package exec
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/faber-run/faber/spec"
+	"github.com/faber-run/faber/spec/subst"
+)
+
+// logPath is runs/<run-id>/logs/<step-id>/<kind>-<n>.<ext>.
+func (r *Runner) logPath(sr *stepRun, kind string, n int, ext string) string {
+	return filepath.Join(r.RunDir, "logs", sr.def.ID, kind+"-"+strconv.Itoa(n)+"."+ext)
+}
+
+// LogPath is where a step's log of the given kind (attempt, handler,
+// recovery) and number lives; stream is "out" or "err".
+func LogPath(runDir, stepID, kind string, n int, stream string) string {
+	return filepath.Join(runDir, "logs", stepID, kind+"-"+strconv.Itoa(n)+"."+stream)
+}
+
+// vars is the substitution map for a step process (SPEC §4.1). fail is the
+// failed attempt for handlers and recovery scripts.
+func (r *Runner) vars(sr *stepRun, attempt int, fail *outcome) map[string]string {
+	p := r.Plan
+	v := make(map[string]string, len(p.Context)+10)
+	for k, val := range p.Context {
+		v[k] = val
+	}
+	v["run_id"] = r.RunID
+	v["plan_name"] = p.Name
+	v["step_id"] = sr.def.ID
+	v["step_name"] = sr.def.Name
+	v["phase"] = sr.def.Phase
+	v["attempt"] = strconv.Itoa(attempt)
+	if fail != nil {
+		v["error"] = sr.st.Error
+		v["exit_code"] = strconv.Itoa(fail.exitCode)
+		v["stdout_file"] = r.logPath(sr, "attempt", sr.failedN, "out")
+		v["stderr_file"] = r.logPath(sr, "attempt", sr.failedN, "err")
+	}
+	return v
+}
+
+// env builds a process environment: inherited < plan env < step env <
+// FABER_* (SPEC §10). extra entries come last.
+func (r *Runner) env(sr *stepRun, attempt int, vars map[string]string, result string, fail *outcome, extra []string) []string {
+	p := r.Plan
+	e := make([]string, 0, len(r.baseEnv)+len(p.Env)+len(sr.def.Env)+20+len(extra))
+	e = append(e, r.baseEnv...)
+	add := func(keys []string, m map[string]string) {
+		for _, k := range keys {
+			val, err := subst.Expand(m[k], vars)
+			if err != nil {
+				val = m[k]
+			}
+			e = append(e, k+"="+val)
+		}
+	}
+	add(p.EnvKeys, p.Env)
+	add(sr.def.EnvKeys, sr.def.Env)
+	plan := p.File
+	if abs, err := filepath.Abs(plan); err == nil {
+		plan = abs
+	}
+	e = append(e,
+		"FABER_RUN_ID="+r.RunID,
+		"FABER_PLAN="+plan,
+		"FABER_STEP_ID="+sr.def.ID,
+		"FABER_STEP_NAME="+sr.def.Name,
+		"FABER_PHASE="+sr.def.Phase,
+		"FABER_ATTEMPT="+strconv.Itoa(attempt),
+		"FABER_OUTPUT_DIR="+r.outDir,
+		"FABER_RESULT="+result,
+	)
+	for _, k := range p.ContextKeys {
+		e = append(e, "FABER_CTX_"+strings.ToUpper(k)+"="+p.Context[k])
+	}
+	if fail != nil {
+		e = append(e,
+			"FABER_ERROR="+sr.st.Error,
+			"FABER_RETURN_CODE="+strconv.Itoa(fail.exitCode),
+			"FABER_FAILED_ATTEMPT="+strconv.Itoa(sr.failedN),
+			"FABER_STDOUT_FILE="+r.logPath(sr, "attempt", sr.failedN, "out"),
+			"FABER_STDERR_FILE="+r.logPath(sr, "attempt", sr.failedN, "err"),
+		)
+	}
+	if sr.isEnd {
+		e = append(e, "FABER_RUN_STATUS="+endRunStatus(r.endStatus), "FABER_FAILED_STEPS="+strings.Join(r.endFailed, " "))
+	}
+	return append(e, extra...)
+}
+
+// endRunStatus is FABER_RUN_STATUS: success or failed (SPEC §7).
+func endRunStatus(s string) string {
+	if s == RunSuccess {
+		return "success"
+	}
+	return "failed"
+}
+
+// workDir is the step's working directory: the plan's directory, or `dir`
+// (substituted) relative to it.
+func (r *Runner) workDir(sr *stepRun, vars map[string]string) string {
+	if sr.def.Dir == "" {
+		return r.Plan.Dir
+	}
+	d, err := subst.Expand(sr.def.Dir, vars)
+	if err != nil {
+		d = sr.def.Dir
+	}
+	if filepath.IsAbs(d) {
+		return d
+	}
+	return filepath.Join(r.Plan.Dir, d)
+}
+
+// shellArgv returns the argv that runs script with the step's shell.
+func (r *Runner) shellArgv(sr *stepRun, script string) []string {
+	sh := sr.def.Shell
+	if sh == "" {
+		sh = r.Plan.Shell
+	}
+	if sh == "" {
+		if runtime.GOOS == "windows" {
+			sh = "cmd"
+		} else {
+			sh = "sh"
+		}
+	}
+	base := strings.ToLower(filepath.Base(sh))
+	if base == "cmd" || base == "cmd.exe" {
+		return []string{sh, "/C", script}
+	}
+	if strings.HasPrefix(base, "powershell") || strings.HasPrefix(base, "pwsh") {
+		return []string{sh, "-Command", script}
+	}
+	return []string{sh, "-c", script}
+}
+
+func (r *Runner) grace(sr *stepRun) time.Duration {
+	return firstDur(sr.def.KillGrace, r.Plan.KillGrace, 10*time.Second)
+}
+
+// attemptSpec builds the process of the step's next attempt.
+func (r *Runner) attemptSpec(sr *stepRun) (procSpec, error) {
+	n := sr.st.Attempt
+	vars := r.vars(sr, n, nil)
+	var argv, extra []string
+	if spec.IsCommand(sr.def.Run) {
+		a, _, err := r.Plan.ResolveCommand(sr.def.Run, nil, vars)
+		if err != nil {
+			return procSpec{}, fmt.Errorf("step %q: %w", sr.def.ID, err)
+		}
+		argv = a
+	} else {
+		script, env, err := subst.Script(sr.def.Run, vars)
+		if err != nil {
+			return procSpec{}, fmt.Errorf("step %q: %w", sr.def.ID, err)
+		}
+		argv, extra = r.shellArgv(sr, script), env
+	}
+	return r.procFor(sr, "attempt", argv, sr.def.Timeout, n, nil, extra...), nil
+}
+
+// auxSpec builds a recovery script process for the failed attempt.
+func (r *Runner) auxSpec(sr *stepRun, kind, script string, timeout time.Duration) (procSpec, error) {
+	vars := r.vars(sr, sr.failedN, sr.failed)
+	s, env, err := subst.Script(script, vars)
+	if err != nil {
+		return procSpec{}, err
+	}
+	return r.procFor(sr, kind, r.shellArgv(sr, s), timeout, sr.failedN, sr.failed, env...), nil
+}
+
+// procFor fills in logs, result file, environment and the output tee.
+func (r *Runner) procFor(sr *stepRun, kind string, argv []string, timeout time.Duration, n int, fail *outcome, extra ...string) procSpec {
+	vars := r.vars(sr, n, fail)
+	result := r.logPath(sr, kind, n, "result.json")
+	ps := procSpec{
+		argv:       argv,
+		dir:        r.workDir(sr, vars),
+		env:        r.env(sr, n, vars, result, fail, extra),
+		stdoutPath: r.logPath(sr, kind, n, "out"),
+		stderrPath: r.logPath(sr, kind, n, "err"),
+		resultPath: result,
+		timeout:    timeout,
+		grace:      r.grace(sr),
+	}
+	if r.WantOutput && r.Sink != nil {
+		id, sink := sr.def.ID, r.Sink
+		ps.onLine = func(stream string, line []byte) {
+			sink.Event(Event{Type: EvStepOutput, RunID: r.RunID, StepID: id, Attempt: n, Line: line, Fields: map[string]any{"stream": stream, "kind": kind}})
+		}
+	}
+	if kind == "attempt" {
+		ps.onStart = func(pgid int, pstart string) {
+			r.msgs <- msg{kind: mStarted, sr: sr, pgid: pgid, pstart: pstart}
+		}
+	}
+	return ps
+}

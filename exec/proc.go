@@ -1,0 +1,401 @@
+package exec
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// tailSize is how much of stderr is kept in memory: enough for {error} and
+// for stderr_matches, which SPEC §10 matches against the last 64 KiB.
+const tailSize = 64 << 10
+
+// procSpec describes one process faber runs: a step attempt, a recovery
+// script, a handler or the end step.
+type procSpec struct {
+	argv       []string
+	dir        string
+	env        []string
+	stdoutPath string
+	stderrPath string
+	resultPath string
+	timeout    time.Duration // 0 = none
+	grace      time.Duration
+	// onLine, if set, receives each complete output line (and a final partial
+	// one); it must not block.
+	onLine func(stream string, line []byte)
+	// onStart is called once the process runs, with its group id and the
+	// leader's start token, before the process can have done much.
+	onStart func(pgid int, pstart string)
+}
+
+// outcome is what happened to a process.
+type outcome struct {
+	exitCode      int
+	signal        int
+	timedOut      bool
+	stoppedBy     string // "" | reasonCancel | reasonInterrupt: faber itself stopped it
+	startErr      error
+	resultStatus  string // from $FABER_RESULT: "", "success" or "failure"
+	resultMessage string
+	stderrTail    []byte
+	timeout       time.Duration
+	started       time.Time
+	finished      time.Time
+}
+
+// failed reports whether the process counts as failed (SPEC §3).
+func (o *outcome) failed() bool {
+	return o.startErr != nil || o.exitCode != 0 || o.timedOut || o.resultStatus == "failure"
+}
+
+// errorText is {error} for this outcome, per SPEC §3: the result message, else
+// the last non-blank stderr line, else a description of how it ended.
+func (o *outcome) errorText() string {
+	if o.resultMessage != "" {
+		return clip(o.resultMessage)
+	}
+	if l := lastLine(o.stderrTail); l != "" {
+		return l
+	}
+	switch {
+	case o.startErr != nil:
+		return "cannot start: " + o.startErr.Error()
+	case o.timedOut:
+		return "timed out after " + o.timeout.String()
+	case o.signal != 0:
+		return "killed by signal " + signalName(o.signal)
+	case o.resultStatus == "failure":
+		return "result file reported failure"
+	}
+	return fmt.Sprintf("exit status %d", o.exitCode)
+}
+
+// clip cuts s to at most 1000 bytes, back to a character boundary.
+func clip(s string) string {
+	const max = 1000
+	if len(s) <= max {
+		return s
+	}
+	s = s[:max]
+	if i := lastStart(s); !utf8.FullRuneInString(s[i:]) {
+		s = s[:i]
+	}
+	return s
+}
+
+// lastStart returns the index of the start byte of the last (possibly partial)
+// UTF-8 sequence in s.
+func lastStart(s string) int {
+	i := len(s) - 1
+	for i > 0 && len(s)-i < utf8.UTFMax && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return i
+}
+
+// lastLine returns the last line of b holding a non-space character, without
+// its line ending (one trailing \r dropped), clipped to 1000 bytes.
+func lastLine(b []byte) string {
+	for len(b) > 0 {
+		i := bytes.LastIndexByte(b[:len(b)-1], '\n')
+		line := b[i+1:]
+		b = b[:i+1]
+		if i < 0 {
+			b = nil
+		}
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(bytes.TrimSpace(line)) > 0 {
+			return clip(string(line))
+		}
+	}
+	return ""
+}
+
+// Stop reasons.
+const (
+	reasonCancel    = "cancel"
+	reasonInterrupt = "interrupt"
+)
+
+// procCtrl lets the scheduler stop a running process.
+type procCtrl struct {
+	mu     sync.Mutex
+	reason string
+	stop   chan struct{}
+	kill   chan struct{}
+}
+
+func newCtrl() *procCtrl {
+	return &procCtrl{stop: make(chan struct{}), kill: make(chan struct{})}
+}
+
+// Stop asks for a graceful stop (SIGTERM, then SIGKILL after the grace period);
+// hard asks for SIGKILL at once. The first reason given wins.
+func (c *procCtrl) Stop(reason string, hard bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reason == "" {
+		c.reason = reason
+		close(c.stop)
+	}
+	if hard {
+		select {
+		case <-c.kill:
+		default:
+			close(c.kill)
+		}
+	}
+}
+
+func (c *procCtrl) Reason() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reason
+}
+
+// openLog creates a log file; it never truncates an existing file.
+func openLog(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+}
+
+// runProc runs one process to its end. It never returns before every process
+// of the group is gone (or was sent SIGKILL) and the output is written.
+func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
+	o.timeout = ps.timeout
+	o.started = time.Now()
+	defer func() { o.finished = time.Now() }()
+
+	outF, err := openLog(ps.stdoutPath)
+	if err != nil {
+		o.startErr, o.exitCode = err, 127
+		return o
+	}
+	defer outF.Close()
+	errF, err := openLog(ps.stderrPath)
+	if err != nil {
+		o.startErr, o.exitCode = err, 127
+		return o
+	}
+	defer errF.Close()
+	if ps.resultPath != "" {
+		_ = os.Remove(ps.resultPath) // a fresh path each attempt; never trust a stale one
+	}
+	if ctrl.Reason() != "" {
+		o.stoppedBy = ctrl.Reason()
+		o.exitCode = 130
+		return o
+	}
+
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		o.startErr, o.exitCode = err, 127
+		return o
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		o.startErr, o.exitCode = err, 127
+		return o
+	}
+	cmd := osexec.Command(ps.argv[0], ps.argv[1:]...)
+	cmd.Dir = ps.dir
+	cmd.Env = ps.env
+	cmd.Stdin = nil
+	cmd.Stdout = outW
+	cmd.Stderr = errW
+	setGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		outR.Close()
+		outW.Close()
+		errR.Close()
+		errW.Close()
+		o.startErr, o.exitCode = err, 127
+		if errors.Is(err, osexec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			o.exitCode = 127
+		} else if errors.Is(err, os.ErrPermission) {
+			o.exitCode = 126
+		}
+		fmt.Fprintf(errF, "faber: cannot start %s: %v\n", ps.argv[0], err)
+		return o
+	}
+	outW.Close()
+	errW.Close()
+	pgid := groupOf(cmd)
+	if ps.onStart != nil {
+		ps.onStart(pgid, ProcStart(cmd.Process.Pid))
+	}
+
+	var tail tailBuf
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); pump(outR, outF, "stdout", ps.onLine, nil) }()
+	go func() { defer wg.Done(); pump(errR, errF, "stderr", ps.onLine, &tail) }()
+
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+
+	var timer <-chan time.Time
+	if ps.timeout > 0 {
+		t := time.NewTimer(ps.timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	grace := ps.grace
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	terminate := func() {
+		_ = signalGroup(pgid, false)
+		g := time.NewTimer(grace)
+		defer g.Stop()
+		select {
+		case err := <-done:
+			done <- err
+		case <-g.C:
+			_ = signalGroup(pgid, true)
+		case <-ctrl.kill:
+			_ = signalGroup(pgid, true)
+		}
+	}
+	select {
+	case <-done:
+		done <- nil
+	case <-timer:
+		o.timedOut = true
+		terminate()
+	case <-ctrl.stop:
+		select {
+		case <-ctrl.kill:
+			_ = signalGroup(pgid, true)
+		default:
+			terminate()
+		}
+	}
+	<-done
+	// The leader is gone; no process of the step may outlive it.
+	_ = signalGroup(pgid, true)
+
+	// Output pipes close when the last writer dies. A process that left the
+	// group (setsid) could hold them open: do not wait for it forever.
+	waitCh := make(chan struct{})
+	go func() { wg.Wait(); close(waitCh) }()
+	select {
+	case <-waitCh:
+	case <-time.After(2 * time.Second):
+		_ = outR.SetReadDeadline(time.Now())
+		_ = errR.SetReadDeadline(time.Now())
+		<-waitCh
+	}
+	outR.Close()
+	errR.Close()
+
+	o.exitCode, o.signal = exitStatus(cmd.ProcessState)
+	if o.timedOut {
+		o.exitCode, o.signal = 124, 0
+	}
+	if r := ctrl.Reason(); r != "" && !o.timedOut {
+		o.stoppedBy = r
+	}
+	o.stderrTail = tail.Bytes()
+	if ps.resultPath != "" {
+		o.resultStatus, o.resultMessage = readResult(ps.resultPath)
+	}
+	return o
+}
+
+// readResult reads {"status": ..., "message": ...} from a result file.
+func readResult(path string) (status, message string) {
+	b, err := os.ReadFile(path)
+	if err != nil || len(bytes.TrimSpace(b)) == 0 {
+		return "", ""
+	}
+	var r struct {
+		Status  string `json:"status"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(b, &r) != nil {
+		return "", ""
+	}
+	if r.Status != "success" && r.Status != "failure" {
+		r.Status = ""
+	}
+	return r.Status, r.Message
+}
+
+// pump copies a pipe to its log file, handing complete lines to onLine.
+func pump(r io.Reader, w io.Writer, stream string, onLine func(string, []byte), tail *tailBuf) {
+	buf := make([]byte, 32<<10)
+	var partial []byte
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			chunk := buf[:n]
+			_, _ = w.Write(chunk)
+			if tail != nil {
+				tail.Write(chunk)
+			}
+			if onLine != nil {
+				for {
+					i := bytes.IndexByte(chunk, '\n')
+					if i < 0 {
+						partial = append(partial, chunk...)
+						if len(partial) > 64<<10 { // a very long line: hand it on in pieces
+							onLine(stream, partial)
+							partial = nil
+						}
+						break
+					}
+					line := chunk[:i]
+					if len(partial) > 0 {
+						line = append(partial, line...)
+						partial = nil
+					}
+					onLine(stream, bytes.Clone(bytes.TrimSuffix(line, []byte("\r"))))
+					chunk = chunk[i+1:]
+				}
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	if onLine != nil && len(partial) > 0 {
+		onLine(stream, partial)
+	}
+}
+
+// tailBuf keeps the last tailSize bytes written to it.
+type tailBuf struct{ b []byte }
+
+func (t *tailBuf) Write(p []byte) {
+	t.b = append(t.b, p...)
+	if len(t.b) > 2*tailSize {
+		t.b = append(t.b[:0:0], t.b[len(t.b)-tailSize:]...)
+	}
+}
+
+func (t *tailBuf) Bytes() []byte {
+	if len(t.b) > tailSize {
+		return t.b[len(t.b)-tailSize:]
+	}
+	return t.b
+}
+
+func sleepMs(n int) { time.Sleep(time.Duration(n) * time.Millisecond) }
+
+var _ = context.Background

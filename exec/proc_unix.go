@@ -1,0 +1,100 @@
+//go:build unix
+
+package exec
+
+import (
+	"errors"
+	"os"
+	osexec "os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// setGroup makes the command the leader of a new process group, so that a
+// timeout or cancel reaches every process the step started, not just its shell.
+func setGroup(cmd *osexec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+// groupOf returns the process group id of a started command.
+func groupOf(cmd *osexec.Cmd) int { return cmd.Process.Pid }
+
+// signalGroup sends sig to every process of the group; "no such process" is not an error.
+func signalGroup(pgid int, kill bool) error {
+	sig := syscall.SIGTERM
+	if kill {
+		sig = syscall.SIGKILL
+	}
+	err := syscall.Kill(-pgid, sig)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+// groupAlive reports whether any process of the group still exists.
+func groupAlive(pgid int) bool {
+	err := syscall.Kill(-pgid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// exitStatus maps a finished process state to faber's exit code: the exit
+// status, or 128+N for death by signal N.
+func exitStatus(ps *os.ProcessState) (code int, signal int) {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal()), int(ws.Signal())
+	}
+	return ps.ExitCode(), 0
+}
+
+// signalName names a signal number for error messages.
+func signalName(n int) string {
+	s := syscall.Signal(n).String()
+	if s == "" || strings.HasPrefix(s, "signal ") {
+		return strconv.Itoa(n)
+	}
+	return strconv.Itoa(n) + " (" + s + ")"
+}
+
+// ProcStart returns a token identifying when process pid started (Linux: the
+// starttime field of /proc/pid/stat), or "" when unknown. A pid whose token
+// changed is another process, so a leftover group is only killed when the
+// token still matches.
+func ProcStart(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19]
+}
+
+// KillLeftoverGroup terminates process group pgid left behind by a dead faber,
+// if its leader is still the process that started at pstart (or, when the
+// leader is gone, if any member remains: members of a group whose leader died
+// keep the pgid, and a new group cannot reuse it while they live).
+func KillLeftoverGroup(pgid int, pstart string) {
+	if pgid <= 0 {
+		return
+	}
+	if cur := ProcStart(pgid); cur != "" && pstart != "" && cur != pstart {
+		return // the pid now belongs to an unrelated process
+	}
+	if !groupAlive(pgid) {
+		return
+	}
+	_ = signalGroup(pgid, false)
+	for i := 0; i < 50 && groupAlive(pgid); i++ {
+		sleepMs(20)
+	}
+	_ = signalGroup(pgid, true)
+}

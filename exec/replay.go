@@ -1,0 +1,164 @@
+package exec
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// StepInfo is the static description of a step carried by run_started and
+// run_resumed events, so that readers can show a run without its plan.
+type StepInfo struct {
+	ID    string   `json:"id"`
+	Name  string   `json:"name"`
+	Phase string   `json:"phase"`
+	Needs []string `json:"needs"`
+}
+
+// View is a run as rebuilt from its event log: what `faber status` shows.
+type View struct {
+	Run   RunState
+	Steps []*StepState // plan order, the end step last
+	// Owner fields are filled in by the caller.
+	LastSeq int64
+}
+
+// Replay rebuilds a run's state from its events, oldest first. It is how
+// processes other than the owner read a run: the event log is complete, so
+// they never need the owner's store.
+func Replay(events [][]byte) (*View, error) {
+	v := &View{}
+	byID := map[string]*StepState{}
+	order := []string{}
+	get := func(id string) *StepState {
+		st := byID[id]
+		if st == nil {
+			st = &StepState{ID: id, Name: id, Status: StatusPending, Needs: []string{}}
+			byID[id] = st
+			order = append(order, id)
+		}
+		return st
+	}
+	setSteps := func(raw any) {
+		b, err := json.Marshal(raw)
+		if err != nil {
+			return
+		}
+		var infos []StepInfo
+		if json.Unmarshal(b, &infos) != nil {
+			return
+		}
+		newOrder := make([]string, 0, len(infos))
+		seen := map[string]bool{}
+		for _, in := range infos {
+			st := get(in.ID)
+			st.Name, st.Phase = in.Name, in.Phase
+			st.Needs = in.Needs
+			if st.Needs == nil {
+				st.Needs = []string{}
+			}
+			newOrder = append(newOrder, in.ID)
+			seen[in.ID] = true
+		}
+		for _, id := range order { // steps known only from events (e.g. "end")
+			if !seen[id] {
+				newOrder = append(newOrder, id)
+			}
+		}
+		order = newOrder
+	}
+	for _, line := range events {
+		var e Event
+		if err := json.Unmarshal(line, &e); err != nil {
+			return nil, err
+		}
+		v.LastSeq = e.Seq
+		switch e.Type {
+		case EvRunStarted:
+			v.Run.RunID = e.RunID
+			v.Run.StartedAt = e.Time
+			v.Run.Status = RunInProgress
+			if s, ok := e.Fields["plan"].(string); ok {
+				v.Run.Plan = s
+			}
+			setSteps(e.Fields["steps"])
+		case EvRunResumed:
+			v.Run.Status = RunInProgress
+			v.Run.FinishedAt = nil
+			if e.Fields["steps"] != nil {
+				setSteps(e.Fields["steps"])
+			}
+		case EvStepStatus:
+			st := get(e.StepID)
+			st.Status = e.Status
+			st.Attempt = e.Attempt
+			if p, ok := e.Fields["phase"].(string); ok && p != "" {
+				st.Phase = p
+			}
+			st.Error, _ = e.Fields["error"].(string)
+			st.ExitCode = e.ExitCode
+			st.StartedAt = fieldTime(e.Fields["started_at"])
+			st.FinishedAt = fieldTime(e.Fields["finished_at"])
+			if d, ok := e.Fields["duration_ms"].(float64); ok {
+				st.DurationMs = int64(d)
+			} else {
+				st.DurationMs = 0
+			}
+		case EvHandlerInvoked:
+			st := get(e.StepID)
+			rem := &Remediation{}
+			rem.HandlerType, _ = e.Fields["handler_type"].(string)
+			rem.HandlerCommand, _ = e.Fields["handler_command"].(string)
+			t := e.Time
+			rem.HandlerInvokedAt = &t
+			if b, err := json.Marshal(e.Fields["handler_result"]); err == nil {
+				var hr HandlerResult
+				if json.Unmarshal(b, &hr) == nil {
+					rem.HandlerResult = &hr
+				}
+			}
+			if n, ok := e.Fields["retry_count"].(float64); ok {
+				rem.RetryCount = int(n)
+			}
+			if n, ok := e.Fields["max_retries"].(float64); ok {
+				rem.MaxRetries = int(n)
+			}
+			st.Remediation = rem
+		case EvStepClassified:
+			st := get(e.StepID)
+			st.Classified, _ = e.Fields["action"].(string)
+		case EvWorkflowCompleted, EvWorkflowFailed:
+			v.Run.Status = e.Status
+			if v.Run.Status == "" {
+				v.Run.Status = RunFailed
+				if e.Type == EvWorkflowCompleted {
+					v.Run.Status = RunSuccess
+				}
+			}
+			t := e.Time
+			v.Run.FinishedAt = &t
+		}
+	}
+	for _, id := range order {
+		v.Steps = append(v.Steps, byID[id])
+	}
+	// The end step always comes last.
+	for i, st := range v.Steps {
+		if st.ID == "end" && i != len(v.Steps)-1 {
+			v.Steps = append(append(v.Steps[:i:i], v.Steps[i+1:]...), st)
+			break
+		}
+	}
+	return v, nil
+}
+
+func fieldTime(x any) *time.Time {
+	s, ok := x.(string)
+	if !ok || s == "" {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return nil
+	}
+	return &t
+}

@@ -1,0 +1,229 @@
+// Command faber runs workflow plans on the local machine: it runs each step as
+// a subprocess, in parallel where the plan allows, records every transition in
+// an embedded store, and runs the plan's failure handlers exactly as written.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+)
+
+// Set by the release build (-ldflags "-X main.version=... -X main.commit=...").
+var (
+	version = "dev"
+	commit  = "none"
+	date    = "unknown"
+)
+
+// Exit codes (SPEC §1).
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitUsage       = 2
+	exitPending     = 3
+	exitState       = 4
+	exitInterrupted = 130
+)
+
+// Globals are the flags every command takes.
+type Globals struct {
+	StateDir string `name:"state-dir" env:"FABER_STATE_DIR" default:".faber" placeholder:"DIR" help:"Where runs, their stores and logs live."`
+	NoColor  bool   `name:"no-color" help:"Plain text without colours (also when NO_COLOR is set)."`
+	Verbose  bool   `short:"v" help:"Say more: debug details on stderr."`
+
+	stdout io.Writer
+	stderr io.Writer
+	stdin  io.Reader
+}
+
+// CLI is faber's command line.
+type CLI struct {
+	Globals
+
+	Run      RunCmd      `cmd:"" help:"Run a plan: its steps as subprocesses, in parallel where the plan allows."`
+	Resume   ResumeCmd   `cmd:"" help:"Continue a stopped, failed or crashed run without re-running what succeeded."`
+	Validate ValidateCmd `cmd:"" help:"Check a plan without running anything: fields, dependencies, variables, handlers."`
+	List     ListCmd     `cmd:"" help:"List the runs in the state dir, newest first."`
+	Status   StatusCmd   `cmd:"" help:"Show one run: every step with its status, attempts and error."`
+	Events   EventsCmd   `cmd:"" help:"Show a run's audit trail: every decision, oldest first."`
+	Logs     LogsCmd     `cmd:"" help:"Print the output of a step's attempt, handler or recovery script."`
+	Pending  PendingCmd  `cmd:"" help:"List steps that wait for a decision (pending_failed), with their stderr."`
+	Classify ClassifyCmd `cmd:"" help:"Decide on a pending_failed step: --retry it or --fail it."`
+	Reset    ResetCmd    `cmd:"" help:"Put steps of a finished run back to pending, so resume runs them again."`
+	Mcp      McpCmd      `cmd:"" name:"mcp" help:"Serve the Model Context Protocol on stdio, for AI agents."`
+	Recover  RecoverCmd  `cmd:"" help:"Let an AI agent classify a run's pending steps, then resume it."`
+	Schema   SchemaCmd   `cmd:"" help:"Print the JSON Schema of the plan format (for editors)."`
+	Version  VersionCmd  `cmd:"" help:"Print faber's version."`
+}
+
+const description = `faber runs workflow plans on this machine and does exactly what the plan says
+when a step fails: exit-code rules with recovery scripts, then the step's
+on_failure handler (stop, continue, retry, or a /command), every decision
+recorded. A stopped, failed or crashed run continues with 'faber resume'.
+
+Examples:
+  faber validate plan.yaml                 check a plan, run nothing
+  faber run plan.yaml                      run it (a live view in a terminal)
+  faber run plan.yaml --set dataset=ipeds  override a context variable
+  faber status --json <run-id>             every step, as JSON
+  faber resume --last                      continue the newest run
+
+Exit codes: 0 success, 1 run failed, 2 usage error or invalid plan,
+3 steps await a decision (pending_failed), 4 state problem, 130 interrupted.`
+
+// exitError carries an exit code through the command's error.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+func (e *exitError) Unwrap() error { return e.err }
+
+// withCode attaches an exit code to an error.
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+// codeOnly ends the command with a code and no message (the output said it all).
+func codeOnly(code int) error { return &exitError{code: code} }
+
+func main() {
+	os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// Main runs faber with args and returns the exit code; it never calls os.Exit.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(stderr, "faber: internal error: %v (please report this)\n", p)
+			code = exitState
+		}
+	}()
+	var cli CLI
+	cli.stdout, cli.stderr, cli.stdin = stdout, stderr, stdin
+	exited := -1
+	parser, err := kong.New(&cli,
+		kong.Name("faber"),
+		kong.Description(description),
+		kong.UsageOnError(),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true, Summary: true}),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(c int) { exited = c; panic(kongExit{}) }),
+		kong.Bind(&cli.Globals),
+	)
+	if err != nil {
+		fmt.Fprintf(stderr, "faber: %v\n", err)
+		return exitState
+	}
+	var kctx *kong.Context
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				if _, ok := p.(kongExit); !ok {
+					panic(p)
+				}
+			}
+		}()
+		kctx, err = parser.Parse(args)
+	}()
+	if exited >= 0 {
+		if exited != 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "faber: %s\n", lowerFirst(err.Error()))
+		var pe *kong.ParseError
+		if errors.As(err, &pe) && pe.Context != nil {
+			fmt.Fprintf(stderr, "run 'faber %s --help' for usage\n", commandPath(pe.Context))
+		}
+		return exitUsage
+	}
+	if os.Getenv("NO_COLOR") != "" {
+		cli.NoColor = true
+	}
+	err = kctx.Run(&cli.Globals)
+	if err == nil {
+		return exitOK
+	}
+	code = exitUsage
+	var xe *exitError
+	if errors.As(err, &xe) {
+		code = xe.code
+		if xe.err == nil {
+			return code
+		}
+	}
+	fmt.Fprintf(stderr, "faber: %s\n", err.Error())
+	return code
+}
+
+type kongExit struct{}
+
+func commandPath(ctx *kong.Context) string {
+	s := strings.TrimSpace(strings.TrimPrefix(ctx.Command(), "faber"))
+	if f := strings.Fields(s); len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}
+
+// signalContext is cancelled by the first SIGINT/SIGTERM; hard is closed by the second.
+func signalContext() (ctx context.Context, hard <-chan struct{}, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	h := make(chan struct{})
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-ch:
+				n++
+				if n == 1 {
+					cancel()
+				} else if n == 2 {
+					close(h)
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, h, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel()
+	}
+}
+
+// notYet is what commands built by later work say.
+func notYet(name string) error {
+	return withCode(exitUsage, fmt.Errorf("%s: not implemented yet", name))
+}

@@ -1,0 +1,220 @@
+// Package spec holds faber's plan format: the types, parsing of YAML and JSON
+// with line:col positions, validation, the dependency graph and /command
+// resolution. It starts no processes and opens no store.
+package spec
+
+import (
+	"regexp"
+	"time"
+)
+
+// Pos is a position in a plan file. Line and Col are 1-based; zero means unknown.
+type Pos struct {
+	Line int `json:"line"`
+	Col  int `json:"col"`
+}
+
+// Diagnostic is one validation error or warning, tied to a place in a plan file.
+type Diagnostic struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Col     int    `json:"col"`
+	Message string `json:"message"`
+}
+
+// Error formats the diagnostic as "file:line:col: message" (line/col omitted when unknown).
+func (d Diagnostic) Error() string {
+	s := d.File
+	if d.Line > 0 {
+		s += ":" + itoa(d.Line)
+		if d.Col > 0 {
+			s += ":" + itoa(d.Col)
+		}
+	}
+	if s != "" {
+		s += ": "
+	}
+	return s + d.Message
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	var b [20]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}
+
+// Stop modes.
+const (
+	StopDrain  = "drain"
+	StopCancel = "cancel"
+)
+
+// Plan is a parsed and validated plan. Maps that users write in order (context,
+// env, commands) keep their keys in file order in the matching *Keys slices.
+type Plan struct {
+	File string // path as given on the command line
+	Dir  string // absolute directory of the plan file; default working dir of steps
+
+	Name             string
+	Description      string
+	Context          map[string]string // after --set overrides
+	ContextKeys      []string          // file order, then --set-only keys
+	Jobs             int               // 0 = not set (runner uses CPU count)
+	Shell            string            // "" = default (sh; cmd on Windows)
+	Env              map[string]string
+	EnvKeys          []string
+	UsePendingFailed bool
+	StopMode         string // StopDrain (default) or StopCancel
+	Agent            []string
+	Commands         map[string]string // "/name" -> command line
+	FailureHandlers  map[string]*FailureHandler
+	HandlerTimeout   time.Duration // 0 = default 30m
+	KillGrace        time.Duration // 0 = default 10s
+	Executor         string        // "" or "local" (slurm later)
+	Slurm            *Slurm        // plan-level slurm block, or nil
+
+	Phases []*Phase
+	Steps  []*Step // every step in plan order, excluding End
+	End    *Step   // explicit end step, or nil
+
+	Warnings []Diagnostic // e.g. invalid on_failure values treated as stop
+
+	goos string           // target OS for the default shell ("" = runtime.GOOS)
+	byID map[string]*Step // steps by id, set by Parse (nil for hand-built plans)
+}
+
+// Slurm holds the settings of a `slurm:` block. A step's block is merged over
+// the plan's: fields the step sets win, the others come from the plan.
+type Slurm struct {
+	Partition string
+	Account   string
+	QOS       string
+	CPUs      int // 0 = not set
+	Mem       string
+	GPUs      string
+	Time      string
+	ExtraArgs []string
+}
+
+// Phase is a named group of steps.
+type Phase struct {
+	Name     string
+	Parallel bool
+	Steps    []*Step
+	Pos      Pos
+}
+
+// Step is one unit of work.
+type Step struct {
+	ID          string
+	Name        string // defaults to ID
+	Description string
+	Phase       string
+	Index       int // position in Plan.Steps; -1 for the end step
+
+	Run            string        // shell script, or a /command line (see IsCommand)
+	Timeout        time.Duration // 0 = none
+	Needs          []string      // as written; nil when not written
+	NeedsSet       bool          // true when `needs:` was written (even empty)
+	Deps           []string      // resolved dependencies (explicit or implicit), plan order
+	Env            map[string]string
+	EnvKeys        []string
+	Dir            string // as written (may hold {vars}); "" = plan dir
+	Shell          string // step override of the plan shell; "" = plan's
+	FailureHandler string // name in Plan.FailureHandlers, or ""
+	HandlerTimeout time.Duration // the step's, else the plan's; 0 = default 30m
+	KillGrace      time.Duration // the step's, else the plan's; 0 = default 10s
+	OnFailure      OnFailure
+
+	// Command is true when Run is a /command line (IsCommand): it is resolved
+	// with Plan.ResolveCommand and run without a shell.
+	Command bool
+	// Executor is the step's executor ("" or "local", or "slurm"), the
+	// plan's when the step does not set one.
+	Executor string
+	// Slurm is the step's slurm block merged over the plan's, or nil.
+	Slurm *Slurm
+	// Plan is a sub-plan step's `plan:` as written ("" for a run step);
+	// PlanPath is it resolved against the plan's directory.
+	Plan     string
+	PlanPath string
+	// PlanContext is the `context:` passed to the child plan (values may hold
+	// {vars}), with its keys in file order.
+	PlanContext     map[string]string
+	PlanContextKeys []string
+
+	Pos Pos // position of the step's mapping (its `id:` key where known)
+}
+
+// On-failure kinds.
+const (
+	OnStop       = "stop"
+	OnContinue   = "continue"
+	OnRetry      = "retry"
+	OnCommand    = "command"
+	OnStructured = "structured"
+)
+
+// OnFailure is a step's result_handling.on_failure, normalised.
+type OnFailure struct {
+	Kind           string // OnStop (also the default), OnContinue, OnRetry, OnCommand, OnStructured
+	Explicit       bool   // written in the plan (an invalid value counts as explicit stop)
+	Invalid        string // the invalid value that was turned into stop, if any
+	Command        string // OnCommand: the whole template line; OnStructured: the command
+	Args           []Arg  // OnStructured: args in file order
+	RetryOnSuccess bool   // default true
+	MaxRetries     int    // default 1 (retry keyword and handlers)
+	HandlerTimeout time.Duration // structured handler's, else the step's, else the plan's; 0 = default 30m
+	Pos            Pos
+}
+
+// Arg is one structured-handler argument: --Key Value, or --Key alone when Flag.
+type Arg struct {
+	Key   string
+	Value string
+	Flag  bool // value was boolean true: emit only --Key
+	Omit  bool // value was boolean false: emit nothing
+}
+
+// FailureHandler is a named, ordered list of exit-code rules.
+type FailureHandler struct {
+	Name  string
+	Rules []*Rule
+	Pos   Pos
+}
+
+// Backoff kinds.
+const (
+	BackoffFixed       = "fixed"
+	BackoffExponential = "exponential"
+)
+
+// Rule is one exit-code rule of a failure handler.
+type Rule struct {
+	ExitCodes      []int
+	MatchAll       bool
+	StderrMatches  *regexp.Regexp // nil when not set
+	RecoveryScript string
+	MaxRetries     int // default 3
+	Delay          time.Duration
+	Backoff        string // BackoffFixed (default) or BackoffExponential
+	MaxDelay       time.Duration
+	Index          int // position in the handler, for budgets and messages
+	Pos            Pos
+}

@@ -1,0 +1,187 @@
+package tui
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/faber-run/faber/exec"
+)
+
+// Plain writes one line per transition, and each output line of a step
+// prefixed with its id. Whole lines are written at once, so output of
+// parallel steps never interleaves mid-line.
+type Plain struct {
+	w      *bufio.Writer
+	mu     sync.Mutex
+	q      *queue
+	styles Styles
+	output bool
+}
+
+// NewPlain returns a plain renderer writing to w; output selects whether
+// step output lines are shown.
+func NewPlain(w io.Writer, styles Styles, output bool) *Plain {
+	p := &Plain{w: bufio.NewWriterSize(w, 64<<10), styles: styles, output: output}
+	p.q = newQueue(p.write, func(n int) {
+		fmt.Fprintf(p.w, "… %d output lines dropped (the terminal was too slow); see faber logs\n", n)
+	})
+	return p
+}
+
+// Event queues an event; it never blocks.
+func (p *Plain) Event(e exec.Event) {
+	if e.Type == exec.EvStepOutput && !p.output {
+		return
+	}
+	p.q.put(e)
+}
+
+// Close flushes everything queued.
+func (p *Plain) Close() error {
+	p.q.close()
+	return p.w.Flush()
+}
+
+func (p *Plain) write(e exec.Event) {
+	line := PlainLine(e, p.styles)
+	if line == "" {
+		return
+	}
+	p.w.WriteString(line)
+	p.w.WriteByte('\n')
+	// Flush at transitions so a person watching sees them at once; output
+	// bursts are flushed when the queue drains.
+	if e.Type != exec.EvStepOutput {
+		p.w.Flush()
+	}
+}
+
+// PlainLine formats one event as a plain progress line ("" for events that
+// are not shown).
+func PlainLine(e exec.Event, s Styles) string {
+	ts := e.Time.Local().Format("15:04:05")
+	switch e.Type {
+	case exec.EvStepOutput:
+		prefix := e.StepID
+		if k, _ := e.Fields["kind"].(string); k != "" && k != "attempt" {
+			prefix += " " + k
+		}
+		if st, _ := e.Fields["stream"].(string); st == "stderr" {
+			return s.Dim.Render(prefix+" !") + " " + string(e.Line)
+		}
+		return s.Dim.Render(prefix+" |") + " " + string(e.Line)
+	case exec.EvRunStarted:
+		return fmt.Sprintf("%s %s run %s (plan %v, %v steps)", ts, s.Glyph(exec.RunInProgress), e.RunID, e.Fields["plan"], e.Fields["total_steps"])
+	case exec.EvRunResumed:
+		return fmt.Sprintf("%s %s resumed run %s", ts, s.Glyph(exec.RunInProgress), e.RunID)
+	case exec.EvStepStatus:
+		msg := fmt.Sprintf("%s %s %s %s", ts, s.Glyph(e.Status), e.StepID, s.Status(e.Status))
+		if e.Status == exec.StatusInProgress || e.Status == exec.StatusRetrying {
+			msg += fmt.Sprintf(" (attempt %d)", e.Attempt)
+		}
+		if d, ok := e.Fields["duration_ms"].(int64); ok && e.Status == exec.StatusSuccess {
+			msg += " " + s.Dim.Render(fmtDur(time.Duration(d)*time.Millisecond))
+		}
+		if e.ExitCode != nil && e.Status != exec.StatusSuccess {
+			msg += fmt.Sprintf(" exit %d", *e.ExitCode)
+		}
+		if er, _ := e.Fields["error"].(string); er != "" && e.Status != exec.StatusSuccess {
+			msg += ": " + oneLine(er)
+		}
+		return msg
+	case exec.EvRetryReserved:
+		return fmt.Sprintf("%s %s %s retry %v/%v reserved by %v (attempt %d next%s)", ts, s.Glyph(exec.StatusRetrying), e.StepID,
+			e.Fields["retry_count"], e.Fields["max_retries"], e.Fields["failure_handler"], e.Attempt, delayText(e.Fields["delay_ms"]))
+	case exec.EvRecoveryFinished:
+		code := 0
+		if e.ExitCode != nil {
+			code = *e.ExitCode
+		}
+		return fmt.Sprintf("%s %s %s recovery script exited %d", ts, s.Glyph(exec.StatusRetrying), e.StepID, code)
+	case exec.EvHandlerInvoked:
+		res, _ := json.Marshal(e.Fields["handler_result"])
+		var hr exec.HandlerResult
+		_ = json.Unmarshal(res, &hr)
+		return fmt.Sprintf("%s %s %s on_failure %v → %s (exit %d): %s; %s", ts, s.Glyph(exec.StatusRemediating), e.StepID,
+			e.Fields["handler_command"], hr.Status, hr.ExitCode, oneLine(hr.Message), strings.ReplaceAll(hr.ActionTaken, "_", " "))
+	case exec.EvWarning:
+		return fmt.Sprintf("%s %s warning: %v", ts, s.Warn.Render("!"), e.Fields["message"])
+	case exec.EvStepOrphaned:
+		return fmt.Sprintf("%s %s %s was running when faber died: %v", ts, s.Glyph(exec.StatusInterrupted), e.StepID, e.Fields["message"])
+	case exec.EvStepClassified:
+		return fmt.Sprintf("%s %s %s classified %v: %v", ts, s.Glyph(exec.StatusPendingFailed), e.StepID, e.Fields["action"], e.Fields["reason"])
+	case exec.EvWorkflowCompleted, exec.EvWorkflowFailed:
+		failed := ""
+		if ids, ok := e.Fields["failed_steps"].([]string); ok && len(ids) > 0 {
+			failed = " — failed: " + strings.Join(ids, ", ")
+		}
+		return fmt.Sprintf("%s %s run %s %s (%v steps, %v failed)%s", ts, s.Glyph(e.Status), e.RunID, s.Status(e.Status),
+			e.Fields["total_steps"], e.Fields["failed_steps_count"], failed)
+	}
+	return ""
+}
+
+func delayText(x any) string {
+	ms, ok := x.(int64)
+	if !ok || ms <= 0 {
+		return ""
+	}
+	return ", after " + fmtDur(time.Duration(ms)*time.Millisecond)
+}
+
+func oneLine(s string) string {
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
+
+func fmtDur(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return d.Round(time.Second).String()
+}
+
+// JSON writes one JSON object per committed event (SPEC §1 `--ui json`).
+type JSON struct {
+	w *bufio.Writer
+	q *queue
+}
+
+// NewJSON returns a JSON-lines renderer writing to w.
+func NewJSON(w io.Writer) *JSON {
+	j := &JSON{w: bufio.NewWriterSize(w, 64<<10)}
+	j.q = newQueue(func(e exec.Event) {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return
+		}
+		j.w.Write(b)
+		j.w.WriteByte('\n')
+		j.w.Flush()
+	}, nil)
+	return j
+}
+
+// Event queues a committed event; output lines are not part of the JSON stream.
+func (j *JSON) Event(e exec.Event) {
+	if e.Type == exec.EvStepOutput {
+		return
+	}
+	j.q.put(e)
+}
+
+// Close flushes.
+func (j *JSON) Close() error {
+	j.q.close()
+	return j.w.Flush()
+}

@@ -11,7 +11,7 @@ import (
 
 // ValidateCmd checks a plan.
 type ValidateCmd struct {
-	Plan   string   `arg:"" name:"plan" help:"Plan file (.yaml, .yml or .json)." type:"path"`
+	Plan   string   `arg:"" name:"plan" help:"Plan file (.yaml, .yml or .json)."`
 	Set    []string `name:"set" placeholder:"KEY=VALUE" help:"Override a context variable (repeatable)."`
 	Strict bool     `help:"Treat warnings (such as an invalid on_failure value) as errors."`
 	JSON   bool     `name:"json" help:"Print {valid, errors, warnings} as JSON."`

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,6 +14,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/faber-run/faber/state"
 )
 
 func TestMain(m *testing.M) {
@@ -32,7 +37,139 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		RequireExplicitExec: true,
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"lastrun":  cmdLastRun,
+			"jsonpath": cmdJSONPath,
+			"gaps":     cmdGaps,
+			"code":     cmdCode,
+		},
 	})
+}
+
+// cmdLastRun sets $RUN to the newest run id in the state dir.
+//
+//	lastrun [VAR]
+func cmdLastRun(ts *testscript.TestScript, neg bool, args []string) {
+	name := "RUN"
+	if len(args) > 0 {
+		name = args[0]
+	}
+	metas, err := state.List(ts.Getenv("FABER_STATE_DIR"))
+	if err != nil || len(metas) == 0 {
+		if neg {
+			return
+		}
+		ts.Fatalf("lastrun: no run found (%v)", err)
+	}
+	if neg {
+		ts.Fatalf("lastrun: unexpected run %s", metas[0].RunID)
+	}
+	ts.Setenv(name, metas[0].RunID)
+}
+
+// cmdJSONPath prints the value at a path in a JSON file (or of every line of
+// a JSON-lines file with -lines). A path is dot-separated: names, [N] indexes,
+// and [key=value] selectors that pick the first array element whose key
+// equals value. Strings print raw; other values as JSON.
+//
+//	jsonpath [-lines] FILE PATH
+func cmdJSONPath(ts *testscript.TestScript, neg bool, args []string) {
+	lines := false
+	if len(args) > 0 && args[0] == "-lines" {
+		lines, args = true, args[1:]
+	}
+	if len(args) != 2 {
+		ts.Fatalf("usage: jsonpath [-lines] FILE PATH")
+	}
+	data := ts.ReadFile(args[0])
+	docs := []string{data}
+	if lines {
+		docs = strings.Split(strings.TrimSpace(data), "\n")
+	}
+	for _, d := range docs {
+		var v any
+		if err := json.Unmarshal([]byte(d), &v); err != nil {
+			ts.Fatalf("jsonpath: %s: %v", args[0], err)
+		}
+		got, err := jsonPath(v, args[1])
+		if err != nil {
+			if lines {
+				continue
+			}
+			ts.Fatalf("jsonpath: %v", err)
+		}
+		if s, ok := got.(string); ok {
+			fmt.Fprintln(ts.Stdout(), s)
+		} else {
+			b, _ := json.Marshal(got)
+			fmt.Fprintln(ts.Stdout(), string(b))
+		}
+	}
+}
+
+func jsonPath(v any, path string) (any, error) {
+	path = strings.ReplaceAll(path, "[", ".[")
+	for _, part := range strings.Split(path, ".") {
+		if part == "" {
+			continue
+		}
+		if strings.HasPrefix(part, "[") && strings.HasSuffix(part, "]") {
+			sel := part[1 : len(part)-1]
+			arr, ok := v.([]any)
+			if !ok {
+				return nil, fmt.Errorf("%s: not an array", part)
+			}
+			if k, want, ok := strings.Cut(sel, "="); ok {
+				found := false
+				for _, el := range arr {
+					if m, ok := el.(map[string]any); ok && fmt.Sprint(m[k]) == want {
+						v, found = el, true
+						break
+					}
+				}
+				if !found {
+					return nil, fmt.Errorf("%s: no element", part)
+				}
+				continue
+			}
+			i, err := strconv.Atoi(sel)
+			if err != nil || i < 0 || i >= len(arr) {
+				return nil, fmt.Errorf("%s: bad index", part)
+			}
+			v = arr[i]
+			continue
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s: not an object", part)
+		}
+		if v, ok = m[part]; !ok {
+			return nil, fmt.Errorf("%s: no such key", part)
+		}
+	}
+	return v, nil
+}
+
+// cmdGaps checks that consecutive RFC 3339 timestamps (one per line) in FILE
+// are at least D apart: a lower bound, which a busy machine cannot break.
+//
+//	gaps FILE D
+func cmdGaps(ts *testscript.TestScript, neg bool, args []string) {
+	min, err := time.ParseDuration(args[1])
+	if err != nil {
+		ts.Fatalf("gaps: %v", err)
+	}
+	var prev time.Time
+	for i, l := range strings.Fields(ts.ReadFile(args[0])) {
+		t, err := time.Parse(time.RFC3339Nano, l)
+		if err != nil {
+			ts.Fatalf("gaps: line %d: %v", i+1, err)
+		}
+		if i > 0 && t.Sub(prev) < min {
+			ts.Fatalf("gaps: line %d is only %s after the previous one", i+1, t.Sub(prev))
+		}
+		prev = t
+	}
 }
 
 // fabertest is a helper program for scripts and plans, so that they do not
@@ -48,6 +185,7 @@ func TestScripts(t *testing.T) {
 //	ticker N D                  print N numbered lines, D apart
 //	alive PIDFILE               exit 0 if the process in PIDFILE is alive, else 1
 //	result STATUS MESSAGE       write {"status","message"} to $FABER_RESULT
+//	stamp FILE                  append the current time (RFC 3339) to FILE
 func fabertest(args []string) int {
 	if len(args) == 0 {
 		fmt.Fprintln(os.Stderr, "fabertest: missing command")
@@ -132,6 +270,15 @@ func fabertest(args []string) int {
 			return 0
 		}
 		return 1
+	case "stamp":
+		f, err := os.OpenFile(args[1], os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		fmt.Fprintln(f, time.Now().Format(time.RFC3339Nano))
+		f.Close()
+		return 0
 	case "result":
 		msg := fmt.Sprintf(`{"status":%q,"message":%q}`, args[1], strings.Join(args[2:], " "))
 		if err := os.WriteFile(os.Getenv("FABER_RESULT"), []byte(msg), 0o644); err != nil {
@@ -142,4 +289,30 @@ func fabertest(args []string) int {
 	}
 	fmt.Fprintf(os.Stderr, "fabertest: unknown command %q\n", args[0])
 	return 2
+}
+
+// cmdCode runs a program and checks its exact exit code; its stdout and
+// stderr are available to the stdout/stderr commands afterwards.
+//
+//	code N PROG [ARGS...]
+func cmdCode(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: code N PROG [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("code: %v", err)
+	}
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	if err != nil {
+		var ee *osexec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("code: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if (got == want) == neg {
+		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+	}
 }

@@ -362,7 +362,7 @@ func (r *Runner) attemptDone(sr *stepRun, out outcome) {
 	case out.stoppedBy == reasonCancel:
 		r.freeSlot(sr)
 		st.Status = StatusCanceled
-		st.Error = "canceled: another step failed"
+		st.Error = "stopped: another step failed (stop_mode: cancel)"
 		r.commit([]*StepState{st}, r.statusEvent(sr))
 		return
 	case !out.failed():
@@ -480,7 +480,7 @@ func (r *Runner) stop() {
 				sr.ctrl.Stop(reasonCancel, false)
 			} else if sr.st.Status == StatusRetrying && sr.queued {
 				sr.st.Status = StatusCanceled
-				sr.st.Error = "canceled: another step failed"
+				sr.st.Error = "stopped: another step failed (stop_mode: cancel)"
 				r.commit([]*StepState{sr.st}, r.statusEvent(sr))
 			}
 		}
@@ -502,13 +502,13 @@ func (r *Runner) reserveRetry(sr *stepRun, fh *spec.FailureHandler, rule *spec.R
 	st.Status = StatusRetrying
 	st.Attempt++
 	fields := map[string]any{
-		"failure_handler": fh.Name,
-		"rule":            rule.Index,
-		"retry_count":     k,
-		"max_retries":     rule.MaxRetries,
-		"failed_attempt":  failedN,
-		"delay_ms":        delay.Milliseconds(),
-		"error":           st.Error,
+		"failure_handler":  fh.Name,
+		"rule":             rule.Index,
+		"retry_count":      k,
+		"max_retries":      rule.MaxRetries,
+		"failed_attempt":   failedN,
+		"delay_ms":         delay.Milliseconds(),
+		"error":            st.Error,
 		"failed_exit_code": out.exitCode,
 	}
 	r.commit([]*StepState{st}, r.statusEvent(sr), Event{Type: EvRetryReserved, StepID: st.ID, Attempt: st.Attempt, Fields: fields})
@@ -552,7 +552,7 @@ func (r *Runner) recoveryDone(sr *stepRun, m msg) {
 		r.endRetry(sr, StatusInterrupted, "interrupted")
 		return
 	case reason == reasonCancel:
-		r.endRetry(sr, StatusCanceled, "canceled: another step failed")
+		r.endRetry(sr, StatusCanceled, "stopped: another step failed (stop_mode: cancel)")
 		return
 	}
 	if delay <= 0 {
@@ -585,7 +585,7 @@ func (r *Runner) retryReady(sr *stepRun) {
 		r.endRetry(sr, StatusInterrupted, "interrupted")
 		return
 	case reason == reasonCancel:
-		r.endRetry(sr, StatusCanceled, "canceled: another step failed")
+		r.endRetry(sr, StatusCanceled, "stopped: another step failed (stop_mode: cancel)")
 		return
 	}
 	r.push(sr)
@@ -614,7 +614,9 @@ func (r *Runner) invokeHandler(sr *stepRun, out outcome) {
 	r.inflight++
 	invoked := r.now()
 	if err != nil {
-		go func() { r.msgs <- msg{kind: mHandlerDone, sr: sr, err: err, hType: hType, invoked: invoked, out: outcome{exitCode: 127}} }()
+		go func() {
+			r.msgs <- msg{kind: mHandlerDone, sr: sr, err: err, hType: hType, invoked: invoked, out: outcome{exitCode: 127}}
+		}()
 		return
 	}
 	timeout := firstDur(of.HandlerTimeout, sr.def.HandlerTimeout, r.Plan.HandlerTimeout, 30*time.Minute)
@@ -771,7 +773,7 @@ func (r *Runner) settlePending() {
 			continue
 		}
 		sr.st.Status = StatusCanceled
-		sr.st.Error = "canceled: " + r.cancelReason(sr)
+		sr.st.Error = r.cancelReason(sr)
 		changed = append(changed, sr.st)
 		evs = append(evs, r.statusEvent(sr))
 	}
@@ -985,7 +987,6 @@ func RetryDelay(rule *spec.Rule, k int) time.Duration {
 	}
 	return d
 }
-
 
 // StepInfos describes the plan's steps (the end step last) for readers.
 func StepInfos(p *spec.Plan) []StepInfo {

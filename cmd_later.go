@@ -1,19 +1,5 @@
 package main
 
-// ResumeCmd continues a run.
-type ResumeCmd struct {
-	RunID        string   `arg:"" optional:"" name:"run-id" help:"The run to continue (see faber list)."`
-	Last         bool     `name:"last" help:"Continue the newest run in the state dir."`
-	Plan         string   `name:"plan" placeholder:"PLAN" type:"path" help:"Resume with an edited plan: changed steps re-run with everything downstream."`
-	RetryPending bool     `name:"retry-pending" help:"Also retry steps that wait as pending_failed."`
-	Jobs         int      `name:"jobs" short:"j" placeholder:"N" help:"Run at most N steps at once."`
-	UI           string   `name:"ui" enum:"auto,tui,plain,json" default:"auto" help:"Progress display: auto, tui, plain or json."`
-	Set          []string `name:"set" hidden:""`
-}
-
-// Run resumes the run.
-func (c *ResumeCmd) Run(g *Globals) error { return notYet("resume") }
-
 // PendingCmd lists pending_failed steps.
 type PendingCmd struct {
 	RunID string `arg:"" name:"run-id" help:"The run."`
@@ -34,16 +20,6 @@ type ClassifyCmd struct {
 
 // Run records the classification.
 func (c *ClassifyCmd) Run(g *Globals) error { return notYet("classify") }
-
-// ResetCmd resets steps of a run.
-type ResetCmd struct {
-	RunID      string   `arg:"" name:"run-id" help:"The run."`
-	FailedOnly bool     `name:"failed-only" help:"Only failed, canceled and pending_failed steps (and their downstream)."`
-	Step       []string `name:"step" placeholder:"ID" help:"Reset this step and everything downstream (repeatable)."`
-}
-
-// Run resets the steps.
-func (c *ResetCmd) Run(g *Globals) error { return notYet("reset") }
 
 // McpCmd serves MCP on stdio.
 type McpCmd struct{}

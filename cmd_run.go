@@ -90,8 +90,9 @@ type sessionArgs struct {
 
 // runSession runs one session of a run and maps its outcome to an exit code.
 func runSession(g *Globals, a sessionArgs) error {
-	ctx, hard, stopSignals := signalContext()
+	ctx, hard, trigger, stopSignals := signalContext()
 	defer stopSignals()
+	g.interrupt = trigger
 
 	ui := a.ui
 	if ui == "" || ui == "auto" {

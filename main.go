@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/alecthomas/kong"
 )
@@ -42,6 +44,9 @@ type Globals struct {
 	stdout io.Writer
 	stderr io.Writer
 	stdin  io.Reader
+	// interrupt does what SIGINT does (the TUI calls it for q / Ctrl-C, which
+	// arrive as keys in raw mode): first a graceful stop, then hard.
+	interrupt func(hard bool)
 }
 
 // CLI is faber's command line.
@@ -193,10 +198,13 @@ func lowerFirst(s string) string {
 	return strings.ToLower(s[:1]) + s[1:]
 }
 
-// signalContext is cancelled by the first SIGINT/SIGTERM; hard is closed by the second.
-func signalContext() (ctx context.Context, hard <-chan struct{}, stop func()) {
+// signalContext is cancelled by the first SIGINT/SIGTERM (or trigger(false));
+// hard is closed by the second (or trigger(true)).
+func signalContext() (ctx context.Context, hard <-chan struct{}, trigger func(hard bool), stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := make(chan struct{})
+	var once sync.Once
+	closeHard := func() { once.Do(func() { close(h) }) }
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
@@ -208,15 +216,21 @@ func signalContext() (ctx context.Context, hard <-chan struct{}, stop func()) {
 				n++
 				if n == 1 {
 					cancel()
-				} else if n == 2 {
-					close(h)
+				} else {
+					closeHard()
 				}
 			case <-done:
 				return
 			}
 		}
 	}()
-	return ctx, h, func() {
+	trigger = func(hard bool) {
+		if hard {
+			closeHard()
+		}
+		cancel()
+	}
+	return ctx, h, trigger, func() {
 		signal.Stop(ch)
 		close(done)
 		cancel()
@@ -227,3 +241,6 @@ func signalContext() (ctx context.Context, hard <-chan struct{}, stop func()) {
 func notYet(name string) error {
 	return withCode(exitUsage, fmt.Errorf("%s: not implemented yet", name))
 }
+
+// nowFunc is the clock for records written outside a run session.
+func nowFunc() time.Time { return time.Now() }

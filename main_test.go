@@ -42,6 +42,7 @@ func TestScripts(t *testing.T) {
 			"jsonpath": cmdJSONPath,
 			"gaps":     cmdGaps,
 			"code":     cmdCode,
+			"seqcheck": cmdSeqCheck,
 		},
 	})
 }
@@ -314,5 +315,23 @@ func cmdCode(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if (got == want) == neg {
 		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+	}
+}
+
+// cmdSeqCheck checks that the events of a JSON-lines file have seq 1, 2, 3…
+// with no gap and no repeat.
+//
+//	seqcheck FILE
+func cmdSeqCheck(ts *testscript.TestScript, neg bool, args []string) {
+	for i, l := range strings.Split(strings.TrimSpace(ts.ReadFile(args[0])), "\n") {
+		var e struct {
+			Seq int `json:"seq"`
+		}
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			ts.Fatalf("seqcheck: line %d: %v", i+1, err)
+		}
+		if e.Seq != i+1 {
+			ts.Fatalf("seqcheck: line %d has seq %d", i+1, e.Seq)
+		}
 	}
 }

@@ -33,6 +33,10 @@ type Prior struct {
 	Run     *RunState
 	Steps   map[string]*StepState
 	LastSeq int64
+	// Changed and Events are what PrepareResume decided; they are committed
+	// with the run record as the session's first transaction.
+	Changed []*StepState
+	Events  []Event
 }
 
 // Runner runs one session of a plan.
@@ -202,9 +206,7 @@ func (r *Runner) setup(prior *Prior) {
 		r.seq = prior.LastSeq
 		r.run.Status = RunInProgress
 		r.run.FinishedAt = nil
-		if len(fresh) > 0 {
-			r.commitRun(fresh)
-		}
+		r.commitWith(r.run, append(prior.Changed, fresh...), prior.Events)
 	}
 	// Dependency counters; a step whose dependencies are all done is ready.
 	for _, sr := range r.steps {
@@ -320,6 +322,7 @@ func (r *Runner) startAttempt(sr *stepRun) {
 	st.Error = ""
 	st.DurationMs = 0
 	st.PGID, st.PStart = 0, ""
+	st.Hash = StepHash(r.Plan, sr.def)
 	r.takeSlot(sr)
 	r.commit([]*StepState{st}, r.statusEvent(sr))
 	if r.fatal != nil {

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/spec"
+	"github.com/faber-run/faber/state"
+)
+
+// ResumeCmd continues a run.
+type ResumeCmd struct {
+	RunID        string `arg:"" optional:"" name:"run-id" help:"The run to continue (see faber list)."`
+	Last         bool   `name:"last" help:"Continue the newest run in the state dir."`
+	Plan         string `name:"plan" placeholder:"PLAN" help:"Resume with an edited plan: changed steps re-run with everything downstream."`
+	RetryPending bool   `name:"retry-pending" help:"Also retry steps that wait as pending_failed."`
+	Jobs         int    `name:"jobs" short:"j" placeholder:"N" help:"Run at most N steps at once."`
+	FailFast     bool   `name:"fail-fast" help:"On a stop, terminate running steps instead of letting them finish."`
+	UI           string `name:"ui" enum:"auto,tui,plain,json" default:"auto" help:"Progress display: auto, tui, plain or json."`
+}
+
+// Help explains resume in more depth.
+func (c *ResumeCmd) Help() string {
+	return `Steps that succeeded are kept and never re-run. Failed, remediation_failed,
+canceled and interrupted steps run again, with the next attempt number (the
+logs of earlier attempts are kept) and fresh retry budgets. pending_failed
+steps wait for 'faber classify' unless --retry-pending is given.
+
+If the faber that owned the run died (kill -9, a crash), resume first
+terminates any process the run left behind, records the steps that were
+running as interrupted (step_orphaned), then runs them again.
+
+Examples:
+  faber resume dataset-create-20261122T101500-3f2a
+  faber resume --last
+  faber resume <run-id> --plan plan.yaml     after editing the plan`
+}
+
+// Run resumes the run.
+func (c *ResumeCmd) Run(g *Globals) error {
+	runID, err := pickRun(g, c.RunID, c.Last)
+	if err != nil {
+		return err
+	}
+	store, err := openRun(g, runID)
+	if err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			store.Close()
+		}
+	}()
+	snap, err := store.Load()
+	if err != nil {
+		return withCode(exitState, fmt.Errorf("run %s: cannot load its state: %w", runID, err))
+	}
+	prior, err := decodePrior(snap)
+	if err != nil {
+		return withCode(exitState, fmt.Errorf("run %s: %w", runID, err))
+	}
+	if prior.Run.Status == exec.RunSuccess && allSuccess(prior) {
+		return withCode(exitState, fmt.Errorf("run %s already succeeded; nothing to resume (faber reset %s --step ID re-runs steps)", runID, runID))
+	}
+	opts := spec.Options{Sets: snap.Meta.Sets}
+	for k := range snap.Meta.Sets {
+		opts.SetKeys = append(opts.SetKeys, k)
+	}
+	var plan *spec.Plan
+	var planBytes []byte
+	edited := false
+	if c.Plan != "" {
+		planBytes, err = os.ReadFile(c.Plan)
+		if err != nil {
+			return withCode(exitUsage, fmt.Errorf("cannot read plan: %w", unwrapPath(err)))
+		}
+		plan, err = spec.Parse(c.Plan, planBytes, opts)
+		edited = true
+	} else {
+		plan, err = spec.Parse(snap.Meta.PlanFile, snap.Plan, opts)
+	}
+	if err != nil {
+		var inv *spec.Invalid
+		if errors.As(err, &inv) {
+			return withCode(exitUsage, planError(inv))
+		}
+		return withCode(exitUsage, err)
+	}
+	for _, w := range plan.Warnings {
+		fmt.Fprintf(g.stderr, "faber: warning: %s\n", w.Error())
+	}
+
+	// A dead owner may have left processes behind: terminate them before any
+	// step runs again, so that no step ever runs twice at the same time.
+	for _, st := range prior.Steps {
+		switch st.Status {
+		case exec.StatusInProgress, exec.StatusRemediating, exec.StatusRetrying:
+			exec.KillLeftoverGroup(st.PGID, st.PStart)
+		}
+	}
+	exec.KillRunProcesses(runID)
+
+	if err := exec.PrepareResume(plan, prior, exec.ResumeOptions{RetryPending: c.RetryPending, EditedPlan: edited}); err != nil {
+		return withCode(exitUsage, err)
+	}
+	if edited {
+		if err := store.SetPlan(planBytes); err != nil {
+			return withCode(exitState, err)
+		}
+	}
+	ok = true
+	return runSession(g, sessionArgs{plan: plan, store: store, runID: runID, prior: prior, jobs: c.Jobs, failFast: c.FailFast, ui: c.UI})
+}
+
+// pickRun resolves RUN_ID or --last.
+func pickRun(g *Globals, id string, last bool) (string, error) {
+	switch {
+	case id != "" && last:
+		return "", withCode(exitUsage, fmt.Errorf("give a run id or --last, not both"))
+	case id != "":
+		return id, nil
+	case !last:
+		return "", withCode(exitUsage, fmt.Errorf("which run? give its id (see faber list) or --last"))
+	}
+	metas, err := state.List(g.StateDir)
+	if err != nil {
+		return "", withCode(exitState, err)
+	}
+	if len(metas) == 0 {
+		return "", withCode(exitState, fmt.Errorf("no runs in %s", g.StateDir))
+	}
+	return metas[0].RunID, nil
+}
+
+// openRun takes ownership of a run, mapping store errors to exit 4.
+func openRun(g *Globals, runID string) (*state.Store, error) {
+	store, err := state.Open(g.StateDir, runID, storeOptions(g))
+	if err != nil {
+		var le *state.LockedError
+		if errors.As(err, &le) {
+			return nil, withCode(exitState, fmt.Errorf("run %s is active in process %d; wait for it, or stop that process", runID, le.PID))
+		}
+		return nil, stateErr(err, runID, g.StateDir)
+	}
+	return store, nil
+}
+
+// decodePrior reads the run and step records of a snapshot.
+func decodePrior(snap *state.Snapshot) (*exec.Prior, error) {
+	prior := &exec.Prior{Steps: map[string]*exec.StepState{}, LastSeq: snap.LastSeq, Run: &exec.RunState{}}
+	if len(snap.Run) > 0 {
+		if err := json.Unmarshal(snap.Run, prior.Run); err != nil {
+			return nil, fmt.Errorf("bad run record: %w", err)
+		}
+	} else {
+		prior.Run = &exec.RunState{RunID: snap.Meta.RunID, Plan: snap.Meta.Plan, StartedAt: snap.Meta.StartedAt}
+	}
+	for id, b := range snap.Steps {
+		st := &exec.StepState{}
+		if err := json.Unmarshal(b, st); err != nil {
+			return nil, fmt.Errorf("bad record of step %q: %w", id, err)
+		}
+		prior.Steps[id] = st
+	}
+	return prior, nil
+}
+
+func allSuccess(p *exec.Prior) bool {
+	for _, st := range p.Steps {
+		if st.Status != exec.StatusSuccess {
+			return false
+		}
+	}
+	return true
+}
+
+// ResetCmd resets steps of a run.
+type ResetCmd struct {
+	RunID      string   `arg:"" name:"run-id" help:"The run."`
+	FailedOnly bool     `name:"failed-only" help:"Only failed, canceled and pending_failed steps (and their downstream)."`
+	Step       []string `name:"step" placeholder:"ID" help:"Reset this step and everything downstream (repeatable)."`
+}
+
+// Help explains reset.
+func (c *ResetCmd) Help() string {
+	return `Puts steps back to pending so that 'faber resume' runs them again; attempt
+numbers continue and logs are kept. Refused while the run is active.
+
+  faber reset <run-id> --failed-only   failed, canceled, pending_failed steps and their downstream
+  faber reset <run-id> --step build    build and everything after it
+  faber reset <run-id>                 every step`
+}
+
+// Run resets the steps and records why.
+func (c *ResetCmd) Run(g *Globals) error {
+	store, err := openRun(g, c.RunID)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	snap, err := store.Load()
+	if err != nil {
+		return withCode(exitState, err)
+	}
+	prior, err := decodePrior(snap)
+	if err != nil {
+		return withCode(exitState, err)
+	}
+	opts := spec.Options{Sets: snap.Meta.Sets}
+	plan, err := spec.Parse(snap.Meta.PlanFile, snap.Plan, opts)
+	if err != nil {
+		return withCode(exitState, fmt.Errorf("run %s: stored plan unreadable: %w", c.RunID, err))
+	}
+	changed, evs, err := exec.ResetSteps(plan, prior, c.FailedOnly, c.Step)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	if len(changed) == 0 {
+		fmt.Fprintf(g.stdout, "nothing to reset in run %s\n", c.RunID)
+		return nil
+	}
+	if prior.Run.Status == exec.RunSuccess {
+		prior.Run.Status = exec.RunFailed // a run with pending steps has not succeeded
+	}
+	seq := snap.LastSeq
+	for i := range evs {
+		seq++
+		evs[i].Seq = seq
+		evs[i].Time = nowFunc()
+		evs[i].RunID = c.RunID
+	}
+	if err := (storeAdapter{store}).Commit(prior.Run, changed, evs); err != nil {
+		return withCode(exitState, err)
+	}
+	fmt.Fprintf(g.stdout, "reset %d %s of run %s to pending; continue with: faber resume %s\n", len(changed), plural(len(changed), "step", "steps"), c.RunID, c.RunID)
+	return nil
+}
+
+var _ = filepath.Base

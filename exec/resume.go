@@ -1,0 +1,283 @@
+package exec
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/faber-run/faber/spec"
+	"github.com/faber-run/faber/spec/subst"
+)
+
+// StepHash is the step definition hash of SPEC §10: it covers `run` after
+// substitution of context values (built-ins such as {attempt} stay as
+// written, so that they do not make every attempt "changed"), env, dir,
+// shell, timeout and needs.
+func StepHash(p *spec.Plan, s *spec.Step) string {
+	vars := make(map[string]string, len(p.Context)+10)
+	for _, b := range spec.Builtins(true) {
+		vars[b] = "{" + b + "}"
+	}
+	for k, v := range p.Context {
+		vars[k] = v
+	}
+	run, err := subst.Expand(s.Run, vars)
+	if err != nil {
+		run = s.Run
+	}
+	env := map[string]string{}
+	for k, v := range s.Env {
+		if x, err := subst.Expand(v, vars); err == nil {
+			v = x
+		}
+		env[k] = v
+	}
+	shell := s.Shell
+	if shell == "" {
+		shell = p.Shell
+	}
+	deps := append([]string{}, s.Deps...)
+	sort.Strings(deps)
+	b, _ := json.Marshal(struct {
+		Run     string            `json:"run"`
+		Env     map[string]string `json:"env"`
+		Dir     string            `json:"dir"`
+		Shell   string            `json:"shell"`
+		Timeout int64             `json:"timeout"`
+		Needs   []string          `json:"needs"`
+	}{run, env, s.Dir, shell, int64(s.Timeout), deps})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
+}
+
+// ResumeOptions are the choices of `faber resume`.
+type ResumeOptions struct {
+	RetryPending bool // pending_failed steps go back to pending too
+	EditedPlan   bool // the plan differs from the stored one: compare hashes
+}
+
+// ResumeError names steps an edited plan dropped although they already ran.
+type ResumeError struct{ Steps []string }
+
+func (e *ResumeError) Error() string {
+	return fmt.Sprintf("the edited plan drops %s that already ran: %s (put them back, or start a new run)",
+		plural(len(e.Steps), "step", "steps"), strings.Join(e.Steps, ", "))
+}
+
+// PrepareResume turns the records of a stopped run into the starting state of
+// a new session (SPEC §8): success is kept; failure, remediation_failed,
+// canceled and interrupted go back to pending (attempt numbers continue),
+// except steps failed by classification and the dependents they canceled;
+// pending_failed stays unless classified retry or opts.RetryPending. Steps
+// that were running when the owner died (in_progress, remediating,
+// retrying) must have been made safe by the caller (orphans killed) and are
+// recorded as interrupted with a step_orphaned event, then re-run. With an
+// edited plan, steps whose definition changed re-run with their downstream.
+//
+// It updates prior in place and stores the events to commit in prior.Events.
+func PrepareResume(p *spec.Plan, prior *Prior, opts ResumeOptions) error {
+	inPlan := map[string]bool{}
+	for _, s := range p.Steps {
+		inPlan[s.ID] = true
+	}
+	if p.End != nil {
+		inPlan[p.End.ID] = true
+	}
+	var dropped []string
+	for id, st := range prior.Steps {
+		if !inPlan[id] {
+			if st.Attempt > 0 && id != "end" {
+				dropped = append(dropped, id)
+			}
+			delete(prior.Steps, id)
+		}
+	}
+	if len(dropped) > 0 {
+		sort.Strings(dropped)
+		return &ResumeError{Steps: dropped}
+	}
+
+	var evs []Event
+	changed := map[string]*StepState{}
+	set := func(st *StepState, status, note string) {
+		st.Status = status
+		changed[st.ID] = st
+		f := map[string]any{"phase": st.Phase}
+		if note != "" {
+			f["reason"] = note
+		}
+		evs = append(evs, Event{Type: EvStepStatus, StepID: st.ID, Attempt: st.Attempt, Status: status, Fields: f})
+	}
+	order := append([]*spec.Step{}, p.Steps...)
+	if p.End != nil {
+		order = append(order, p.End)
+	}
+
+	// 1. Orphans: steps that were running when faber died.
+	var orphaned []string
+	for _, s := range order {
+		st := prior.Steps[s.ID]
+		if st == nil {
+			continue
+		}
+		switch st.Status {
+		case StatusInProgress, StatusRemediating, StatusRetrying:
+			was := st.Status
+			evs = append(evs, Event{Type: EvStepOrphaned, StepID: st.ID, Attempt: st.Attempt, Fields: map[string]any{
+				"previous_status": was,
+				"pgid":            st.PGID,
+				"message":         "faber stopped while the step was " + was + "; its processes were terminated",
+			}})
+			st.PGID, st.PStart = 0, ""
+			st.Error = "interrupted: faber stopped while the step was " + was
+			set(st, StatusInterrupted, "")
+			orphaned = append(orphaned, st.ID)
+		}
+	}
+
+	// 2. Edited plan: changed definitions re-run with their downstream.
+	var rerun []string
+	if opts.EditedPlan {
+		var changedIDs []string
+		for _, s := range p.Steps {
+			st := prior.Steps[s.ID]
+			if st != nil && st.Hash != "" && st.Hash != StepHash(p, s) {
+				changedIDs = append(changedIDs, s.ID)
+			}
+		}
+		if len(changedIDs) > 0 {
+			for _, id := range p.Downstream(changedIDs...) {
+				st := prior.Steps[id]
+				if st == nil || st.Status == StatusPending {
+					continue
+				}
+				st.Classified = ""
+				st.Error = ""
+				set(st, StatusPending, "definition changed")
+				rerun = append(rerun, id)
+			}
+		}
+	}
+
+	// 3. Failed steps go back to pending.
+	for _, s := range order {
+		st := prior.Steps[s.ID]
+		if st == nil {
+			continue
+		}
+		switch st.Status {
+		case StatusFailure, StatusRemediationFailed, StatusCanceled, StatusInterrupted:
+			if st.Classified == ClassifiedFail || st.Classified == ClassifiedFailDependent {
+				continue
+			}
+			set(st, StatusPending, "")
+		case StatusPendingFailed:
+			if st.Classified == ClassifiedRetry || opts.RetryPending {
+				set(st, StatusPending, "")
+			}
+		}
+	}
+	ids := make([]string, 0, len(changed))
+	for _, s := range order {
+		if st, ok := changed[s.ID]; ok {
+			prior.Changed = append(prior.Changed, st)
+			ids = append(ids, s.ID)
+		}
+	}
+	prior.Events = append([]Event{{Type: EvRunResumed, Fields: map[string]any{
+		"plan":          p.Name,
+		"steps":         StepInfos(p),
+		"reset_steps":   nonNil(ids),
+		"orphaned":      nonNil(orphaned),
+		"changed_steps": nonNil(rerun),
+		"edited_plan":   opts.EditedPlan,
+	}}}, evs...)
+	return nil
+}
+
+// Classification marks on a step record.
+const (
+	ClassifiedRetry         = "retry"
+	ClassifiedFail          = "fail"
+	ClassifiedFailDependent = "fail-dependent" // canceled because a classified-failed step upstream
+)
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// Runnable reports whether a prepared run has anything left to do.
+func Runnable(prior *Prior) bool {
+	for _, st := range prior.Steps {
+		if st.Status == StatusPending {
+			return true
+		}
+	}
+	return false
+}
+
+// ResetSteps puts steps of a finished run back to pending (`faber reset`,
+// SPEC §10): with failedOnly, failure, remediation_failed, canceled and
+// pending_failed steps and their non-success downstream; with ids, those steps
+// and all their downstream; with neither, every step. It returns the changed
+// records and the events to commit.
+func ResetSteps(p *spec.Plan, prior *Prior, failedOnly bool, ids []string) ([]*StepState, []Event, error) {
+	var targets []string
+	switch {
+	case len(ids) > 0:
+		for _, id := range ids {
+			if p.Step(id) == nil {
+				return nil, nil, fmt.Errorf("the plan has no step %q", id)
+			}
+		}
+		targets = p.Downstream(ids...)
+	case failedOnly:
+		var roots []string
+		for _, s := range p.Steps {
+			if st := prior.Steps[s.ID]; st != nil {
+				switch st.Status {
+				case StatusFailure, StatusRemediationFailed, StatusCanceled, StatusPendingFailed:
+					roots = append(roots, s.ID)
+				}
+			}
+		}
+		for _, id := range p.Downstream(roots...) {
+			if st := prior.Steps[id]; st != nil && st.Status != StatusSuccess {
+				targets = append(targets, id)
+			}
+		}
+	default:
+		for _, s := range p.Steps {
+			targets = append(targets, s.ID)
+		}
+	}
+	var changed []*StepState
+	var evs []Event
+	for _, id := range targets {
+		st := prior.Steps[id]
+		if st == nil || (st.Status == StatusPending && st.Classified == "") {
+			continue
+		}
+		st.Status = StatusPending
+		st.Classified = ""
+		st.Error = ""
+		changed = append(changed, st)
+		evs = append(evs, Event{Type: EvStepStatus, StepID: id, Attempt: st.Attempt, Status: StatusPending, Fields: map[string]any{"phase": st.Phase, "reason": "reset"}})
+	}
+	ev := Event{Type: EvStepsReset, Fields: map[string]any{"steps": nonNil(stepIDs(changed)), "failed_only": failedOnly, "requested": nonNil(ids)}}
+	return changed, append([]Event{ev}, evs...), nil
+}
+
+func stepIDs(sts []*StepState) []string {
+	out := make([]string, len(sts))
+	for i, st := range sts {
+		out[i] = st.ID
+	}
+	return out
+}

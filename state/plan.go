@@ -1,0 +1,22 @@
+package state
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// SetPlan replaces the run's plan snapshot (`faber resume --plan`): later
+// resumes and readers see the edited plan the run continues with.
+func (s *Store) SetPlan(plan []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(keyPlan, plan) }); err != nil {
+		return fmt.Errorf("run %q: store plan: %w", s.runID, err)
+	}
+	if err := writeFileAtomic(filepath.Join(s.dir, filePlan), plan, true); err != nil {
+		return fmt.Errorf("run %q: write plan snapshot: %w", s.runID, err)
+	}
+	return nil
+}

@@ -19,6 +19,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The chaos test runs this test binary as faber, so that it can kill -9
+	// a real faber process.
+	if os.Getenv("FABER_TEST_AS_FABER") == "1" {
+		os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	testscript.Main(m, map[string]func(){
 		"faber":     func() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 		"fabertest": func() { os.Exit(fabertest(os.Args[1:])) },

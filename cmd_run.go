@@ -110,6 +110,10 @@ func runSession(g *Globals, a sessionArgs) error {
 	default:
 		sink = tui.NewPlain(g.stdout, tui.NewStyles(useColor(g, g.stdout)), true)
 	}
+	ctl, err := startControl(a.store.Dir())
+	if err != nil {
+		fmt.Fprintf(g.stderr, "faber: warning: no control channel (faber classify will wait for the run to end): %v\n", err)
+	}
 	r := &exec.Runner{
 		Plan:       a.plan,
 		RunID:      a.runID,
@@ -121,7 +125,13 @@ func runSession(g *Globals, a sessionArgs) error {
 		WantOutput: ui != "json",
 		HardStop:   hard,
 	}
+	if ctl != nil {
+		r.Control = ctl.reqs
+	}
 	status, runErr := r.Run(ctx, a.prior)
+	if ctl != nil {
+		ctl.stop()
+	}
 	sink.Close()
 	closeErr := a.store.Close()
 	if runErr != nil {

@@ -53,6 +53,9 @@ type Runner struct {
 	HardStop <-chan struct{}
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// Control carries requests from other processes (faber classify) to the
+	// running session; nil when there is no control channel.
+	Control <-chan ControlReq
 
 	run      *RunState
 	seq      int64
@@ -254,6 +257,8 @@ func (r *Runner) loop(ctx context.Context) {
 		case <-hard:
 			hard = nil
 			r.interrupt(true)
+		case req := <-r.Control:
+			req.Reply <- r.classify(req)
 		}
 	}
 }
@@ -1005,4 +1010,32 @@ func StepInfos(p *spec.Plan) []StepInfo {
 		out = append(out, StepInfo{ID: p.End.ID, Name: p.End.Name, Phase: p.End.Phase, Needs: []string{}})
 	}
 	return out
+}
+
+// ControlReq asks the running session to classify a pending_failed step.
+type ControlReq struct {
+	StepID string
+	Action string // ClassifiedRetry or ClassifiedFail
+	Reason string
+	Reply  chan error
+}
+
+// classify applies a classification inside the running session.
+func (r *Runner) classify(req ControlReq) error {
+	states := make(map[string]*StepState, len(r.steps))
+	for _, sr := range r.steps {
+		states[sr.def.ID] = sr.st
+	}
+	changed, evs, err := Classify(r.Plan, states, req.StepID, req.Action, req.Reason)
+	if err != nil {
+		return err
+	}
+	r.commit(changed, evs...)
+	if r.fatal != nil {
+		return r.fatal
+	}
+	if sr := r.byID[req.StepID]; sr != nil && sr.st.Status == StatusPending && sr.waiting == 0 {
+		r.push(sr)
+	}
+	return nil
 }

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/faber-run/faber/exec"
+)
+
+// The owner of a run listens on a loopback TCP port so that other processes
+// can send it requests (faber classify) while it runs: Badger lets only the
+// owner open the store (SPEC §10). The address and a random token are in
+// <run-dir>/control.json, readable only by whoever can read the state dir.
+const controlFile = "control.json"
+
+type controlInfo struct {
+	Addr  string `json:"addr"`
+	Token string `json:"token"`
+	PID   int    `json:"pid"`
+}
+
+type controlMsg struct {
+	Token  string `json:"token"`
+	Op     string `json:"op"`
+	Step   string `json:"step"`
+	Action string `json:"action"`
+	Reason string `json:"reason"`
+}
+
+type controlReply struct {
+	OK     bool   `json:"ok"`
+	Error  string `json:"error,omitempty"`
+	Usage  bool   `json:"usage,omitempty"`
+	Ending bool   `json:"ending,omitempty"`
+}
+
+// controlServer serves a running session; stop closes it and removes its file.
+type controlServer struct {
+	ln   net.Listener
+	path string
+	reqs chan exec.ControlReq
+	done chan struct{}
+}
+
+func startControl(runDir string) (*controlServer, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	tok := make([]byte, 16)
+	if _, err := rand.Read(tok); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	info := controlInfo{Addr: ln.Addr().String(), Token: hex.EncodeToString(tok), PID: os.Getpid()}
+	b, _ := json.Marshal(info)
+	path := filepath.Join(runDir, controlFile)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s := &controlServer{ln: ln, path: path, reqs: make(chan exec.ControlReq), done: make(chan struct{})}
+	go s.serve(info.Token)
+	return s, nil
+}
+
+func (s *controlServer) serve(token string) {
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+			var m controlMsg
+			if err := json.NewDecoder(bufio.NewReader(c)).Decode(&m); err != nil {
+				return
+			}
+			var rep controlReply
+			switch {
+			case m.Token != token:
+				rep.Error = "bad token"
+			case m.Op != "classify":
+				rep.Error = "unknown request " + m.Op
+			default:
+				req := exec.ControlReq{StepID: m.Step, Action: m.Action, Reason: m.Reason, Reply: make(chan error, 1)}
+				select {
+				case s.reqs <- req:
+					err := <-req.Reply
+					rep.OK = err == nil
+					if err != nil {
+						rep.Error = err.Error()
+						var ce *exec.ClassifyError
+						rep.Usage = errors.As(err, &ce)
+					}
+				case <-s.done:
+					rep.Ending = true
+					rep.Error = "the run is ending"
+				}
+			}
+			_ = json.NewEncoder(c).Encode(rep)
+		}()
+	}
+}
+
+func (s *controlServer) stop() {
+	close(s.done)
+	s.ln.Close()
+	os.Remove(s.path)
+}
+
+// sendControl asks a run's owner to classify a step. ok=false means no owner
+// answered (the caller then opens the store itself).
+func sendControl(runDir string, m controlMsg) (rep controlReply, ok bool, err error) {
+	b, err := os.ReadFile(filepath.Join(runDir, controlFile))
+	if err != nil {
+		return rep, false, nil
+	}
+	var info controlInfo
+	if json.Unmarshal(b, &info) != nil || !strings.HasPrefix(info.Addr, "127.0.0.1:") {
+		return rep, false, nil
+	}
+	c, err := net.DialTimeout("tcp", info.Addr, 2*time.Second)
+	if err != nil {
+		return rep, false, nil
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	m.Token = info.Token
+	if err := json.NewEncoder(c).Encode(m); err != nil {
+		return rep, false, nil
+	}
+	if err := json.NewDecoder(c).Decode(&rep); err != nil {
+		return rep, false, fmt.Errorf("the run's owner (pid %d) did not answer: %w", info.PID, err)
+	}
+	if rep.Ending {
+		return rep, false, nil
+	}
+	return rep, true, nil
+}

@@ -1,0 +1,81 @@
+package exec
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/faber-run/faber/spec"
+)
+
+// ClassifyError is a classification that cannot apply; the CLI exits 2.
+type ClassifyError struct{ Msg string }
+
+func (e *ClassifyError) Error() string { return e.Msg }
+
+// Classify applies a decision on a pending_failed step (SPEC §6): retry makes
+// it pending again (its next attempt number follows); fail makes it failure
+// for good and cancels its pending downstream. It returns the changed records
+// and the events (step_classified first) to commit together.
+func Classify(p *spec.Plan, steps map[string]*StepState, stepID, action, reason string) ([]*StepState, []Event, error) {
+	st := steps[stepID]
+	if st == nil || p.Step(stepID) == nil {
+		return nil, nil, &ClassifyError{fmt.Sprintf("the run has no step %q", stepID)}
+	}
+	if st.Status != StatusPendingFailed {
+		return nil, nil, &ClassifyError{fmt.Sprintf("step %q is %s, not pending_failed: only pending_failed steps can be classified", stepID, st.Status)}
+	}
+	if action != ClassifiedRetry && action != ClassifiedFail {
+		return nil, nil, &ClassifyError{fmt.Sprintf("action %q: want retry or fail", action)}
+	}
+	evs := []Event{{Type: EvStepClassified, StepID: stepID, Attempt: st.Attempt, Fields: map[string]any{"action": action, "reason": reason}}}
+	changed := []*StepState{st}
+	st.Classified = action
+	if action == ClassifiedRetry {
+		st.Status = StatusPending
+		evs = append(evs, statusOnly(st, "classified retry"))
+		return changed, evs, nil
+	}
+	st.Status = StatusFailure
+	evs = append(evs, statusOnly(st, "classified fail"))
+	for _, id := range p.Downstream(stepID) {
+		d := steps[id]
+		if id == stepID || d == nil || d.Status != StatusPending {
+			continue
+		}
+		d.Status = StatusCanceled
+		d.Classified = ClassifiedFailDependent
+		d.Error = fmt.Sprintf("upstream step %q was classified as failed", stepID)
+		changed = append(changed, d)
+		evs = append(evs, statusOnly(d, "upstream classified fail"))
+	}
+	return changed, evs, nil
+}
+
+func statusOnly(st *StepState, reason string) Event {
+	f := map[string]any{"phase": st.Phase, "reason": reason}
+	if st.Error != "" {
+		f["error"] = st.Error
+	}
+	ev := Event{Type: EvStepStatus, StepID: st.ID, Attempt: st.Attempt, Status: st.Status, Fields: f}
+	if st.ExitCode != nil {
+		ev.ExitCode = intp(*st.ExitCode)
+	}
+	return ev
+}
+
+var (
+	transientRe = regexp.MustCompile(`(?i)connection refused|connection reset|timed? ?out|temporar(y|ily)|NCCL.*timeout|\bEIO\b|input/output error|preempt|try again|unavailable|too many requests|\b429\b|\b503\b|broken pipe|network is unreachable|no route to host`)
+	permanentRe = regexp.MustCompile(`SyntaxError|ModuleNotFoundError|ImportError|TypeError|NameError|AttributeError|(?i)permission denied|(?i)no such file or directory|(?i)command not found|(?i)invalid argument`)
+)
+
+// Hint guesses from error text whether a failure looks transient (worth a
+// retry) or permanent. It is a hint for a person or an agent, never acted on.
+func Hint(text string) string {
+	switch {
+	case permanentRe.MatchString(text):
+		return "looks permanent (" + permanentRe.FindString(text) + "): fix the cause, then classify --fail or reset"
+	case transientRe.MatchString(text):
+		return "looks transient (" + transientRe.FindString(text) + "): classify --retry is likely to help"
+	}
+	return ""
+}

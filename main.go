@@ -158,7 +158,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		fmt.Fprintf(stderr, "faber: %s\n", lowerFirst(err.Error()))
 		var pe *kong.ParseError
 		if errors.As(err, &pe) && pe.Context != nil {
-			fmt.Fprintf(stderr, "run 'faber %s --help' for usage\n", commandPath(pe.Context))
+			fmt.Fprintf(stderr, "run '%s --help' for usage\n", strings.TrimSpace("faber "+commandPath(pe.Context)))
 		}
 		return exitUsage
 	}

@@ -135,9 +135,9 @@ type Step struct {
 	Deps           []string      // resolved dependencies (explicit or implicit), plan order
 	Env            map[string]string
 	EnvKeys        []string
-	Dir            string // as written (may hold {vars}); "" = plan dir
-	Shell          string // step override of the plan shell; "" = plan's
-	FailureHandler string // name in Plan.FailureHandlers, or ""
+	Dir            string        // as written (may hold {vars}); "" = plan dir
+	Shell          string        // step override of the plan shell; "" = plan's
+	FailureHandler string        // name in Plan.FailureHandlers, or ""
 	HandlerTimeout time.Duration // the step's, else the plan's; 0 = default 30m
 	KillGrace      time.Duration // the step's, else the plan's; 0 = default 10s
 	OnFailure      OnFailure
@@ -173,13 +173,13 @@ const (
 
 // OnFailure is a step's result_handling.on_failure, normalised.
 type OnFailure struct {
-	Kind           string // OnStop (also the default), OnContinue, OnRetry, OnCommand, OnStructured
-	Explicit       bool   // written in the plan (an invalid value counts as explicit stop)
-	Invalid        string // the invalid value that was turned into stop, if any
-	Command        string // OnCommand: the whole template line; OnStructured: the command
-	Args           []Arg  // OnStructured: args in file order
-	RetryOnSuccess bool   // default true
-	MaxRetries     int    // default 1 (retry keyword and handlers)
+	Kind           string        // OnStop (also the default), OnContinue, OnRetry, OnCommand, OnStructured
+	Explicit       bool          // written in the plan (an invalid value counts as explicit stop)
+	Invalid        string        // the invalid value that was turned into stop, if any
+	Command        string        // OnCommand: the whole template line; OnStructured: the command
+	Args           []Arg         // OnStructured: args in file order
+	RetryOnSuccess bool          // default true
+	MaxRetries     int           // default 1 (retry keyword and handlers)
 	HandlerTimeout time.Duration // structured handler's, else the step's, else the plan's; 0 = default 30m
 	Pos            Pos
 }

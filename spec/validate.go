@@ -1,0 +1,953 @@
+package spec
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/faber-run/faber/spec/subst"
+	"gopkg.in/yaml.v3"
+)
+
+// Built-in variable names.
+var (
+	stepBuiltins    = []string{"run_id", "plan_name", "step_id", "step_name", "phase", "attempt"}
+	handlerBuiltins = []string{"error", "exit_code", "stdout_file", "stderr_file"}
+)
+
+// Builtins returns the names of the built-in variables: run_id, plan_name,
+// step_id, step_name, phase and attempt; with handler, also error, exit_code,
+// stdout_file and stderr_file (available in on_failure handlers and recovery
+// scripts).
+func Builtins(handler bool) []string {
+	out := append([]string(nil), stepBuiltins...)
+	if handler {
+		out = append(out, handlerBuiltins...)
+	}
+	return out
+}
+
+// Vars returns the substitution map for one step: the plan's context, then
+// the given built-in values (which never collide with context keys: the
+// parser rejects context keys named like built-ins).
+func (p *Plan) Vars(builtins map[string]string) map[string]string {
+	vars := make(map[string]string, len(p.Context)+len(builtins))
+	for k, v := range p.Context {
+		vars[k] = v
+	}
+	for k, v := range builtins {
+		vars[k] = v
+	}
+	return vars
+}
+
+var contextKey = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+
+// builder turns the raw structures into a Plan and validates it.
+type builder struct {
+	*parser
+	plan *Plan
+	goos string
+
+	known map[string]bool // context keys
+	// Template checks done once per failure-handler rule.
+	ruleChecked map[*Rule]bool
+	ruleRaw     map[*Rule]*rawRule
+	stepRaw     map[*Step]*rawStepBody
+	stepWhere   map[*Step]string
+	stepExtra   map[*Step]*rawStep // id, needs, plan and context of a step (not the end step)
+	scripts     []scriptCheck
+}
+
+// build converts raw into a Plan, recording every problem found.
+func (p *parser) build(raw *rawPlan) *Plan {
+	b := &builder{
+		parser:      p,
+		goos:        p.opts.GOOS,
+		known:       map[string]bool{},
+		ruleChecked: map[*Rule]bool{},
+		ruleRaw:     map[*Rule]*rawRule{},
+		stepRaw:     map[*Step]*rawStepBody{},
+		stepWhere:   map[*Step]string{},
+		stepExtra:   map[*Step]*rawStep{},
+	}
+	if b.goos == "" {
+		b.goos = runtime.GOOS
+	}
+	pl := &Plan{
+		File:             p.file,
+		Dir:              planDir(p.file),
+		Name:             raw.Name.V,
+		Description:      raw.Description.V,
+		Jobs:             raw.Jobs.V,
+		Shell:            raw.Shell.V,
+		UsePendingFailed: raw.UsePendingFailed.V,
+		StopMode:         StopDrain,
+		HandlerTimeout:   raw.HandlerTimeout.V,
+		KillGrace:        raw.KillGrace.V,
+		Executor:         raw.Executor.V,
+		goos:             b.goos,
+	}
+	b.plan = pl
+	if raw.Name.Set && strings.TrimSpace(raw.Name.V) == "" {
+		p.errorf(raw.Name.Pos, "name: must not be empty")
+	}
+	if raw.StopMode.Set {
+		pl.StopMode = raw.StopMode.V
+	}
+	pl.Env, pl.EnvKeys = b.omap(&raw.Env)
+	pl.Slurm = slurmOf(raw.Slurm, nil, b)
+
+	b.context(raw)
+	for i := range raw.Env.Vals {
+		b.checkVars(&raw.Env.Vals[i], "env", false)
+	}
+	b.agent(raw)
+	b.commands(raw)
+	b.handlers(raw)
+	b.steps(raw)
+	if raw.End != nil {
+		b.end(raw.End)
+	}
+	b.resolveDeps()
+	b.findCycles()
+	for _, s := range pl.Steps {
+		b.checkStep(s)
+	}
+	if pl.End != nil {
+		b.checkStep(pl.End)
+	}
+	b.runScriptChecks()
+	b.byID()
+	return pl
+}
+
+// omap converts a raw mapping into a Go map and its keys in file order.
+func (b *builder) omap(m *omap) (map[string]string, []string) {
+	if !m.Set {
+		return nil, nil
+	}
+	out := make(map[string]string, len(m.Keys))
+	keys := make([]string, 0, len(m.Keys))
+	for i, k := range m.Keys {
+		out[k.V] = m.Vals[i].V
+		keys = append(keys, k.V)
+	}
+	return out, keys
+}
+
+// context merges the plan's context with --set values.
+func (b *builder) context(raw *rawPlan) {
+	pl := b.plan
+	pl.Context, pl.ContextKeys = b.omap(&raw.Context)
+	if pl.Context == nil {
+		pl.Context = map[string]string{}
+	}
+	builtin := map[string]bool{}
+	for _, n := range Builtins(true) {
+		builtin[n] = true
+	}
+	for _, k := range raw.Context.Keys {
+		if builtin[k.V] {
+			b.errorf(k.Pos, "context: %q is a built-in variable and cannot be redefined", k.V)
+		}
+	}
+	// --set, in command-line order, then any keys missing from SetKeys.
+	order := append([]string(nil), b.opts.SetKeys...)
+	listed := map[string]bool{}
+	for _, k := range order {
+		listed[k] = true
+	}
+	var rest []string
+	for k := range b.opts.Sets {
+		if !listed[k] {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	order = append(order, rest...)
+	done := map[string]bool{}
+	for _, k := range order {
+		v, ok := b.opts.Sets[k]
+		if !ok || done[k] {
+			continue
+		}
+		done[k] = true
+		switch {
+		case !contextKey.MatchString(k):
+			b.errs = append(b.errs, Diagnostic{Message: fmt.Sprintf("--set %s: key must match [a-z_][a-z0-9_]*", k)})
+			continue
+		case builtin[k]:
+			b.errs = append(b.errs, Diagnostic{Message: fmt.Sprintf("--set %s: %q is a built-in variable and cannot be redefined", k, k)})
+			continue
+		}
+		if _, exists := pl.Context[k]; !exists {
+			pl.ContextKeys = append(pl.ContextKeys, k)
+		}
+		pl.Context[k] = v
+	}
+	for k := range pl.Context {
+		b.known[k] = true
+	}
+}
+
+// agent resolves the agent argv.
+func (b *builder) agent(raw *rawPlan) {
+	a := &raw.Agent
+	if !a.Set {
+		return
+	}
+	if a.IsLine {
+		if !a.Line.Set {
+			return
+		}
+		w, err := subst.Words(a.Line.V)
+		if err != nil {
+			b.errorf(a.Line.Pos, "agent: %v", err)
+			return
+		}
+		b.plan.Agent = w
+	} else {
+		for _, s := range a.List {
+			b.plan.Agent = append(b.plan.Agent, s.V)
+		}
+	}
+	if len(b.plan.Agent) > 0 && b.plan.Agent[0] == "" {
+		b.errorf(a.Pos, "agent: the program name is empty")
+	}
+	if len(b.plan.Agent) == 0 {
+		b.plan.Agent = nil
+	}
+}
+
+// commands validates the slash-command registry.
+func (b *builder) commands(raw *rawPlan) {
+	m := &raw.Commands
+	if !m.Set {
+		return
+	}
+	b.plan.Commands = map[string]string{}
+	for i, k := range m.Keys {
+		v := m.Vals[i]
+		b.plan.Commands[k.V] = v.V
+		where := "commands: " + k.V
+		if strings.TrimSpace(v.V) == "" {
+			b.errorf(v.Pos, "%s: the command line is empty", where)
+			continue
+		}
+		if _, err := subst.Words(v.V); err != nil {
+			b.errorf(v.Pos, "%s: %v", where, err)
+			continue
+		}
+		b.checkVars(&v, where, true)
+	}
+}
+
+// handlers builds the failure handlers and their rules.
+func (b *builder) handlers(raw *rawPlan) {
+	b.plan.FailureHandlers = map[string]*FailureHandler{}
+	for _, rh := range raw.FailureHandlers.Items {
+		if rh == nil || !rh.Name.Set {
+			continue
+		}
+		h := &FailureHandler{Name: rh.Name.V, Pos: rh.Pos}
+		if prev, dup := b.plan.FailureHandlers[h.Name]; dup {
+			b.errorf(rh.Pos, "failure handler %q is defined twice (first at line %d)", h.Name, prev.Pos.Line)
+			continue
+		}
+		b.plan.FailureHandlers[h.Name] = h
+		if rh.has("rules") && len(rh.Rules.Items) == 0 && !rh.Rules.Bad {
+			b.errorf(rh.Rules.Pos, "%s: has no rules", rh.Where)
+		}
+		for i, rr := range rh.Rules.Items {
+			if rr == nil {
+				continue
+			}
+			r := &Rule{
+				MatchAll:       rr.MatchAll.V,
+				RecoveryScript: rr.RecoveryScript.V,
+				MaxRetries:     3,
+				Delay:          rr.Delay.V,
+				Backoff:        BackoffFixed,
+				MaxDelay:       rr.MaxDelay.V,
+				Index:          i,
+				Pos:            rr.Pos,
+			}
+			if rr.MaxRetries.Set {
+				r.MaxRetries = rr.MaxRetries.V
+			}
+			if rr.Backoff.Set {
+				r.Backoff = rr.Backoff.V
+			}
+			for _, c := range rr.ExitCodes.Items {
+				if c.Set && c.V < 0 {
+					b.errorf(c.Pos, "%s: exit_codes: %d is negative", rr.Where, c.V)
+				}
+				if c.Set {
+					r.ExitCodes = append(r.ExitCodes, c.V)
+				}
+			}
+			if len(r.ExitCodes) == 0 && !r.MatchAll && len(rr.ExitCodes.Items) == 0 {
+				b.errorf(rr.Pos, "%s: has neither exit_codes nor match_all_exit_codes: true", rr.Where)
+			}
+			if rr.StderrMatches.Set {
+				re, err := regexp.Compile(rr.StderrMatches.V)
+				if err != nil {
+					b.errorf(rr.StderrMatches.Pos, "%s: stderr_matches: bad regexp: %v", rr.Where, reErr(err))
+				} else {
+					r.StderrMatches = re
+				}
+			}
+			b.ruleRaw[r] = rr
+			if rr.RecoveryScript.Set {
+				b.checkVars(&rr.RecoveryScript, rr.Where, true)
+			}
+			h.Rules = append(h.Rules, r)
+		}
+	}
+}
+
+// reErr strips the "error parsing regexp: " prefix of regexp errors.
+func reErr(err error) string {
+	return strings.TrimPrefix(err.Error(), "error parsing regexp: ")
+}
+
+// steps builds the phases and their steps.
+func (b *builder) steps(raw *rawPlan) {
+	switch {
+	case raw.Phases.Set && raw.Steps.Set:
+		b.errorf(raw.keyPos("steps"), "plan has both phases and steps; use one of them")
+		return
+	case raw.Steps.Set:
+		if raw.Steps.Bad {
+			return
+		}
+		if len(raw.Steps.Items) == 0 {
+			b.errorf(raw.Steps.Pos, "plan has no steps")
+			return
+		}
+		b.phase(&rawPhase{rawMeta: rawMeta{Pos: raw.Steps.Pos, Where: `phase "main"`}, Name: str{V: "main", Set: true}, Steps: raw.Steps})
+	case raw.Phases.Set:
+		if raw.Phases.Bad {
+			return
+		}
+		if len(raw.Phases.Items) == 0 {
+			b.errorf(raw.Phases.Pos, "plan has no phases")
+			return
+		}
+		for _, rp := range raw.Phases.Items {
+			if rp != nil {
+				b.phase(rp)
+			}
+		}
+	default:
+		b.errorf(raw.Pos, "plan has no steps (add steps: or phases:)")
+	}
+}
+
+// phase builds one phase.
+func (b *builder) phase(rp *rawPhase) {
+	ph := &Phase{Name: rp.Name.V, Parallel: rp.Parallel.V, Pos: rp.Pos}
+	if rp.Name.Set && strings.TrimSpace(rp.Name.V) == "" {
+		b.errorf(rp.Name.Pos, "%s: name: must not be empty", rp.Where)
+	}
+	if rp.has("steps") && len(rp.Steps.Items) == 0 && !rp.Steps.Bad {
+		b.errorf(rp.Steps.Pos, "%s: has no steps", orPlan(rp.Where))
+	}
+	for _, rs := range rp.Steps.Items {
+		if rs == nil {
+			continue
+		}
+		s := b.step(&rs.rawStepBody, rs.Where, rs.Pos)
+		s.ID = rs.ID.V
+		if s.Name == "" {
+			s.Name = s.ID
+		}
+		s.Phase = ph.Name
+		s.Index = len(b.plan.Steps)
+		if rs.Needs.Set {
+			s.NeedsSet = true
+			s.Needs = []string{}
+			for _, n := range rs.Needs.Items {
+				if n.Set {
+					s.Needs = append(s.Needs, n.V)
+				}
+			}
+		}
+		if rs.Plan.Set {
+			s.Plan = rs.Plan.V
+			s.PlanPath = rs.Plan.V
+			if !filepath.IsAbs(s.PlanPath) {
+				s.PlanPath = filepath.Join(b.plan.Dir, filepath.FromSlash(s.PlanPath))
+			}
+		}
+		s.PlanContext, s.PlanContextKeys = b.omap(&rs.Context)
+		b.stepExtra[s] = rs
+		if rs.ID.Set && rs.ID.V == "end" {
+			b.errorf(rs.ID.Pos, `step "end": the id end is reserved for the end step (use end: for it)`)
+		}
+		ph.Steps = append(ph.Steps, s)
+		b.plan.Steps = append(b.plan.Steps, s)
+	}
+	b.plan.Phases = append(b.plan.Phases, ph)
+}
+
+// end builds the end step.
+func (b *builder) end(re *rawEnd) {
+	s := b.step(&re.rawStepBody, re.Where, re.Pos)
+	s.ID = "end"
+	if s.Name == "" {
+		s.Name = "end"
+	}
+	s.Index = -1
+	b.plan.End = s
+}
+
+// step builds the fields shared by steps and the end step.
+func (b *builder) step(rs *rawStepBody, where string, pos Pos) *Step {
+	pl := b.plan
+	s := &Step{
+		Name:           rs.Name.V,
+		Description:    rs.Description.V,
+		Run:            rs.Run.V,
+		Timeout:        rs.Timeout.V,
+		Dir:            rs.Dir.V,
+		Shell:          rs.Shell.V,
+		FailureHandler: rs.FailureHandler.V,
+		HandlerTimeout: pl.HandlerTimeout,
+		KillGrace:      pl.KillGrace,
+		Executor:       pl.Executor,
+		Pos:            pos,
+	}
+	if rs.Prompt.Set {
+		if rs.Run.Set {
+			b.errorf(rs.Prompt.Pos, "%s: has both run and prompt (prompt is an alias of run)", where)
+		} else {
+			s.Run = rs.Prompt.V
+			rs.Run = rs.Prompt
+		}
+	}
+	if rs.HandlerTimeout.Set {
+		s.HandlerTimeout = rs.HandlerTimeout.V
+	}
+	if rs.KillGrace.Set {
+		s.KillGrace = rs.KillGrace.V
+	}
+	if rs.Executor.Set {
+		s.Executor = rs.Executor.V
+	}
+	s.Slurm = slurmOf(rs.Slurm, pl.Slurm, b)
+	s.Env, s.EnvKeys = b.omap(&rs.Env)
+	s.OnFailure = OnFailure{Kind: OnStop, RetryOnSuccess: true, MaxRetries: 1, HandlerTimeout: s.HandlerTimeout, Pos: pos}
+	b.stepRaw[s] = rs
+	b.stepWhere[s] = where
+	return s
+}
+
+// slurmOf converts a slurm block, merged over base (the plan's block).
+func slurmOf(rs *rawSlurm, base *Slurm, b *builder) *Slurm {
+	if rs == nil {
+		return base
+	}
+	out := &Slurm{}
+	if base != nil {
+		*out = *base
+		out.ExtraArgs = append([]string(nil), base.ExtraArgs...)
+	}
+	set := func(dst *string, s str) {
+		if s.Set {
+			*dst = s.V
+		}
+	}
+	set(&out.Partition, rs.Partition)
+	set(&out.Account, rs.Account)
+	set(&out.QOS, rs.QOS)
+	set(&out.Mem, rs.Mem)
+	set(&out.GPUs, rs.GPUs)
+	set(&out.Time, rs.Time)
+	if rs.CPUs.Set {
+		out.CPUs = rs.CPUs.V
+	}
+	if rs.ExtraArgs.Set {
+		out.ExtraArgs = nil
+		if rs.ExtraArgs.IsLine {
+			w, err := subst.Words(rs.ExtraArgs.Line.V)
+			if err != nil {
+				b.errorf(rs.ExtraArgs.Line.Pos, "%s: extra_args: %v", rs.Where, err)
+			}
+			out.ExtraArgs = w
+		} else {
+			for _, s := range rs.ExtraArgs.List {
+				out.ExtraArgs = append(out.ExtraArgs, s.V)
+			}
+		}
+	}
+	return out
+}
+
+// checkStep validates one step (or the end step) once all steps are known.
+func (b *builder) checkStep(s *Step) {
+	rs := b.stepRaw[s]
+	where := b.stepWhere[s]
+	if s.ID != "" && s.Index >= 0 {
+		where = fmt.Sprintf("step %q", s.ID)
+	}
+	ext := b.stepExtra[s] // nil for the end step
+
+	// run / plan
+	hasPlan := ext != nil && ext.Plan.Set
+	switch {
+	case rs.Run.Set && hasPlan:
+		b.errorf(ext.Plan.Pos, "%s: has both run and plan; use one of them", where)
+	case !rs.Run.Set && !hasPlan:
+		if ext != nil {
+			b.errorf(s.Pos, "%s: has neither run nor plan", where)
+		} else {
+			b.errorf(s.Pos, "%s: has no run", where)
+		}
+	}
+	if rs.Run.Set && strings.TrimSpace(s.Run) == "" {
+		b.errorf(rs.Run.Pos, "%s: run is empty", where)
+	}
+	if ext != nil && ext.Context.Set && !hasPlan {
+		b.errorf(ext.keyPos("context"), "%s: context is only for plan: steps (use the plan's context)", where)
+	}
+
+	// failure handler
+	if rs.FailureHandler.Set {
+		h := b.plan.FailureHandlers[s.FailureHandler]
+		if h == nil {
+			b.errorf(rs.FailureHandler.Pos, "%s: failure_handler %q is not defined in failure_handlers%s", where, s.FailureHandler, suggest(s.FailureHandler, b.handlerNames()))
+		} else {
+			b.checkRecovery(s, h, rs, where)
+		}
+	}
+
+	// templates
+	if rs.Run.Set && s.Run != "" {
+		b.checkRun(s, rs, where)
+	}
+	for i := range rs.Env.Vals {
+		b.checkVars(&rs.Env.Vals[i], where, false)
+	}
+	if rs.Dir.Set {
+		b.checkVars(&rs.Dir, where, false)
+	}
+	if ext != nil {
+		for i := range ext.Context.Vals {
+			b.checkVars(&ext.Context.Vals[i], where, false)
+		}
+		if hasPlan {
+			b.checkSubPlan(s, ext, where)
+		}
+	}
+	b.onFailure(s, rs, where)
+}
+
+// checkRun validates a step's run: a /command, or a shell script.
+func (b *builder) checkRun(s *Step, rs *rawStepBody, where string) {
+	b.checkVars(&rs.Run, where, false)
+	if IsCommand(s.Run) {
+		s.Command = true
+		kind, target := b.checkCommand(s.Run, rs.Run.Pos, where+": run command")
+		if kind == KindCommands {
+			// The registry entry is substituted with the step's variables.
+			for _, ref := range subst.Names(b.plan.Commands[target]) {
+				if !b.knownVar(ref.Name, false) {
+					b.errorf(rs.Run.Pos, "%s: run command %s: its commands: entry uses {%s}, which a step's run does not have", where, target, ref.Name)
+					break
+				}
+			}
+		}
+		return
+	}
+	refs := subst.Names(s.Run)
+	if len(refs) == 0 {
+		return
+	}
+	shell := b.plan.ShellFor(s)
+	if !subst.IsPOSIXShell(shell) {
+		b.errorf(rs.Run.Pos, "%s: run uses {%s} but shell %q is not a POSIX shell (sh, bash, dash, zsh, ksh); substitution needs one", where, refs[0].Name, shell)
+		return
+	}
+	b.scripts = append(b.scripts, scriptCheck{tmpl: s.Run, refs: refs, pos: rs.Run.Pos, what: where + ": run"})
+}
+
+// scriptCheck is a script to render with dummy values, to find the places
+// where substitution cannot be made safe (subst.Script's errors).
+type scriptCheck struct {
+	tmpl string
+	refs []subst.NameRef
+	pos  Pos
+	what string
+}
+
+// runScriptChecks renders the collected scripts, in parallel (a shell parse
+// per script is the costliest part of validating a large plan), and records
+// the errors in order.
+func (b *builder) runScriptChecks() {
+	// Plans generated from a template repeat the same scripts: render each
+	// distinct script once.
+	var jobs []scriptCheck
+	first := map[string]int{}
+	of := make([]int, len(b.scripts))
+	for i, c := range b.scripts {
+		j, seen := first[c.tmpl]
+		if !seen {
+			j = len(jobs)
+			first[c.tmpl] = j
+			jobs = append(jobs, c)
+		}
+		of[i] = j
+	}
+	errs := make([]error, len(jobs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := min(runtime.GOMAXPROCS(0), len(jobs)/32+1); w > 0; w-- {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(jobs) {
+					return
+				}
+				_, _, errs[i] = subst.Script(jobs[i].tmpl, dummyVars(jobs[i].refs))
+			}
+		})
+	}
+	wg.Wait()
+	for i, c := range b.scripts {
+		if err := errs[of[i]]; err != nil {
+			b.errorf(c.pos, "%s: %v", c.what, err)
+		}
+	}
+}
+
+// checkRecovery checks the recovery scripts of h for a step that uses it.
+func (b *builder) checkRecovery(s *Step, h *FailureHandler, rs *rawStepBody, where string) {
+	shell := b.plan.ShellFor(s)
+	for _, r := range h.Rules {
+		refs := subst.Names(r.RecoveryScript)
+		if len(refs) == 0 {
+			continue
+		}
+		rr := b.ruleRaw[r]
+		if !subst.IsPOSIXShell(shell) {
+			b.errorf(rs.FailureHandler.Pos, "%s: %s: recovery_script uses {%s} but the step's shell %q is not a POSIX shell", where, rr.Where, refs[0].Name, shell)
+			continue
+		}
+		if b.ruleChecked[r] {
+			continue
+		}
+		b.ruleChecked[r] = true
+		b.scripts = append(b.scripts, scriptCheck{tmpl: r.RecoveryScript, refs: refs, pos: rr.RecoveryScript.Pos, what: rr.Where + ": recovery_script"})
+	}
+}
+
+// dummyVars gives every referenced name a value, to check a template's shape.
+func dummyVars(refs []subst.NameRef) map[string]string {
+	m := make(map[string]string, len(refs))
+	for _, r := range refs {
+		m[r.Name] = "x"
+	}
+	return m
+}
+
+func (b *builder) handlerNames() []string {
+	out := make([]string, 0, len(b.plan.FailureHandlers))
+	for n := range b.plan.FailureHandlers {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// onFailure normalises result_handling of a step.
+func (b *builder) onFailure(s *Step, rs *rawStepBody, where string) {
+	rh := rs.ResultHandling
+	if rh == nil {
+		return
+	}
+	of := &s.OnFailure
+	if rh.MaxRetries.Set {
+		of.MaxRetries = rh.MaxRetries.V
+	}
+	o := &rh.OnFailure
+	if !o.Set {
+		return
+	}
+	of.Explicit = true
+	of.Pos = o.Pos
+	where = where + ": on_failure"
+	switch {
+	case o.Scalar && strings.TrimSpace(o.Str.V) != "":
+		v := strings.TrimSpace(o.Str.V)
+		switch {
+		case v == OnStop || v == OnContinue || v == OnRetry:
+			of.Kind = v
+			return
+		case IsCommand(v) || isProgramLine(v):
+			of.Kind = OnCommand
+			of.Command = o.Str.V
+			b.checkVars(&o.Str, where, true)
+			b.checkCommand(o.Str.V, o.Str.Pos, where+" command")
+			return
+		}
+		b.invalidOnFailure(s, o.Pos, where, fmt.Sprintf("%q is not stop, continue, retry or a /command", o.Str.V), o.Str.V)
+	case o.Scalar:
+		b.invalidOnFailure(s, o.Pos, where, "is empty, not stop, continue, retry or a /command", "")
+	case o.Obj != nil:
+		obj := o.Obj
+		if !obj.Command.Set || strings.TrimSpace(obj.Command.V) == "" {
+			b.invalidOnFailure(s, o.Pos, where, "has no command", "{...}")
+			return
+		}
+		of.Kind = OnStructured
+		of.Command = obj.Command.V
+		of.Args = obj.Args.Items
+		if obj.RetryOnSuccess.Set {
+			of.RetryOnSuccess = obj.RetryOnSuccess.V
+		}
+		if obj.MaxRetries.Set {
+			of.MaxRetries = obj.MaxRetries.V
+		}
+		if obj.HandlerTimeout.Set {
+			of.HandlerTimeout = obj.HandlerTimeout.V
+		}
+		if !IsCommand(obj.Command.V) && !isProgramLine(obj.Command.V) {
+			b.errorf(obj.Command.Pos, "%s: command %q is not a /command or an absolute program path", where, obj.Command.V)
+			return
+		}
+		b.checkVars(&obj.Command, where, true)
+		for i := range obj.Args.Vals {
+			if obj.Args.Vals[i].Set {
+				b.checkVars(&obj.Args.Vals[i], where, true)
+			}
+		}
+		b.checkCommand(obj.Command.V, obj.Command.Pos, where+" command")
+	default:
+		b.invalidOnFailure(s, o.Pos, where, "is "+kindName(o.Node)+", not stop, continue, retry or a /command", "[...]")
+	}
+}
+
+// invalidOnFailure turns an unusable on_failure value into an explicit stop,
+// with a warning (an error under Strict).
+func (b *builder) invalidOnFailure(s *Step, pos Pos, where, problem, value string) {
+	s.OnFailure.Kind = OnStop
+	s.OnFailure.Invalid = value
+	if value == "" {
+		s.OnFailure.Invalid = `""`
+	}
+	if b.opts.Strict {
+		b.errorf(pos, "%s %s", where, problem)
+		return
+	}
+	b.warnf(pos, "%s %s; treated as stop", where, problem)
+}
+
+// checkCommand checks that a /command line splits into words and resolves,
+// and returns how it resolves.
+func (b *builder) checkCommand(line string, pos Pos, what string) (kind, target string) {
+	words, err := subst.Words(line)
+	if err != nil {
+		hint := ""
+		if first := firstWord(line); strings.Count(first, "/") > 1 {
+			hint = fmt.Sprintf(" (%s is not an existing file, so this is read as a /command, which runs without a shell)", first)
+		}
+		b.errorf(pos, "%s: %v%s", what, err, hint)
+		return "", ""
+	}
+	if len(words) == 0 {
+		b.errorf(pos, "%s is empty", what)
+		return "", ""
+	}
+	kind, target, err = b.plan.lookup(words[0])
+	if err != nil {
+		b.errorf(pos, "%s %s", what, err)
+	}
+	return kind, target
+}
+
+// known reports whether name may be substituted in a template.
+func (b *builder) knownVar(name string, handler bool) bool {
+	if b.known[name] {
+		return true
+	}
+	for _, n := range stepBuiltins {
+		if n == name {
+			return true
+		}
+	}
+	if handler {
+		for _, n := range handlerBuiltins {
+			if n == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkVars reports every unknown {name} of a template (once per name).
+func (b *builder) checkVars(s *str, where string, handler bool) {
+	if !strings.Contains(s.V, "{") {
+		return
+	}
+	seen := map[string]bool{}
+	for _, ref := range subst.Names(s.V) {
+		if seen[ref.Name] || b.knownVar(ref.Name, handler) {
+			continue
+		}
+		seen[ref.Name] = true
+		hint := ""
+		if !handler && contains(handlerBuiltins, ref.Name) {
+			hint = " (only on_failure handlers and recovery scripts have it)"
+		} else if sug := suggest(ref.Name, b.varNames(handler)); sug != "" {
+			hint = sug
+		}
+		b.errorf(b.varPos(s, ref), "%s: unknown variable {%s}%s", where, ref.Name, hint)
+	}
+}
+
+func (b *builder) varNames(handler bool) []string {
+	out := Builtins(handler)
+	for k := range b.known {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// varPos finds the position of the `{` of ref in the plan source: exact for
+// single-line scalars and literal blocks, else the value's position.
+func (b *builder) varPos(s *str, ref subst.NameRef) Pos {
+	n := s.Node
+	if n == nil || n.Line <= 0 || ref.Offset < 0 || ref.Offset > len(s.V) {
+		return s.Pos
+	}
+	before := s.V[:ref.Offset]
+	needle := "{" + ref.Name + "}"
+	line := n.Line
+	var startCol int // 1-based rune column where the search starts on the line
+	var k int        // which occurrence of needle on that line we look for
+	switch n.Style {
+	case yaml.LiteralStyle:
+		nl := strings.Count(before, "\n")
+		line = n.Line + 1 + nl
+		lineStart := strings.LastIndexByte(before, '\n') + 1
+		k = strings.Count(before[lineStart:], needle)
+		startCol = 1
+	case 0, yaml.DoubleQuotedStyle, yaml.SingleQuotedStyle:
+		if strings.Contains(s.V, "\n") {
+			return s.Pos
+		}
+		k = strings.Count(before, needle)
+		startCol = n.Column
+	default:
+		return s.Pos
+	}
+	src := b.line(line)
+	if src == nil {
+		return s.Pos
+	}
+	// Skip to startCol (in runes), then find the k-th needle.
+	col := 1
+	i := 0
+	for i < len(src) && col < startCol {
+		_, w := utf8.DecodeRune(src[i:])
+		i += w
+		col++
+	}
+	rest := string(src[i:])
+	for {
+		j := strings.Index(rest, needle)
+		if j < 0 {
+			return s.Pos
+		}
+		if k == 0 {
+			return Pos{Line: line, Col: col + utf8.RuneCountInString(rest[:j])}
+		}
+		k--
+		col += utf8.RuneCountInString(rest[:j+1])
+		rest = rest[j+1:]
+	}
+}
+
+// line returns line n (1-based) of the plan source, or nil.
+func (p *parser) line(n int) []byte {
+	if p.lines == nil {
+		p.lines = splitLines(p.data)
+	}
+	if n < 1 || n > len(p.lines) {
+		return nil
+	}
+	return p.lines[n-1]
+}
+
+func splitLines(data []byte) [][]byte {
+	var out [][]byte
+	for len(data) > 0 {
+		i := 0
+		for i < len(data) && data[i] != '\n' {
+			i++
+		}
+		l := data[:i]
+		if len(l) > 0 && l[len(l)-1] == '\r' {
+			l = l[:len(l)-1]
+		}
+		out = append(out, l)
+		if i < len(data) {
+			i++
+		}
+		data = data[i:]
+	}
+	return out
+}
+
+// checkSubPlan validates a plan: step's child plan, and rejects plans that
+// include themselves.
+func (b *builder) checkSubPlan(s *Step, ext *rawStep, where string) {
+	path := filepath.Clean(s.PlanPath)
+	self := filepath.Clean(filepath.Join(b.plan.Dir, filepath.Base(b.file)))
+	stack := append(append([]string(nil), b.opts.stack...), self)
+	for i, p := range stack {
+		if p == path {
+			chain := make([]string, 0, len(stack)-i+1)
+			for _, q := range stack[i:] {
+				chain = append(chain, filepath.Base(q))
+			}
+			chain = append(chain, filepath.Base(path))
+			b.errorf(ext.Plan.Pos, "%s: plan %s includes itself (%s)", where, s.Plan, strings.Join(chain, " -> "))
+			return
+		}
+	}
+	if len(stack) > 16 {
+		b.errorf(ext.Plan.Pos, "%s: plan %s: sub-plans nested more than 16 deep", where, s.Plan)
+		return
+	}
+	sets := map[string]string{}
+	for _, k := range s.PlanContextKeys {
+		sets[k] = s.PlanContext[k]
+	}
+	key := path + "\x00" + strings.Join(s.PlanContextKeys, "\x00")
+	if b.subPlans == nil {
+		b.subPlans = map[string]error{}
+	}
+	err, done := b.subPlans[key]
+	if !done {
+		_, err = Load(path, Options{Sets: sets, SetKeys: s.PlanContextKeys, Strict: b.opts.Strict, GOOS: b.opts.GOOS, stack: stack})
+		b.subPlans[key] = err
+	}
+	if err != nil {
+		msg := err.Error()
+		if inv, ok := err.(*Invalid); ok && len(inv.Errors) > 0 && inv.Errors[0].Line == 0 && inv.Errors[0].File == path {
+			msg = inv.Errors[0].Message
+		}
+		b.errorf(ext.Plan.Pos, "%s: plan %s: %s", where, s.Plan, msg)
+	}
+}

@@ -1,0 +1,143 @@
+package state
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+)
+
+// Badger keys. The store treats every value as an opaque blob; only the key
+// layout is ours.
+var (
+	keyPlan    = []byte("plan")
+	keyRun     = []byte("run")
+	keySeq     = []byte("seq")
+	prefixStep = []byte("step/")
+	prefixEv   = []byte("ev/")
+	// A Change too big for one Badger transaction is written under prefixStage
+	// first and made visible by keyStaged (see commitStaged).
+	prefixStage = []byte("stage/")
+	keyStaged   = []byte("staged")
+)
+
+// evKey is "ev/" + the seq as a big-endian uint64, so Badger's byte order is
+// event order and a seek to evKey(n) starts a scan at event n.
+func evKey(seq int64) []byte {
+	k := make([]byte, len(prefixEv)+8)
+	copy(k, prefixEv)
+	binary.BigEndian.PutUint64(k[len(prefixEv):], uint64(seq))
+	return k
+}
+
+func stepKey(id string) []byte { return append(append([]byte(nil), prefixStep...), id...) }
+
+func encodeSeq(seq int64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, uint64(seq))
+	return b
+}
+
+func decodeSeq(b []byte) (int64, error) {
+	if len(b) != 8 {
+		return 0, fmt.Errorf("bad seq value of %d bytes", len(b))
+	}
+	return int64(binary.BigEndian.Uint64(b)), nil
+}
+
+// Badger tuning. Badger's defaults are for a database server holding gigabytes;
+// faber writes a few kilobytes per step from a short-lived CLI process whose whole
+// budget for a small run is ~40 MB RSS, and which must open and close quickly.
+const (
+	// memTableSize bounds the in-memory skiplist (a Go []byte arena, so only
+	// touched pages cost RSS) and its mmapped write-ahead file. A transaction
+	// may use at most 15% of it (~1.2 MiB here); bigger Changes take the
+	// staged path in Commit instead of needing a server-sized memtable.
+	memTableSize = 8 << 20
+	// valueThreshold keeps step records and events (bytes to a few KiB) inside
+	// the LSM tree, so a read never needs a second value-log lookup; only big
+	// blobs such as a large plan snapshot go to the value log.
+	valueThreshold = 64 << 10
+	// valueLogFileSize: the value log is preallocated and mmapped at this size
+	// (twice it, in fact); it only ever holds blobs over valueThreshold, so a
+	// small file is plenty and keeps the run directory small.
+	valueLogFileSize = 16 << 20
+)
+
+// badgerOptions returns Badger options sized for a CLI. Every setting that
+// departs from badger.DefaultOptions says why.
+func badgerOptions(dir string, opt Options, readOnly bool) badger.Options {
+	return badger.DefaultOptions(dir).
+		// SyncWrites: with it each commit is fsynced (msync of the WAL), so a
+		// committed transition survives power loss, not only a crash of faber.
+		WithSyncWrites(opt.Sync).
+		WithReadOnly(readOnly).
+		WithMemTableSize(memTableSize).
+		// Two memtables: one being written, one being flushed. The default of
+		// five only helps sustained server write bursts.
+		WithNumMemtables(2).
+		// Few L0 tables before compaction; the stall limit must stay above it.
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(8).
+		// Tables and levels sized for megabytes of data, not gigabytes.
+		WithBaseTableSize(2 << 20).
+		WithBaseLevelSize(8 << 20).
+		WithValueThreshold(valueThreshold).
+		WithValueLogFileSize(valueLogFileSize).
+		// No compression: values are small JSON, and a compressed store requires
+		// a block cache (Badger panics without one), which costs memory.
+		WithCompression(options.None).
+		// No block cache: tables are mmapped and a CLI reads each block about
+		// once, so a cache would only add RSS (ristretto preallocates counters).
+		WithBlockCacheSize(0).
+		// No index cache: table indexes stay with their tables; there are few.
+		WithIndexCacheSize(0).
+		// Two compactors is Badger's minimum for compaction to work at all (one
+		// is refused, zero disables compaction and eventually stalls writes).
+		WithNumCompactors(2).
+		// One writer per store (the owner, serialised by Store.mu), so conflict
+		// detection would only cost memory and time.
+		WithDetectConflicts(false).
+		// Close fast: don't compact L0 on the way out, the next owner can.
+		WithCompactL0OnClose(false).
+		// Metrics are expvar counters nobody reads in a CLI.
+		WithMetricsEnabled(false).
+		// Badger's logger must never write over the TUI or into stdout/stderr.
+		// (WithLoggingLevel is not used: it swaps in Badger's stderr logger.)
+		WithLogger(newBadgerLogger(opt.Logger))
+}
+
+// badgerLogger adapts Badger's Logger to an io.Writer (the debug log).
+// Badger logs from its own goroutines, hence the mutex.
+type badgerLogger struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func newBadgerLogger(w io.Writer) badger.Logger {
+	if w == nil {
+		w = io.Discard
+	}
+	return &badgerLogger{w: w}
+}
+
+func (l *badgerLogger) logf(level, format string, args ...any) {
+	if l.w == io.Discard {
+		return
+	}
+	msg := strings.TrimRight(fmt.Sprintf(format, args...), "\n")
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.w, "badger %s: %s\n", level, msg)
+}
+
+func (l *badgerLogger) Errorf(f string, a ...any)   { l.logf("error", f, a...) }
+func (l *badgerLogger) Warningf(f string, a ...any) { l.logf("warning", f, a...) }
+func (l *badgerLogger) Infof(f string, a ...any)    { l.logf("info", f, a...) }
+
+// Debugf drops Badger's debug lines: they trace every replayed key.
+func (l *badgerLogger) Debugf(string, ...any) {}

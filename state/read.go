@@ -1,0 +1,281 @@
+package state
+
+import (
+	"cmp"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
+)
+
+// The functions in this file are for any process, owner or not. They never
+// take ownership and never open the Badger store of a run whose owner is alive.
+
+// RunDir returns the directory of a run: <stateDir>/runs/<runID>.
+func RunDir(stateDir, runID string) string {
+	return filepath.Join(stateDir, "runs", runID)
+}
+
+// validRunID accepts only a plain file name, so that a run id typed by a user
+// cannot point outside <stateDir>/runs.
+func validRunID(id string) bool {
+	return id != "" && len(id) <= 255 && filepath.IsLocal(id) &&
+		!strings.ContainsAny(id, `/\:`+"\x00")
+}
+
+// checkRun returns a not-found error unless the run exists and is complete
+// (meta.json is written last by Create).
+func checkRun(stateDir, runID string) error {
+	if !validRunID(runID) {
+		return &notFoundError{runID, stateDir}
+	}
+	_, err := os.Stat(filepath.Join(RunDir(stateDir, runID), fileMeta))
+	if errors.Is(err, os.ErrNotExist) {
+		return &notFoundError{runID, stateDir}
+	}
+	if err != nil {
+		return fmt.Errorf("run %q: %w", runID, err)
+	}
+	return nil
+}
+
+// ReadMeta returns a run's metadata; the error matches ErrNotFound if there is
+// no such run.
+func ReadMeta(stateDir, runID string) (Meta, error) {
+	var m Meta
+	if !validRunID(runID) {
+		return m, &notFoundError{runID, stateDir}
+	}
+	b, err := os.ReadFile(filepath.Join(RunDir(stateDir, runID), fileMeta))
+	if errors.Is(err, os.ErrNotExist) {
+		return m, &notFoundError{runID, stateDir}
+	}
+	if err != nil {
+		return m, fmt.Errorf("run %q: read meta.json: %w", runID, err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Meta{}, fmt.Errorf("run %q: meta.json is damaged: %w", runID, err)
+	}
+	return m, nil
+}
+
+// ReadPlan returns the plan as it was when the run started.
+func ReadPlan(stateDir, runID string) ([]byte, error) {
+	if err := checkRun(stateDir, runID); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(RunDir(stateDir, runID), filePlan))
+	if err != nil {
+		return nil, fmt.Errorf("run %q: read plan snapshot: %w", runID, err)
+	}
+	return b, nil
+}
+
+// List returns the metadata of every run in stateDir, newest first (StartedAt
+// descending, then Created descending, then run id). A state dir that does not
+// exist holds no runs. A run still being created, or whose meta.json cannot be
+// read, is left out rather than failing the whole listing.
+func List(stateDir string) ([]Meta, error) {
+	entries, err := os.ReadDir(filepath.Join(stateDir, "runs"))
+	if errors.Is(err, os.ErrNotExist) {
+		return []Meta{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list runs in %s: %w", stateDir, err)
+	}
+	metas := make([]Meta, 0, len(entries))
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		m, err := ReadMeta(stateDir, e.Name())
+		if err != nil {
+			continue
+		}
+		if m.RunID == "" {
+			m.RunID = e.Name()
+		}
+		metas = append(metas, m)
+	}
+	slices.SortFunc(metas, func(a, b Meta) int {
+		if c := b.StartedAt.Compare(a.StartedAt); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.Created, a.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(b.RunID, a.RunID)
+	})
+	return metas, nil
+}
+
+// OwnerOf returns who owns (or last owned) the run and whether it is alive.
+// A run whose owner closed it cleanly has no owner record: PID is 0.
+//
+// Alive is the lock test: a shared lock taken (and released at once) on a
+// separate file means no owner holds the exclusive one. Shared rather than
+// exclusive so that two readers testing at once do not see each other as owner.
+func OwnerOf(stateDir, runID string) (Owner, error) {
+	if err := checkRun(stateDir, runID); err != nil {
+		return Owner{}, err
+	}
+	dir := RunDir(stateDir, runID)
+	rec, err := readOwnerRecord(dir)
+	if err != nil {
+		return Owner{}, fmt.Errorf("run %q: read owner.json: %w", runID, err)
+	}
+	o := Owner{PID: rec.PID, StartTime: rec.StartTime, Host: rec.Host, Since: rec.Since}
+	f, free, err := readerLock(dir)
+	if err != nil {
+		return Owner{}, fmt.Errorf("run %q: test lock: %w", runID, err)
+	}
+	releaseReaderLock(f, free)
+	o.Alive = !free
+	return o, nil
+}
+
+// readerLock opens the run's lock file read-only and tries a shared lock on
+// it. free reports that it got the lock, i.e. no owner is alive; the caller
+// must then releaseReaderLock soon, since an Open waits while it is held. A
+// missing lock file means no one ever owned the run: free, with no file.
+func readerLock(dir string) (f *os.File, free bool, err error) {
+	f, err = os.Open(filepath.Join(dir, fileLock))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, true, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	ok, err := tryLock(f, false)
+	if err != nil || !ok {
+		f.Close()
+		return nil, false, err
+	}
+	return f, true, nil
+}
+
+func releaseReaderLock(f *os.File, locked bool) {
+	if f == nil {
+		return
+	}
+	if locked {
+		unlock(f)
+	}
+	f.Close()
+}
+
+// ReadEvents returns the run's events with seq > afterSeq, oldest first, each
+// one JSON object without its newline.
+//
+// While the owner is alive they come from events.jsonl (complete lines only).
+// Once it is gone they come from Badger, opened read-only while holding a
+// shared lock so no new owner can open it meanwhile; if that fails — a store
+// left by a crash needs a recovery only its next owner may do, and Windows has
+// no read-only Badger — they come from events.jsonl, which may then lag the
+// store by the commits whose append the crash cut off.
+func ReadEvents(stateDir, runID string, afterSeq int64) ([][]byte, error) {
+	if err := checkRun(stateDir, runID); err != nil {
+		return nil, err
+	}
+	if afterSeq < 0 {
+		afterSeq = 0
+	}
+	dir := RunDir(stateDir, runID)
+	f, free, err := readerLock(dir)
+	if err != nil {
+		return nil, fmt.Errorf("run %q: test lock: %w", runID, err)
+	}
+	if free {
+		evs, err := readStoreEvents(dir, afterSeq)
+		releaseReaderLock(f, true)
+		if err == nil {
+			return evs, nil
+		}
+	}
+	evs, err := readMirror(dir, afterSeq)
+	if err != nil {
+		return nil, fmt.Errorf("run %q: read events.jsonl: %w", runID, err)
+	}
+	return evs, nil
+}
+
+// readStoreEvents reads events from a run's Badger store, opened read-only.
+// The caller holds the shared lock, so no owner is writing it.
+func readStoreEvents(dir string, afterSeq int64) ([][]byte, error) {
+	dbDir := filepath.Join(dir, dirDB)
+	// Badger would create a missing store even read-only; a reader must not.
+	if _, err := os.Stat(filepath.Join(dbDir, "MANIFEST")); err != nil {
+		return nil, err
+	}
+	db, err := badger.Open(badgerOptions(dbDir, Options{}, true))
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	var out [][]byte
+	err = db.View(func(txn *badger.Txn) error {
+		_, err := scanEvents(txn, afterSeq, func(v []byte) error {
+			out = append(out, append([]byte(nil), v...))
+			return nil
+		})
+		return err
+	})
+	return out, err
+}
+
+// NewRunID returns a new run id, "<plan-name>-<YYYYMMDDTHHMMSS>-<4 hex>", with
+// the time in UTC and the plan name lower-cased and reduced to [a-z0-9._-]
+// (other characters become '-'), so the id is a safe file name everywhere.
+// It is unique within stateDir when returned; Create still refuses an id taken
+// in the meantime.
+func NewRunID(stateDir, planName string, now time.Time) string {
+	prefix := sanitizePlanName(planName) + "-" + now.UTC().Format("20060102T150405") + "-"
+	var id string
+	for range 100 {
+		var b [2]byte
+		rand.Read(b[:])
+		id = prefix + hex.EncodeToString(b[:])
+		if _, err := os.Lstat(RunDir(stateDir, id)); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+	}
+	return id
+}
+
+// maxPlanNameInID keeps run ids, and so paths under the state dir, short.
+const maxPlanNameInID = 64
+
+func sanitizePlanName(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(name) {
+		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-'
+		if !ok {
+			r = '-'
+		}
+		if r == '-' && dash {
+			continue // collapse runs of replaced characters
+		}
+		dash = r == '-'
+		b.WriteRune(r)
+	}
+	s := b.String()
+	if len(s) > maxPlanNameInID {
+		s = s[:maxPlanNameInID]
+	}
+	// No leading dot (a hidden directory) or dash (reads as a flag).
+	s = strings.TrimLeft(s, ".-")
+	s = strings.TrimRight(s, "-")
+	if s == "" {
+		s = "run"
+	}
+	return s
+}

@@ -1,0 +1,508 @@
+// Package state keeps each run's durable record: one Badger store per run, opened
+// only by the process that owns the run, plus files that other processes read
+// without ever touching the store.
+//
+// Layout of a run (see RunDir):
+//
+//	<stateDir>/runs/<run-id>/
+//	   db/             Badger; only the owner opens it
+//	   meta.json       static run metadata, written once at creation
+//	   plan.snapshot   the plan as it was at start
+//	   events.jsonl    the committed event log, one JSON object per line;
+//	                   line n is the event with seq n
+//	   owner.json      pid, process start time and host of the current owner
+//	   lock            the owner holds an exclusive lock on it while it owns the run
+//
+// Badger allows one opener per directory, yet two runs may go at once in one state
+// dir and list/status/events/logs must work while a run is active in another
+// process. Hence a store per run, and readers that take their data from the
+// published files (or from Badger, read-only, once the owner is gone).
+package state
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
+)
+
+// ErrNotFound is matched (errors.Is) by the error for a run id that names no
+// complete run in the state dir (no run directory, or one whose creation never
+// finished); the error itself names the run and the state dir.
+var ErrNotFound = errors.New("run not found")
+
+// ErrLocked is matched (errors.Is) by *LockedError.
+var ErrLocked = errors.New("run is active in another process")
+
+// LockedError is returned when another live process owns the run. PID is the
+// owner's pid as it published it, or 0 if it has not published it yet.
+type LockedError struct {
+	RunID string
+	PID   int
+}
+
+// Error names the run and the process holding it, which is what a user needs
+// to decide whether to wait or to kill it.
+func (e *LockedError) Error() string {
+	if e.PID <= 0 {
+		return fmt.Sprintf("run %s is active in another process", e.RunID)
+	}
+	return fmt.Sprintf("run %s is active in process %d", e.RunID, e.PID)
+}
+
+// Is makes errors.Is(err, ErrLocked) true for a *LockedError.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// notFoundError names the missing run; it unwraps to ErrNotFound.
+type notFoundError struct{ runID, stateDir string }
+
+func (e *notFoundError) Error() string {
+	return fmt.Sprintf("run %q not found in %s", e.runID, e.stateDir)
+}
+
+func (e *notFoundError) Unwrap() error { return ErrNotFound }
+
+// Meta is the static description of a run, written once to meta.json when the
+// run is created. Its JSON field names are part of faber's output contract.
+type Meta struct {
+	RunID       string            `json:"run_id"`
+	Plan        string            `json:"plan"`       // plan name
+	PlanFile    string            `json:"plan_file"`  // absolute path of the plan file
+	StartedAt   time.Time         `json:"started_at"` // with sub-second precision
+	Created     int64             `json:"created"`    // UnixNano at creation, tie-breaker for ordering
+	Sets        map[string]string `json:"sets,omitempty"`
+	ParentRunID string            `json:"parent_run_id,omitempty"`
+	ParentStep  string            `json:"parent_step_id,omitempty"`
+}
+
+// Event is one entry of a run's event log. Seq is assigned by the caller and
+// must continue the log without gaps; JSON is one complete JSON object on one
+// line, without the trailing newline.
+type Event struct {
+	Seq  int64
+	JSON []byte
+}
+
+// Change is one atomic update of a run: a new run record, new step records and
+// the events that explain them. Either all of it is committed or none of it.
+type Change struct {
+	Run    []byte            // new run record; nil = unchanged
+	Steps  map[string][]byte // step id -> new step record
+	Events []Event           // must continue the seq exactly (last+1, +2, ...)
+}
+
+// Snapshot is everything the owner needs to continue a run after Open.
+type Snapshot struct {
+	Meta    Meta
+	Plan    []byte
+	Run     []byte            // nil if no run record was ever committed
+	Steps   map[string][]byte // step id -> latest step record
+	LastSeq int64             // seq of the last committed event, 0 if none
+}
+
+// Options configures a Store.
+type Options struct {
+	// Sync fsyncs every commit (Badger SyncWrites), so committed events survive
+	// a power loss and not only a crash of faber. faber turns it on by default.
+	Sync bool
+	// Logger receives Badger's log lines and the store's own warnings (the debug
+	// log). nil discards them. They never go to stdout or stderr, where they
+	// would land in the middle of the TUI.
+	Logger io.Writer
+}
+
+// File names inside a run directory.
+const (
+	fileMeta   = "meta.json"
+	filePlan   = "plan.snapshot"
+	fileEvents = "events.jsonl"
+	fileOwner  = "owner.json"
+	fileLock   = "lock"
+	dirDB      = "db"
+)
+
+// Store is a run's store, held by the process that owns the run. Its methods
+// are safe for concurrent use; commits are serialised.
+type Store struct {
+	mu       sync.Mutex
+	stateDir string
+	runID    string
+	dir      string
+	log      io.Writer
+	lock     *os.File
+	db       *badger.DB
+	mirror   *os.File // events.jsonl, opened for append
+	lastSeq  int64
+	// mirrorOK is false after a failed append; the next commit repairs the
+	// mirror from Badger instead of appending after a possibly torn line.
+	mirrorOK bool
+	// applyPending is set when a staged commit passed its commit point but
+	// moving its records into place failed; they must be moved before anything
+	// else reads or writes records.
+	applyPending bool
+	// testHook, when set by tests, is called at named points of a staged commit
+	// and may return an error to stop it there, as a crash would.
+	testHook func(point string) error
+}
+
+// Create makes a new run directory, takes ownership of it, opens its store and
+// writes the run's metadata (meta.json) and plan snapshot (in Badger and as
+// plan.snapshot for readers). meta.RunID must be a plain file name, normally
+// from NewRunID; a zero StartedAt or Created is filled in with the current time.
+// Create fails if the run already exists. meta.json is written last: a run
+// appears in List only once it is complete.
+func Create(stateDir string, meta Meta, plan []byte, opt Options) (*Store, error) {
+	if !validRunID(meta.RunID) {
+		return nil, fmt.Errorf("invalid run id %q: it must be a plain file name", meta.RunID)
+	}
+	now := time.Now()
+	if meta.StartedAt.IsZero() {
+		meta.StartedAt = now
+	}
+	if meta.Created == 0 {
+		meta.Created = now.UnixNano()
+	}
+	metaJSON, err := json.MarshalIndent(meta, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("run %q: encode meta.json: %w", meta.RunID, err)
+	}
+	if err := os.MkdirAll(filepath.Join(stateDir, "runs"), 0o755); err != nil {
+		return nil, fmt.Errorf("create state dir: %w", err)
+	}
+	dir := RunDir(stateDir, meta.RunID)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("run %q already exists in %s", meta.RunID, stateDir)
+		}
+		return nil, fmt.Errorf("run %q: create run dir: %w", meta.RunID, err)
+	}
+	s, err := openStore(stateDir, meta.RunID, opt)
+	if err == nil {
+		err = s.initRun(plan, metaJSON, opt.Sync)
+		if err != nil {
+			s.Close()
+		}
+	}
+	if err != nil {
+		// Nothing of this run can be used; leave no half-made run behind.
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+// initRun writes what Create promises, meta.json last.
+func (s *Store) initRun(plan, metaJSON []byte, sync bool) error {
+	err := s.db.Update(func(txn *badger.Txn) error {
+		if err := txn.Set(keyPlan, plan); err != nil {
+			return err
+		}
+		return txn.Set(keySeq, encodeSeq(0))
+	})
+	if err != nil {
+		return fmt.Errorf("run %q: store plan: %w", s.runID, err)
+	}
+	if err := writeFileAtomic(filepath.Join(s.dir, filePlan), plan, sync); err != nil {
+		return fmt.Errorf("run %q: write plan snapshot: %w", s.runID, err)
+	}
+	if err := writeFileAtomic(filepath.Join(s.dir, fileMeta), metaJSON, sync); err != nil {
+		return fmt.Errorf("run %q: write meta.json: %w", s.runID, err)
+	}
+	return nil
+}
+
+// Open takes ownership of an existing run and opens its store. It returns an
+// error matching ErrNotFound if there is no such run, and a *LockedError if a
+// live process owns it. A store left behind by a crashed process opens fine:
+// Badger replays its write-ahead log, a staged commit that reached its commit
+// point is completed, and events.jsonl is repaired to match the committed log.
+func Open(stateDir, runID string, opt Options) (*Store, error) {
+	if err := checkRun(stateDir, runID); err != nil {
+		return nil, err
+	}
+	return openStore(stateDir, runID, opt)
+}
+
+// openStore takes ownership of the run directory and opens everything in it.
+func openStore(stateDir, runID string, opt Options) (_ *Store, err error) {
+	dir := RunDir(stateDir, runID)
+	lock, err := acquireOwnership(dir, runID)
+	if err != nil {
+		return nil, err
+	}
+	log := opt.Logger
+	if log == nil {
+		log = io.Discard
+	}
+	s := &Store{stateDir: stateDir, runID: runID, dir: dir, log: log, lock: lock}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if err := writeOwner(dir); err != nil {
+		return nil, fmt.Errorf("run %q: write owner.json: %w", runID, err)
+	}
+	s.db, err = badger.Open(badgerOptions(filepath.Join(dir, dirDB), opt, false))
+	if err != nil {
+		return nil, fmt.Errorf("run %q: open store: %w", runID, err)
+	}
+	if err := s.finishStaged(); err != nil {
+		return nil, fmt.Errorf("run %q: recover store: %w", runID, err)
+	}
+	if s.lastSeq, err = s.readSeq(); err != nil {
+		return nil, fmt.Errorf("run %q: read store: %w", runID, err)
+	}
+	s.mirror, err = os.OpenFile(filepath.Join(dir, fileEvents), os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("run %q: open events.jsonl: %w", runID, err)
+	}
+	if err := s.repairMirror(); err != nil {
+		return nil, fmt.Errorf("run %q: repair events.jsonl: %w", runID, err)
+	}
+	return s, nil
+}
+
+// readSeq returns the seq of the last committed event.
+func (s *Store) readSeq() (int64, error) {
+	var seq int64
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(keySeq)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil // a run created before its first commit
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error {
+			seq, err = decodeSeq(v)
+			return err
+		})
+	})
+	return seq, err
+}
+
+// Dir returns the run directory, where other packages put logs/ and outputs/.
+func (s *Store) Dir() string { return s.dir }
+
+// Load reads the run's metadata, plan, run record, every step record and the
+// last seq. It iterates the step records in key order rather than looking them
+// up one by one, so a run of 10,000 steps loads in one pass.
+func (s *Store) Load() (*Snapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	meta, err := ReadMeta(s.stateDir, s.runID)
+	if err != nil {
+		return nil, err
+	}
+	snap := &Snapshot{Meta: meta, Steps: make(map[string][]byte), LastSeq: s.lastSeq}
+	err = s.db.View(func(txn *badger.Txn) error {
+		var err error
+		if snap.Plan, err = getValue(txn, keyPlan); err != nil {
+			return err
+		}
+		if snap.Run, err = getValue(txn, keyRun); err != nil {
+			return err
+		}
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixStep})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			v, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			snap.Steps[string(item.Key()[len(prefixStep):])] = v
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("run %q: load store: %w", s.runID, err)
+	}
+	return snap, nil
+}
+
+// getValue returns a copy of key's value, or nil if the key is absent.
+func getValue(txn *badger.Txn, key []byte) ([]byte, error) {
+	item, err := txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return item.ValueCopy(nil)
+}
+
+// ready checks that the store is open and that no staged commit is half-applied.
+func (s *Store) ready() error {
+	if s.db == nil {
+		return fmt.Errorf("run %q: store is closed", s.runID)
+	}
+	if s.applyPending {
+		if err := s.applyStaged(); err != nil {
+			return fmt.Errorf("run %q: finish earlier commit: %w", s.runID, err)
+		}
+		s.applyPending = false
+	}
+	return nil
+}
+
+// Commit applies c atomically: its records and events are committed in one
+// Badger transaction (or, for a Change too big for one, by the staged commit,
+// which is just as atomic), and then the events are appended to events.jsonl
+// in one write. Commit fails, writing nothing, if c.Events does not continue
+// the log exactly or an event is not one line of valid JSON.
+//
+// The mirror is not fsynced: after a crash Open rebuilds it from Badger. If the
+// append fails the commit still stands (Badger is the record); the failure goes
+// to the log and the next commit or Close repairs the mirror.
+func (s *Store) Commit(c Change) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.ready(); err != nil {
+		return err
+	}
+	last := s.lastSeq
+	for _, ev := range c.Events {
+		if ev.Seq != last+1 {
+			return fmt.Errorf("run %q: event seq %d does not follow %d", s.runID, ev.Seq, last)
+		}
+		if err := checkEventJSON(ev.JSON); err != nil {
+			return fmt.Errorf("run %q: event %d: %w", s.runID, ev.Seq, err)
+		}
+		last = ev.Seq
+	}
+	for id := range c.Steps {
+		if id == "" {
+			return fmt.Errorf("run %q: step record with an empty step id", s.runID)
+		}
+	}
+	if c.Run == nil && len(c.Steps) == 0 && len(c.Events) == 0 {
+		return nil
+	}
+	err := s.commitTxn(c, last)
+	if errors.Is(err, badger.ErrTxnTooBig) {
+		err = s.commitStaged(c, last)
+	}
+	if err != nil {
+		return fmt.Errorf("run %q: commit: %w", s.runID, err)
+	}
+	s.lastSeq = last
+	s.appendMirror(c.Events)
+	return nil
+}
+
+// checkEventJSON enforces what the mirror relies on: one JSON value per line.
+func checkEventJSON(b []byte) error {
+	if len(b) == 0 || b[0] != '{' {
+		return errors.New("event is not a JSON object")
+	}
+	if bytes.IndexByte(b, '\n') >= 0 || bytes.IndexByte(b, '\r') >= 0 {
+		return errors.New("event JSON spans more than one line")
+	}
+	if !json.Valid(b) {
+		return errors.New("event is not valid JSON")
+	}
+	return nil
+}
+
+// commitTxn is the normal path: the whole Change in one transaction. Badger
+// refuses a transaction over its batch limit with ErrTxnTooBig at Set time,
+// before anything is written.
+func (s *Store) commitTxn(c Change, last int64) error {
+	txn := s.db.NewTransaction(true)
+	defer txn.Discard()
+	for k, v := range changeRecords(c) {
+		if err := txn.Set(k, v); err != nil {
+			return err
+		}
+	}
+	if err := setEvents(txn, c.Events, last); err != nil {
+		return err
+	}
+	return txn.Commit()
+}
+
+// changeRecords yields the Badger key and value of every record in c.
+func changeRecords(c Change) func(yield func([]byte, []byte) bool) {
+	return func(yield func([]byte, []byte) bool) {
+		if c.Run != nil && !yield(keyRun, c.Run) {
+			return
+		}
+		for id, v := range c.Steps {
+			if !yield(stepKey(id), v) {
+				return
+			}
+		}
+	}
+}
+
+// setEvents adds the events and the new last seq to txn.
+func setEvents(txn *badger.Txn, evs []Event, last int64) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	for _, ev := range evs {
+		if err := txn.Set(evKey(ev.Seq), ev.JSON); err != nil {
+			return err
+		}
+	}
+	return txn.Set(keySeq, encodeSeq(last))
+}
+
+// Close closes the store, brings events.jsonl up to date, removes owner.json
+// and releases ownership. owner.json goes before the lock, so a reader that
+// finds the lock free and no owner.json knows the owner closed cleanly.
+// Close is idempotent.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	if s.db != nil {
+		if s.mirror != nil && !s.mirrorOK {
+			if err := s.repairMirror(); err != nil {
+				errs = append(errs, fmt.Errorf("repair events.jsonl: %w", err))
+			}
+		}
+		if err := s.db.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close store: %w", err))
+		}
+		s.db = nil
+	}
+	if s.mirror != nil {
+		if err := s.mirror.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close events.jsonl: %w", err))
+		}
+		s.mirror = nil
+	}
+	if s.lock != nil {
+		if err := os.Remove(filepath.Join(s.dir, fileOwner)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove owner.json: %w", err))
+		}
+		if err := unlock(s.lock); err != nil {
+			errs = append(errs, fmt.Errorf("release lock: %w", err))
+		}
+		s.lock.Close()
+		s.lock = nil
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("run %q: %w", s.runID, err)
+	}
+	return nil
+}
+
+// logf writes a warning to the debug log.
+func (s *Store) logf(format string, args ...any) {
+	fmt.Fprintf(s.log, "state: run %s: "+format+"\n", append([]any{s.runID}, args...)...)
+}

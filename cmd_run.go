@@ -106,7 +106,7 @@ func runSession(g *Globals, a sessionArgs) error {
 	case "json":
 		sink = tui.NewJSON(g.stdout)
 	case "tui":
-		sink = newTUI(g, a.plan, a.runID)
+		sink = newTUI(g, a.plan, a.runID, a.prior)
 	default:
 		sink = tui.NewPlain(g.stdout, tui.NewStyles(useColor(g, g.stdout)), true)
 	}

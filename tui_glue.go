@@ -1,11 +1,64 @@
 package main
 
 import (
+	"strings"
+
+	"github.com/faber-run/faber/exec"
 	"github.com/faber-run/faber/spec"
 	"github.com/faber-run/faber/tui"
 )
 
-// newTUI returns the live terminal view for a run.
-func newTUI(g *Globals, plan *spec.Plan, runID string) renderer {
-	return tui.NewPlain(g.stdout, tui.NewStyles(useColor(g, g.stdout)), true)
+// newTUI returns the live terminal view for a run. q / Ctrl-C in the view
+// (keys, not signals, in raw mode) go to g.interrupt, which main sets up to
+// do what SIGINT does. For a resume, pass the prepared prior state so that
+// the steps kept from earlier sessions show their status.
+func newTUI(g *Globals, plan *spec.Plan, runID string, prior ...*exec.Prior) renderer {
+	steps := make([]tui.StepDef, 0, len(plan.Steps)+1)
+	add := func(s *spec.Step) {
+		steps = append(steps, tui.StepDef{ID: s.ID, Name: s.Name, Phase: s.Phase, Handler: handlerText(s.OnFailure)})
+	}
+	for _, s := range plan.Steps {
+		add(s)
+	}
+	if plan.End != nil {
+		add(plan.End)
+	}
+	var states map[string]*exec.StepState
+	if len(prior) > 0 && prior[0] != nil {
+		states = prior[0].Steps
+	}
+	return tui.New(g.stdout, g.stdin, tui.Options{
+		Plan:   plan.Name,
+		RunID:  runID,
+		Steps:  steps,
+		Prior:  states,
+		Styles: tui.NewStyles(useColor(g, g.stdout)),
+		OnInterrupt: func(hard bool) {
+			if g.interrupt != nil {
+				g.interrupt(hard)
+			}
+		},
+	})
+}
+
+// handlerText is a step's on_failure command as written, shown while the
+// handler runs ("" when the step has none).
+func handlerText(of spec.OnFailure) string {
+	switch of.Kind {
+	case spec.OnCommand:
+		return of.Command
+	case spec.OnStructured:
+		parts := []string{of.Command}
+		for _, a := range of.Args {
+			switch {
+			case a.Omit:
+			case a.Flag:
+				parts = append(parts, "--"+a.Key)
+			default:
+				parts = append(parts, "--"+a.Key, a.Value)
+			}
+		}
+		return strings.Join(parts, " ")
+	}
+	return ""
 }

@@ -603,11 +603,6 @@ func (r *Runner) retryReady(sr *stepRun) {
 // its job slot while the handler runs.
 func (r *Runner) invokeHandler(sr *stepRun, out outcome) {
 	st, of := sr.st, sr.def.OnFailure
-	st.Status = StatusRemediating
-	r.commit([]*StepState{st}, r.statusEvent(sr))
-	if r.fatal != nil {
-		return
-	}
 	hType := "command"
 	var args []spec.Arg
 	if of.Kind == spec.OnStructured {
@@ -615,8 +610,16 @@ func (r *Runner) invokeHandler(sr *stepRun, out outcome) {
 		args = of.Args
 	}
 	vars := r.vars(sr, sr.failedN, &out)
-	argv, kind, err := r.Plan.ResolveCommand(of.Command, args, vars)
-	_ = kind
+	argv, _, err := r.Plan.ResolveCommand(of.Command, args, vars)
+	st.Status = StatusRemediating
+	ev := r.statusEvent(sr)
+	if err == nil {
+		ev.Fields["handler_command"] = subst.Join(argv)
+	}
+	r.commit([]*StepState{st}, ev)
+	if r.fatal != nil {
+		return
+	}
 	sr.ctrl = newCtrl()
 	ctrl := sr.ctrl
 	r.inflight++

@@ -1,7 +1,12 @@
 package tui
 
 import (
+	"io"
+	"os"
+	"strings"
+
 	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
 
 	"github.com/faber-run/faber/exec"
 )
@@ -20,13 +25,37 @@ type Styles struct {
 	Alert   lipgloss.Style
 	Header  lipgloss.Style
 	Select  lipgloss.Style
+	// Stdout and Stderr mark a step's output lines in the live view; Rule
+	// draws separators.
+	Stdout lipgloss.Style
+	Stderr lipgloss.Style
+	Rule   lipgloss.Style
+}
+
+// envColorProfile picks how many colours the terminal takes: 24-bit when
+// COLORTERM says so, the 16 basic ones on the Linux console, else 256.
+func envColorProfile() termenv.Profile {
+	ct := strings.ToLower(os.Getenv("COLORTERM"))
+	switch {
+	case ct == "truecolor" || ct == "24bit":
+		return termenv.TrueColor
+	case os.Getenv("TERM") == "linux":
+		return termenv.ANSI
+	}
+	return termenv.ANSI256
 }
 
 // NewStyles returns the styles, plain when color is false.
 func NewStyles(color bool) Styles {
-	r := lipgloss.NewRenderer(nil)
-	if !color {
-		r.SetColorProfile(0) // termenv.Ascii
+	// The renderer does not look at a terminal: whether to colour is decided
+	// by the caller (NO_COLOR, --no-color, a terminal on stdout), so the
+	// profile is set explicitly; detection on a nil writer would always
+	// answer "no colours".
+	r := lipgloss.NewRenderer(io.Discard)
+	if color {
+		r.SetColorProfile(envColorProfile())
+	} else {
+		r.SetColorProfile(termenv.Ascii)
 	}
 	s := Styles{Color: color}
 	base := r.NewStyle()
@@ -40,6 +69,9 @@ func NewStyles(color bool) Styles {
 	s.Alert = base
 	s.Header = base.Bold(color)
 	s.Select = base.Reverse(color)
+	s.Stdout = base
+	s.Stderr = base
+	s.Rule = base.Faint(color)
 	if color {
 		s.Warn = base.Foreground(lipgloss.Color("214"))
 		s.Error = base.Foreground(lipgloss.Color("203")).Bold(true)
@@ -47,6 +79,7 @@ func NewStyles(color bool) Styles {
 		s.Running = base.Foreground(lipgloss.Color("39"))
 		s.Pending = base.Foreground(lipgloss.Color("245"))
 		s.Alert = base.Foreground(lipgloss.Color("0")).Background(lipgloss.Color("214")).Bold(true)
+		s.Stderr = base.Foreground(lipgloss.Color("203"))
 	}
 	return s
 }
@@ -76,19 +109,24 @@ func (s Styles) Glyph(status string) string {
 
 // Status renders a status word in its colour.
 func (s Styles) Status(status string) string {
+	return s.StatusStyle(status).Render(status)
+}
+
+// StatusStyle is the style of a step or run status.
+func (s Styles) StatusStyle(status string) lipgloss.Style {
 	switch status {
 	case exec.StatusSuccess:
-		return s.OK.Render(status)
+		return s.OK
 	case exec.StatusFailure, exec.RunFailed, exec.StatusRemediationFailed:
-		return s.Error.Render(status)
+		return s.Error
 	case exec.StatusInProgress:
-		return s.Running.Render(status)
+		return s.Running
 	case exec.StatusRetrying, exec.StatusRemediating, exec.StatusInterrupted:
-		return s.Warn.Render(status)
+		return s.Warn
 	case exec.StatusPendingFailed:
-		return s.Alert.Render(status)
+		return s.Alert
 	case exec.StatusCanceled:
-		return s.Dim.Render(status)
+		return s.Dim
 	}
-	return status
+	return s.Pending
 }

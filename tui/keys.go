@@ -1,0 +1,79 @@
+package tui
+
+import (
+	"strings"
+
+	tea "github.com/charmbracelet/bubbletea"
+)
+
+// Binding is one action of the live view and the keys that trigger it.
+type Binding struct {
+	Keys []string // as bubbletea names them: "up", "k", "ctrl+c", "enter"
+	Help string   // the keys as shown to a person: "↑/k"
+	Desc string   // what the action does: "select"
+}
+
+// Matches reports whether the key message triggers the binding.
+func (b Binding) Matches(msg tea.KeyMsg) bool {
+	s := msg.String()
+	for _, k := range b.Keys {
+		if k == s {
+			return true
+		}
+	}
+	return false
+}
+
+// KeyMap holds every key binding of the live view, so that help texts and
+// key handling never disagree.
+type KeyMap struct {
+	Up        Binding
+	Down      Binding
+	PageUp    Binding
+	PageDown  Binding
+	Top       Binding
+	Bottom    Binding
+	ToggleLog Binding
+	Follow    Binding
+	Help      Binding
+	Close     Binding
+	Quit      Binding
+	Retry     Binding
+	Fail      Binding
+}
+
+// DefaultKeyMap returns faber's key bindings.
+func DefaultKeyMap() KeyMap {
+	return KeyMap{
+		Up:        Binding{Keys: []string{"up", "k"}, Help: "↑/k", Desc: "previous step"},
+		Down:      Binding{Keys: []string{"down", "j"}, Help: "↓/j", Desc: "next step"},
+		PageUp:    Binding{Keys: []string{"pgup", "ctrl+u", "b"}, Help: "pgup", Desc: "page up"},
+		PageDown:  Binding{Keys: []string{"pgdown", "ctrl+d", " "}, Help: "pgdn", Desc: "page down"},
+		Top:       Binding{Keys: []string{"home", "g"}, Help: "g/home", Desc: "first step (log: oldest line)"},
+		Bottom:    Binding{Keys: []string{"end", "G"}, Help: "G/end", Desc: "last step (log: follow newest)"},
+		ToggleLog: Binding{Keys: []string{"enter"}, Help: "enter", Desc: "full-height log"},
+		Follow:    Binding{Keys: []string{"f"}, Help: "f", Desc: "follow the running step"},
+		Help:      Binding{Keys: []string{"?"}, Help: "?", Desc: "help"},
+		Close:     Binding{Keys: []string{"esc"}, Help: "esc", Desc: "close log or help"},
+		Quit:      Binding{Keys: []string{"q", "ctrl+c"}, Help: "q/ctrl+c", Desc: "interrupt (twice: kill now)"},
+		Retry:     Binding{Keys: []string{"r"}, Help: "r", Desc: "classify pending_failed: retry"},
+		Fail:      Binding{Keys: []string{"x"}, Help: "x", Desc: "classify pending_failed: fail"},
+	}
+}
+
+// ShortHelp is the one-line help of the footer.
+func (k KeyMap) ShortHelp() []Binding {
+	return []Binding{
+		{Help: strings.TrimSuffix(k.Up.Help, "/k") + "/" + strings.TrimSuffix(k.Down.Help, "/j"), Desc: "select"},
+		{Help: k.ToggleLog.Help, Desc: "log"},
+		{Help: k.Follow.Help, Desc: "follow"},
+		{Help: k.Help.Help, Desc: "help"},
+		{Help: k.Quit.Help, Desc: "interrupt"},
+	}
+}
+
+// FullHelp is every binding, for the help screen.
+func (k KeyMap) FullHelp() []Binding {
+	return []Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.ToggleLog,
+		k.Follow, k.Retry, k.Fail, k.Help, k.Close, k.Quit}
+}

@@ -1,0 +1,714 @@
+package tui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/faber-run/faber/exec"
+)
+
+const (
+	// logLinesPerStep bounds the output kept per step for the log pane; the
+	// whole output is in the log files (faber logs).
+	logLinesPerStep = 500
+	// tickEvery drives the spinner and the elapsed time.
+	tickEvery = 100 * time.Millisecond
+	// messageFor is how long a footer message stays.
+	messageFor = 6 * time.Second
+)
+
+// StepDef is what the live view knows about a step before it runs.
+type StepDef struct {
+	ID    string
+	Name  string
+	Phase string
+	// Handler is the step's on_failure command as written ("" when it has
+	// none); shown while the step is remediating, until the exact command
+	// arrives with step_handler_invoked.
+	Handler string
+}
+
+// Options configure the live view.
+type Options struct {
+	Plan   string
+	RunID  string
+	Steps  []StepDef // plan order, the end step last; empty: taken from run_started
+	Styles Styles
+	Keys   *KeyMap // nil: DefaultKeyMap
+	// Prior holds the recorded state of the steps when a run is resumed, so
+	// that steps which already succeeded show as such.
+	Prior map[string]*exec.StepState
+	// OnInterrupt is called for q / Ctrl-C: first with hard=false (a graceful
+	// stop, like SIGINT), then with hard=true (kill now). It must not block.
+	OnInterrupt func(hard bool)
+	// OnClassify, when set, classifies a pending_failed step (retry or fail);
+	// when nil, the view tells how to do it with `faber classify`.
+	OnClassify func(stepID string, retry bool) error
+	// ResumeHint adds "resume with: faber resume <id>" to the final summary
+	// (off when the caller prints it itself).
+	ResumeHint bool
+	// Now is the clock (nil: time.Now); tests fix it.
+	Now func() time.Time
+}
+
+// Messages the model understands besides keys and window sizes.
+type (
+	// eventsMsg is a batch of events, delivered at most every flushEvery.
+	eventsMsg struct {
+		events  []exec.Event
+		dropped map[string]int // output lines dropped per step before delivery
+	}
+	tickMsg       time.Time
+	endMsg        struct{}
+	classifiedMsg struct {
+		step  string
+		retry bool
+		err   error
+	}
+)
+
+// logLine is one line of a step's output as shown.
+type logLine struct {
+	text   string
+	stderr bool
+	mark   bool // a separator written by faber, not by the step
+}
+
+// ring keeps the last logLinesPerStep lines.
+type ring struct {
+	lines []logLine
+	start int
+	total int // lines ever added
+}
+
+func (r *ring) add(l logLine) {
+	r.total++
+	if len(r.lines) < logLinesPerStep {
+		r.lines = append(r.lines, l)
+		return
+	}
+	r.lines[r.start] = l
+	r.start = (r.start + 1) % len(r.lines)
+}
+
+func (r *ring) len() int { return len(r.lines) }
+
+// at returns line i, 0 being the oldest kept.
+func (r *ring) at(i int) logLine { return r.lines[(r.start+i)%len(r.lines)] }
+
+// stepRow is one step as the view shows it.
+type stepRow struct {
+	def     StepDef
+	index   int // in Model.steps
+	phase   int // in Model.phases
+	row     int // in Model.rows
+	status  string
+	attempt int
+	exit    *int
+	err     string
+	started time.Time
+	dur     time.Duration
+	hasDur  bool
+	// retry budget of the last rule or handler that granted a retry.
+	retries, budget int
+	budgetBy        string
+	handler         string // on_failure command while remediating (or the last one)
+	classified      string
+	log             ring
+	lastAttempt     int
+	lastKind        string
+	lastLine        string // newest attempt output line, for the row
+	activeSince     time.Time
+}
+
+type phaseRow struct {
+	name  string
+	steps []int
+	done  int
+	bad   int
+}
+
+// flatRow is one line of the step list: a phase title (step < 0) or a step.
+type flatRow struct {
+	phase int
+	step  int
+}
+
+// Model is the bubbletea model of the live view. It only consumes events;
+// it never starts a process or touches the store.
+type Model struct {
+	opt    Options
+	st     Styles
+	keys   KeyMap
+	now    func() time.Time
+	steps  []*stepRow
+	byID   map[string]*stepRow
+	phases []*phaseRow
+	rows   []flatRow
+	counts map[string]int
+	idW    int
+	attW   int // width of the attempt column: grows, never shrinks, so rows stay still
+
+	width, height int
+	sel           int
+	top           int // first visible row of the list
+	follow        bool
+	showLog       bool
+	showHelp      bool
+	logOff        int // lines scrolled back from the newest, in the log view
+
+	start      time.Time
+	end        time.Time
+	runStatus  string // "" while running
+	interrupts int
+	msg        string
+	msgAlert   bool
+	msgUntil   time.Time
+	frame      int
+	events     int // events applied, so an empty summary can be left out
+	done       bool
+	dropped    int
+}
+
+// NewModel returns the model for a run; New wraps it in a running program.
+func NewModel(opt Options) *Model {
+	m := &Model{
+		opt:    opt,
+		st:     opt.Styles,
+		keys:   DefaultKeyMap(),
+		now:    opt.Now,
+		byID:   map[string]*stepRow{},
+		counts: map[string]int{},
+		width:  80,
+		height: 24,
+		attW:   3,
+		follow: true,
+	}
+	if opt.Keys != nil {
+		m.keys = *opt.Keys
+	}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	m.start = m.now()
+	for _, d := range opt.Steps {
+		m.addStep(d)
+	}
+	m.layoutRows()
+	for id, ps := range opt.Prior {
+		r := m.byID[id]
+		if r == nil || ps == nil {
+			continue
+		}
+		m.setStatus(r, ps.Status)
+		r.attempt, r.exit, r.err = ps.Attempt, ps.ExitCode, ps.Error
+		if ps.DurationMs > 0 && ps.Status != exec.StatusInProgress {
+			r.dur, r.hasDur = time.Duration(ps.DurationMs)*time.Millisecond, true
+		}
+		r.classified = ps.Classified
+		m.fitAttempt(r)
+	}
+	return m
+}
+
+// addStep appends a step (and its phase, when new); layoutRows must follow.
+func (m *Model) addStep(d StepDef) *stepRow {
+	if d.Name == "" {
+		d.Name = d.ID
+	}
+	pi := -1
+	for i, p := range m.phases {
+		if p.name == d.Phase {
+			pi = i
+			break
+		}
+	}
+	if pi < 0 {
+		m.phases = append(m.phases, &phaseRow{name: d.Phase})
+		pi = len(m.phases) - 1
+	}
+	r := &stepRow{def: d, index: len(m.steps), phase: pi, status: exec.StatusPending}
+	m.steps = append(m.steps, r)
+	m.byID[d.ID] = r
+	m.phases[pi].steps = append(m.phases[pi].steps, r.index)
+	m.counts[exec.StatusPending]++
+	if w := len(d.ID); w > m.idW {
+		m.idW = w
+	}
+	return r
+}
+
+// layoutRows rebuilds the flat list: each phase title followed by its steps.
+func (m *Model) layoutRows() {
+	m.rows = m.rows[:0]
+	for pi, p := range m.phases {
+		m.rows = append(m.rows, flatRow{phase: pi, step: -1})
+		for _, si := range p.steps {
+			m.steps[si].row = len(m.rows)
+			m.rows = append(m.rows, flatRow{phase: pi, step: si})
+		}
+	}
+}
+
+// setStatus changes a step's status and keeps the counters right.
+func (m *Model) setStatus(r *stepRow, status string) {
+	if r.status == status {
+		return
+	}
+	m.counts[r.status]--
+	m.counts[status]++
+	p := m.phases[r.phase]
+	if exec.Terminal(r.status) {
+		p.done--
+	}
+	if exec.Terminal(status) {
+		p.done++
+	}
+	if isBad(r.status) {
+		p.bad--
+	}
+	if isBad(status) {
+		p.bad++
+	}
+	wasActive := isActive(r.status)
+	r.status = status
+	if isActive(status) && !wasActive {
+		r.activeSince = m.now()
+	}
+}
+
+// fitAttempt widens the attempt column for the step's text.
+func (m *Model) fitAttempt(r *stepRow) {
+	m.attW = max(m.attW, len(attemptText(r)))
+}
+
+func isActive(s string) bool {
+	return s == exec.StatusInProgress || s == exec.StatusRemediating || s == exec.StatusRetrying
+}
+
+func isBad(s string) bool {
+	return s == exec.StatusFailure || s == exec.StatusRemediationFailed
+}
+
+// Init starts the spinner clock.
+func (m *Model) Init() tea.Cmd { return m.tick() }
+
+func (m *Model) tick() tea.Cmd {
+	return tea.Tick(tickEvery, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+// Update applies a message: a batch of events, a key, a resize or a tick.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case eventsMsg:
+		for _, e := range msg.events {
+			m.apply(e)
+		}
+		for step, n := range msg.dropped {
+			m.dropped += n
+			if r := m.byID[step]; r != nil {
+				r.log.add(logLine{text: fmt.Sprintf("… %d lines not shown (the view fell behind); faber logs has them all", n), mark: true})
+			}
+		}
+	case tickMsg:
+		m.frame++
+		if m.msg != "" && !m.msgUntil.IsZero() && m.now().After(m.msgUntil) {
+			m.msg = ""
+		}
+		if m.done {
+			return m, nil
+		}
+		return m, m.tick()
+	case endMsg:
+		m.done = true
+		if m.end.IsZero() {
+			m.end = m.now()
+		}
+		return m, tea.Quit
+	case tea.WindowSizeMsg:
+		m.width, m.height = max(msg.Width, 20), max(msg.Height, 5)
+		m.scrollTo()
+	case tea.KeyMsg:
+		return m, m.key(msg)
+	case classifiedMsg:
+		verb := "fail"
+		if msg.retry {
+			verb = "retry"
+		}
+		if msg.err != nil {
+			m.say(fmt.Sprintf("classify %s: %v", msg.step, msg.err), true)
+		} else {
+			m.say(fmt.Sprintf("%s classified: %s", msg.step, verb), false)
+		}
+	}
+	return m, nil
+}
+
+// say shows a message in the footer for a while.
+func (m *Model) say(s string, alert bool) {
+	m.msg, m.msgAlert, m.msgUntil = s, alert, m.now().Add(messageFor)
+}
+
+func (m *Model) key(k tea.KeyMsg) tea.Cmd {
+	km := m.keys
+	if !m.msgUntil.IsZero() { // a transient message goes with the next key
+		m.msg = ""
+	}
+	switch {
+	case km.Quit.Matches(k):
+		m.interrupts++
+		hard := m.interrupts > 1
+		if m.interrupts > 2 {
+			// The run has not ended after a kill: leave the live view so the
+			// terminal is usable; plain progress takes over.
+			return tea.Quit
+		}
+		if m.opt.OnInterrupt != nil {
+			m.opt.OnInterrupt(hard)
+		}
+		if hard {
+			m.msg, m.msgAlert, m.msgUntil = "killing the running steps… (q/ctrl+c again: leave the live view)", true, time.Time{}
+		} else {
+			m.msg, m.msgAlert, m.msgUntil = "interrupting: stopping the run, the run stays resumable — q/ctrl+c again to kill now", true, time.Time{}
+		}
+		return nil
+	case km.Help.Matches(k):
+		m.showHelp = !m.showHelp
+		return nil
+	case km.Close.Matches(k):
+		m.showHelp, m.showLog, m.logOff = false, false, 0
+		return nil
+	}
+	if m.showHelp {
+		return nil
+	}
+	page := max(m.listHeight()-2, 1)
+	if m.showLog {
+		page = max(m.height-4, 1)
+	}
+	switch {
+	case km.ToggleLog.Matches(k):
+		m.showLog = !m.showLog
+		m.logOff = 0
+	case km.Follow.Matches(k):
+		m.follow = !m.follow
+		if m.follow {
+			m.followActive(nil)
+			m.say("following the running step", false)
+		} else {
+			m.say("stopped following", false)
+		}
+	case km.Up.Matches(k):
+		if m.showLog {
+			m.scrollLog(1)
+		} else {
+			m.selectStep(m.sel - 1)
+		}
+	case km.Down.Matches(k):
+		if m.showLog {
+			m.scrollLog(-1)
+		} else {
+			m.selectStep(m.sel + 1)
+		}
+	case km.PageUp.Matches(k):
+		if m.showLog {
+			m.scrollLog(page)
+		} else {
+			m.selectStep(m.sel - page)
+		}
+	case km.PageDown.Matches(k):
+		if m.showLog {
+			m.scrollLog(-page)
+		} else {
+			m.selectStep(m.sel + page)
+		}
+	case km.Top.Matches(k):
+		if m.showLog {
+			m.scrollLog(1 << 30)
+		} else {
+			m.selectStep(0)
+		}
+	case km.Bottom.Matches(k):
+		if m.showLog {
+			m.logOff = 0
+		} else {
+			m.selectStep(len(m.steps) - 1)
+		}
+	case km.Retry.Matches(k), km.Fail.Matches(k):
+		return m.classify(km.Retry.Matches(k))
+	}
+	return nil
+}
+
+// classify handles r / x on the selected step.
+func (m *Model) classify(retry bool) tea.Cmd {
+	r := m.selected()
+	if r == nil || r.status != exec.StatusPendingFailed {
+		m.say("r / x classify a pending_failed step; select one first", false)
+		return nil
+	}
+	if m.opt.OnClassify == nil {
+		m.say(fmt.Sprintf("classify with: faber classify %s %s --retry|--fail", m.opt.RunID, r.def.ID), true)
+		return nil
+	}
+	fn, id := m.opt.OnClassify, r.def.ID
+	m.say(fmt.Sprintf("classifying %s…", id), false)
+	return func() tea.Msg { return classifiedMsg{step: id, retry: retry, err: fn(id, retry)} }
+}
+
+// selectStep moves the selection (by hand: following stops).
+func (m *Model) selectStep(i int) {
+	if len(m.steps) == 0 {
+		return
+	}
+	i = min(max(i, 0), len(m.steps)-1)
+	m.follow = false
+	m.setSel(i)
+}
+
+func (m *Model) setSel(i int) {
+	if i != m.sel {
+		m.logOff = 0
+	}
+	m.sel = i
+	m.scrollTo()
+}
+
+func (m *Model) selected() *stepRow {
+	if m.sel < 0 || m.sel >= len(m.steps) {
+		return nil
+	}
+	return m.steps[m.sel]
+}
+
+// scrollLog moves the log view back (n > 0) or forward in the selected step's output.
+func (m *Model) scrollLog(n int) {
+	r := m.selected()
+	if r == nil {
+		return
+	}
+	maxOff := max(r.log.len()-m.logBodyHeight(), 0)
+	m.logOff = min(max(m.logOff+n, 0), maxOff)
+}
+
+// followActive selects the most recently started running step, if any
+// (other than skip).
+func (m *Model) followActive(skip *stepRow) {
+	var best *stepRow
+	for _, r := range m.steps {
+		if r == skip || !isActive(r.status) {
+			continue
+		}
+		if best == nil || r.activeSince.After(best.activeSince) {
+			best = r
+		}
+	}
+	if best != nil {
+		m.setSel(best.index)
+	}
+}
+
+// step returns the row of a step, adding it when the plan did not name it.
+func (m *Model) step(id string, e exec.Event) *stepRow {
+	if r := m.byID[id]; r != nil {
+		return r
+	}
+	phase, _ := e.Fields["phase"].(string)
+	r := m.addStep(StepDef{ID: id, Phase: phase})
+	m.layoutRows()
+	return r
+}
+
+// apply folds one event into the view.
+func (m *Model) apply(e exec.Event) {
+	m.events++
+	switch e.Type {
+	case exec.EvRunStarted:
+		if !e.Time.IsZero() {
+			m.start = e.Time
+		}
+		if p, ok := e.Fields["plan"].(string); ok && m.opt.Plan == "" {
+			m.opt.Plan = p
+		}
+		if m.opt.RunID == "" {
+			m.opt.RunID = e.RunID
+		}
+		if len(m.steps) == 0 {
+			if infos, ok := e.Fields["steps"].([]exec.StepInfo); ok {
+				for _, in := range infos {
+					m.addStep(StepDef{ID: in.ID, Name: in.Name, Phase: in.Phase})
+				}
+				m.layoutRows()
+			}
+		}
+	case exec.EvRunResumed:
+		if !e.Time.IsZero() {
+			m.start = e.Time
+		}
+		m.runStatus, m.end = "", time.Time{}
+	case exec.EvStepStatus:
+		m.applyStatus(e)
+	case exec.EvStepOutput:
+		if e.StepID == "" {
+			return
+		}
+		m.applyLine(m.step(e.StepID, e), e)
+	case exec.EvRetryReserved:
+		r := m.step(e.StepID, e)
+		r.retries, _ = toInt(e.Fields["retry_count"])
+		r.budget, _ = toInt(e.Fields["max_retries"])
+		r.budgetBy, _ = e.Fields["failure_handler"].(string)
+		msg := fmt.Sprintf("retry %d/%d reserved by failure handler %s", r.retries, r.budget, r.budgetBy)
+		if d, ok := toInt(e.Fields["delay_ms"]); ok && d > 0 {
+			msg += ", after " + fmtDur(time.Duration(d)*time.Millisecond)
+		}
+		r.log.add(logLine{text: msg, mark: true})
+		m.fitAttempt(r)
+	case exec.EvRecoveryFinished:
+		r := m.step(e.StepID, e)
+		code := 0
+		if e.ExitCode != nil {
+			code = *e.ExitCode
+		}
+		r.log.add(logLine{text: fmt.Sprintf("recovery script exited %d", code), mark: true})
+	case exec.EvHandlerInvoked:
+		r := m.step(e.StepID, e)
+		if c, ok := e.Fields["handler_command"].(string); ok {
+			r.handler = c
+		}
+		r.retries, _ = toInt(e.Fields["retry_count"])
+		r.budget, _ = toInt(e.Fields["max_retries"])
+		r.budgetBy = "on_failure"
+		status, message := handlerOutcome(e.Fields["handler_result"])
+		r.log.add(logLine{text: fmt.Sprintf("on_failure %s: %s", status, oneLine(message)), mark: true})
+		m.fitAttempt(r)
+	case exec.EvStepOrphaned:
+		r := m.step(e.StepID, e)
+		r.log.add(logLine{text: fmt.Sprintf("was running when faber died: %v", e.Fields["message"]), mark: true})
+	case exec.EvStepClassified:
+		r := m.step(e.StepID, e)
+		r.classified, _ = e.Fields["action"].(string)
+	case exec.EvWarning:
+		m.say(fmt.Sprintf("warning: %v", e.Fields["message"]), true)
+	case exec.EvWorkflowCompleted, exec.EvWorkflowFailed:
+		m.runStatus = e.Status
+		m.end = e.Time
+		if m.end.IsZero() {
+			m.end = m.now()
+		}
+	}
+}
+
+func (m *Model) applyStatus(e exec.Event) {
+	r := m.step(e.StepID, e)
+	prev := r.status
+	m.setStatus(r, e.Status)
+	if e.Attempt > 0 {
+		r.attempt = e.Attempt
+		m.fitAttempt(r)
+	}
+	r.exit = e.ExitCode
+	r.err, _ = e.Fields["error"].(string)
+	switch e.Status {
+	case exec.StatusInProgress:
+		r.started = fieldTime(e.Fields["started_at"], e.Time)
+		r.hasDur = false
+	case exec.StatusRemediating:
+		if c, ok := e.Fields["handler_command"].(string); ok && c != "" {
+			r.handler = c
+		} else if prev != exec.StatusRemediating {
+			r.handler = r.def.Handler
+		}
+	}
+	if d, ok := toInt(e.Fields["duration_ms"]); ok && e.Status != exec.StatusInProgress {
+		r.dur, r.hasDur = time.Duration(d)*time.Millisecond, true
+	}
+	if !m.follow {
+		return
+	}
+	if e.Status == exec.StatusInProgress && prev != exec.StatusInProgress {
+		m.setSel(r.index)
+	} else if !isActive(e.Status) && m.sel == r.index {
+		m.followActive(r)
+	}
+}
+
+func (m *Model) applyLine(r *stepRow, e exec.Event) {
+	kind, _ := e.Fields["kind"].(string)
+	if kind == "" {
+		kind = "attempt"
+	}
+	if e.Attempt != r.lastAttempt || kind != r.lastKind {
+		if r.log.total > 0 || e.Attempt > 1 || kind != "attempt" {
+			label := "attempt " + strconv.Itoa(e.Attempt)
+			switch kind {
+			case "handler":
+				label = "on_failure handler (after attempt " + strconv.Itoa(e.Attempt) + ")"
+			case "recovery":
+				label = "recovery script (after attempt " + strconv.Itoa(e.Attempt) + ")"
+			}
+			r.log.add(logLine{text: label, mark: true})
+		}
+		r.lastAttempt, r.lastKind = e.Attempt, kind
+	}
+	text := sanitize(e.Line)
+	stderr := false
+	if s, _ := e.Fields["stream"].(string); s == "stderr" {
+		stderr = true
+	}
+	r.log.add(logLine{text: text, stderr: stderr})
+	if kind == "attempt" && strings.TrimSpace(text) != "" {
+		r.lastLine = text
+	}
+	if m.showLog && m.logOff > 0 && m.sel == r.index {
+		m.scrollLog(1) // keep the lines in view still while reading back
+	}
+}
+
+// handlerOutcome reads a handler_result field, live (*exec.HandlerResult)
+// or decoded from JSON (a map).
+func handlerOutcome(x any) (status, message string) {
+	switch v := x.(type) {
+	case *exec.HandlerResult:
+		if v != nil {
+			return v.Status, v.Message
+		}
+	case exec.HandlerResult:
+		return v.Status, v.Message
+	case map[string]any:
+		s, _ := v["status"].(string)
+		msg, _ := v["message"].(string)
+		return s, msg
+	}
+	return "done", ""
+}
+
+func toInt(x any) (int, bool) {
+	switch v := x.(type) {
+	case int:
+		return v, true
+	case int64:
+		return int(v), true
+	case float64:
+		return int(v), true
+	case int32:
+		return int(v), true
+	}
+	return 0, false
+}
+
+func fieldTime(x any, def time.Time) time.Time {
+	if s, ok := x.(string); ok {
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			return t
+		}
+	}
+	if def.IsZero() {
+		return time.Now()
+	}
+	return def
+}

@@ -1,0 +1,118 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/faber-run/faber/exec"
+)
+
+// summaryRows is how many steps the final table lists in full; past it only
+// the steps that did not succeed are listed.
+const summaryRows = 40
+
+// Summary is what stays on the normal screen once the live view is gone: the
+// outcome, a table of steps (status, attempts, duration), the failed steps
+// with their errors, and how to go on. It is empty when no event came.
+func (m *Model) Summary() string {
+	if m.events == 0 {
+		return "" // the run never started: main says why
+	}
+	s := m.st
+	w := max(m.width, 60)
+	var b strings.Builder
+
+	status := m.runStatus
+	if status == "" {
+		status = "stopped"
+		if m.interrupts > 0 {
+			status = exec.RunInterrupted
+		}
+	}
+	fmt.Fprintf(&b, "%s %s %s %s %s in %s\n", s.Glyph(status), s.Header.Render("faber"), s.Bold.Render(m.opt.Plan),
+		m.opt.RunID, s.Status(status), fmtDur(m.elapsed()))
+
+	rows := m.steps
+	hidden := 0
+	if len(rows) > summaryRows {
+		rows = nil
+		for _, r := range m.steps {
+			if r.status == exec.StatusSuccess || len(rows) >= summaryRows {
+				hidden++
+				continue
+			}
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) > 0 {
+		idW, phW := len("STEP"), len("PHASE")
+		for _, r := range rows {
+			idW = max(idW, min(ansi.StringWidth(r.def.ID), 40))
+			phW = max(phW, min(ansi.StringWidth(r.def.Phase), 20))
+		}
+		stW := len(exec.StatusRemediationFailed)
+		b.WriteString("\n")
+		b.WriteString(s.Dim.Render("  " + padRight("STEP", idW+2) + "  " + padRight("PHASE", phW) + "  " +
+			padRight("STATUS", stW) + "  ATTEMPTS  DURATION"))
+		b.WriteString("\n")
+		for _, r := range rows {
+			dur := ""
+			if r.hasDur {
+				dur = fmtDur(r.dur)
+			}
+			att := ""
+			if r.attempt > 0 {
+				att = fmt.Sprint(r.attempt)
+			}
+			fmt.Fprintf(&b, "  %s %s  %s  %s  %s  %s\n", s.Glyph(r.status), padRight(truncate(r.def.ID, 40), idW),
+				padRight(truncate(r.def.Phase, 20), phW), s.StatusStyle(r.status).Render(padRight(r.status, stW)),
+				padRight(att, 8), dur)
+		}
+		if hidden > 0 {
+			fmt.Fprintf(&b, "  %s\n", s.Dim.Render(fmt.Sprintf("… and %d more steps (succeeded, or past the first %d); faber status %s lists them all", hidden, summaryRows, m.opt.RunID)))
+		}
+	}
+	if len(rows) == 0 && hidden > 0 {
+		fmt.Fprintf(&b, "\n  %s\n", s.Dim.Render(fmt.Sprintf("all %d steps succeeded; faber status %s lists them", hidden, m.opt.RunID)))
+	}
+	b.WriteString("\n  " + m.countsText() + "\n")
+
+	var failed, pending []*stepRow
+	for _, r := range m.steps {
+		switch r.status {
+		case exec.StatusFailure, exec.StatusRemediationFailed:
+			failed = append(failed, r)
+		case exec.StatusPendingFailed:
+			pending = append(pending, r)
+		}
+	}
+	if len(failed)+len(pending) > 0 {
+		b.WriteString("\n" + s.Error.Render("failed steps:") + "\n")
+		for _, r := range append(failed, pending...) {
+			line := fmt.Sprintf("  %s %s %s: %s", s.Glyph(r.status), s.Bold.Render(r.def.ID), s.Status(r.status), oneLine(errText(r)))
+			b.WriteString(ansi.Truncate(line, w, "…") + "\n")
+		}
+	}
+	if m.dropped > 0 {
+		fmt.Fprintf(&b, "\n  %s\n", s.Dim.Render(fmt.Sprintf("%d output lines were not shown live; faber logs has them all", m.dropped)))
+	}
+	var hints []string
+	if len(failed) > 0 {
+		hints = append(hints, fmt.Sprintf("logs: faber logs %s %s --stderr", m.opt.RunID, failed[0].def.ID))
+	}
+	if len(pending) > 0 {
+		hints = append(hints, fmt.Sprintf("classify with: faber classify %s %s --retry|--fail", m.opt.RunID, pending[0].def.ID))
+	}
+	if m.opt.ResumeHint && status != exec.RunSuccess {
+		hints = append(hints, "resume with: faber resume "+m.opt.RunID)
+	}
+	if len(hints) > 0 {
+		b.WriteString("\n")
+		for _, h := range hints {
+			b.WriteString(h + "\n")
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,575 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/faber-run/faber/exec"
+)
+
+var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+// View draws the screen: header, step list, log pane and footer, exactly
+// the window's height, each line at most its width. Only the visible rows
+// are drawn, so a plan of thousands of steps costs what a screenful does.
+func (m *Model) View() string {
+	lines := make([]string, 0, m.height)
+	lines = append(lines, m.header()...)
+	body := m.height - len(lines) - 1 // the footer takes one line
+	switch {
+	case m.showHelp:
+		lines = append(lines, m.helpLines(body)...)
+	case m.showLog:
+		lines = append(lines, m.logPane(body)...)
+	default:
+		listH, logH := m.split(body)
+		if body > listH+logH {
+			lines = append(lines, "")
+		}
+		lines = append(lines, m.list(listH)...)
+		lines = append(lines, m.logPane(logH)...)
+	}
+	for len(lines) < m.height-1 {
+		lines = append(lines, "")
+	}
+	lines = append(lines[:m.height-1], m.footer())
+	for i, l := range lines {
+		lines[i] = ansi.Truncate(l, m.width, "…")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// split shares the body between the step list and the log pane (whose first
+// line is its title). One line goes to a blank separator when there is room.
+func (m *Model) split(body int) (listH, logH int) {
+	if body >= 10 {
+		body-- // the blank line under the header
+	}
+	need := len(m.rows)
+	if body < 8 {
+		return max(body, 0), 0
+	}
+	listH = min(need, body*3/5)
+	listH = max(listH, min(need, 3))
+	if body-listH < 4 {
+		listH = body - 4
+	}
+	return listH, body - listH
+}
+
+// listHeight is the step list's height in the split view, for paging.
+func (m *Model) listHeight() int {
+	l, _ := m.split(m.height - 3)
+	return l
+}
+
+// logBodyHeight is how many output lines the log pane shows.
+func (m *Model) logBodyHeight() int {
+	if m.showLog {
+		return max(m.height-4, 1)
+	}
+	_, l := m.split(m.height - 3)
+	return max(l-1, 1)
+}
+
+// scrollTo keeps the selected step visible in the list.
+func (m *Model) scrollTo() {
+	r := m.selected()
+	h := m.listHeight()
+	n := len(m.rows)
+	if r == nil || n <= h || h < 3 {
+		m.top = 0
+		return
+	}
+	capa := h - 2 // a line each for "↑ n more" and "↓ n more"
+	sr := r.row
+	if sr < m.top {
+		m.top = sr
+		if sr > 0 && m.rows[sr-1].step < 0 { // show the phase title too
+			m.top = sr - 1
+		}
+	}
+	if sr >= m.top+capa {
+		m.top = sr - capa + 1
+	}
+	m.top = min(max(m.top, 0), n-capa)
+}
+
+// list draws h lines of the step list around the selection.
+func (m *Model) list(h int) []string {
+	if h <= 0 {
+		return nil
+	}
+	n := len(m.rows)
+	out := make([]string, 0, h)
+	if n <= h {
+		for i := 0; i < n; i++ {
+			out = append(out, m.rowLine(m.rows[i]))
+		}
+		return out
+	}
+	if h < 3 {
+		r := m.selected()
+		start := 0
+		if r != nil {
+			start = min(r.row, n-h)
+		}
+		for i := start; i < start+h; i++ {
+			out = append(out, m.rowLine(m.rows[i]))
+		}
+		return out
+	}
+	capa := h - 2
+	var start, end int
+	switch {
+	case m.top == 0:
+		start, end = 0, h-1
+	case m.top+capa >= n:
+		start, end = n-(h-1), n
+	default:
+		start, end = m.top, m.top+capa
+	}
+	if start > 0 {
+		out = append(out, m.st.Dim.Render(fmt.Sprintf("  ↑ %d more", start)))
+	}
+	for i := start; i < end; i++ {
+		out = append(out, m.rowLine(m.rows[i]))
+	}
+	if end < n {
+		out = append(out, m.st.Dim.Render(fmt.Sprintf("  ↓ %d more", n-end)))
+	}
+	return out
+}
+
+func (m *Model) rowLine(fr flatRow) string {
+	if fr.step < 0 {
+		return m.phaseLine(m.phases[fr.phase])
+	}
+	r := m.steps[fr.step]
+	return m.stepLine(r, r.index == m.sel)
+}
+
+func (m *Model) phaseLine(p *phaseRow) string {
+	s := m.st
+	name := p.name
+	if name == "" {
+		name = "steps"
+	}
+	line := s.Header.Render(name) + s.Dim.Render(fmt.Sprintf("  %d/%d", p.done, len(p.steps)))
+	if p.bad > 0 {
+		line += " " + s.Error.Render(fmt.Sprintf("%d failed", p.bad))
+	}
+	return line
+}
+
+// stepLine is one step: selection mark, glyph (a spinner while running), id,
+// status, attempt and retry budget, duration, then what matters most now:
+// the handler command, the error, or the newest output line.
+func (m *Model) stepLine(r *stepRow, selected bool) string {
+	s := m.st
+	idW := min(m.idW, max(12, m.width*3/10))
+	mark := "  "
+	if selected {
+		mark = s.Running.Render("›") + " "
+	}
+	id := padRight(truncate(r.def.ID, idW), idW)
+	if selected {
+		id = s.Select.Render(id)
+	}
+	var b strings.Builder
+	b.WriteString(mark)
+	b.WriteString(m.glyph(r))
+	b.WriteByte(' ')
+	b.WriteString(id)
+	b.WriteString("  ")
+	if m.width >= 64 {
+		b.WriteString(s.StatusStyle(r.status).Render(padRight(r.status, len(exec.StatusRemediationFailed))))
+		b.WriteByte(' ')
+		b.WriteString(padRight(attemptText(r), m.attW))
+		b.WriteByte(' ')
+	}
+	b.WriteString(padLeft(m.durText(r), 7))
+	b.WriteString("  ")
+	b.WriteString(m.rest(r))
+	return b.String()
+}
+
+func (m *Model) glyph(r *stepRow) string {
+	frame := spinnerFrames[m.frame%len(spinnerFrames)]
+	switch r.status {
+	case exec.StatusInProgress:
+		return m.st.Running.Render(frame)
+	case exec.StatusRemediating:
+		return m.st.Warn.Render(frame)
+	}
+	return m.st.Glyph(r.status)
+}
+
+// attemptText is "#n", with the retries used of the budget that granted them.
+func attemptText(r *stepRow) string {
+	if r.attempt == 0 {
+		return ""
+	}
+	t := fmt.Sprintf("#%d", r.attempt)
+	if r.budget > 0 {
+		t += fmt.Sprintf(" retry %d/%d", r.retries, r.budget)
+	}
+	return t
+}
+
+func (m *Model) durText(r *stepRow) string {
+	switch {
+	case isActive(r.status) && !r.started.IsZero():
+		d := m.now().Sub(r.started)
+		if d < 0 {
+			d = 0
+		}
+		if d < time.Minute {
+			return fmt.Sprintf("%.1fs", d.Seconds())
+		}
+		return fmtElapsed(d)
+	case r.hasDur:
+		return fmtDur(r.dur)
+	}
+	return ""
+}
+
+func (m *Model) rest(r *stepRow) string {
+	s := m.st
+	name := ""
+	if r.def.Name != r.def.ID {
+		name = s.Dim.Render(r.def.Name)
+	}
+	join := func(a, b string) string {
+		if a == "" {
+			return b
+		}
+		if b == "" {
+			return a
+		}
+		return a + "  " + b
+	}
+	switch r.status {
+	case exec.StatusRemediating:
+		h := r.handler
+		if h == "" {
+			return s.Warn.Render("on_failure handler running")
+		}
+		return s.Warn.Render("on_failure: ") + h
+	case exec.StatusRetrying:
+		return join(s.Warn.Render("waiting to retry"), s.Dim.Render(oneLine(errText(r))))
+	case exec.StatusPendingFailed:
+		if r.classified != "" {
+			return s.Warn.Render("classified: "+r.classified) + " " + s.Error.Render(oneLine(errText(r)))
+		}
+		return s.Alert.Render(" awaiting decision: r retry · x fail ") + " " + s.Error.Render(oneLine(errText(r)))
+	case exec.StatusFailure, exec.StatusRemediationFailed:
+		return s.Error.Render(oneLine(errText(r)))
+	case exec.StatusInterrupted:
+		return join(name, s.Warn.Render(oneLine(r.err)))
+	case exec.StatusInProgress:
+		if r.lastLine != "" {
+			return join(name, s.Dim.Render("│ "+r.lastLine))
+		}
+	}
+	return name
+}
+
+func errText(r *stepRow) string {
+	e := r.err
+	if r.exit != nil && !strings.HasPrefix(e, "exit status") {
+		if e == "" {
+			return fmt.Sprintf("exit %d", *r.exit)
+		}
+		return fmt.Sprintf("exit %d: %s", *r.exit, e)
+	}
+	return e
+}
+
+// header is two lines: plan, run id, state and elapsed time; then a
+// progress bar and the count of steps per status.
+func (m *Model) header() []string {
+	s := m.st
+	left := s.Header.Render("faber") + " " + s.Bold.Render(m.opt.Plan) + s.Dim.Render(" · ") + m.opt.RunID
+	var state string
+	switch {
+	case m.runStatus != "":
+		state = s.Glyph(m.runStatus) + " " + s.Status(m.runStatus)
+	case m.interrupts > 1:
+		state = s.Error.Render("killing")
+	case m.interrupts == 1:
+		state = s.Warn.Render("interrupting")
+	default:
+		state = s.Running.Render(spinnerFrames[m.frame%len(spinnerFrames)] + " running")
+	}
+	total := len(m.steps)
+	done := 0
+	for _, p := range m.phases {
+		done += p.done
+	}
+	bw := min(max(m.width/6, 10), 30)
+	filled := 0
+	if total > 0 {
+		filled = done * bw / total
+	}
+	barStyle := s.OK
+	if m.counts[exec.StatusFailure]+m.counts[exec.StatusRemediationFailed]+m.counts[exec.StatusPendingFailed] > 0 {
+		barStyle = s.Warn
+	}
+	bar := barStyle.Render(strings.Repeat("█", filled)) + s.Dim.Render(strings.Repeat("░", bw-filled))
+	right := bar + fmt.Sprintf(" %d/%d", done, total) + "   " + state + "  " + fmtElapsed(m.elapsed())
+	if ansi.StringWidth(left)+ansi.StringWidth(right)+2 > m.width {
+		right = fmt.Sprintf("%d/%d", done, total) + "  " + state + "  " + fmtElapsed(m.elapsed())
+	}
+	line1 := fitLR(left, right, m.width)
+	line2 := m.countsText()
+	if ansi.StringWidth(line2) > m.width {
+		line2 = m.countsShort()
+	}
+	return []string{line1, line2}
+}
+
+func (m *Model) elapsed() time.Duration {
+	end := m.end
+	if end.IsZero() {
+		end = m.now()
+	}
+	if d := end.Sub(m.start); d > 0 {
+		return d
+	}
+	return 0
+}
+
+// countGroup is the number of steps in a group of statuses.
+type countGroup struct {
+	n      int
+	status string // the status whose glyph stands for the group
+	label  string
+}
+
+func (m *Model) countGroups() []countGroup {
+	c := m.counts
+	return []countGroup{
+		{c[exec.StatusSuccess], exec.StatusSuccess, "success"},
+		{c[exec.StatusInProgress] + c[exec.StatusRemediating] + c[exec.StatusRetrying], exec.StatusInProgress, "running"},
+		{c[exec.StatusFailure] + c[exec.StatusRemediationFailed], exec.StatusFailure, "failed"},
+		{c[exec.StatusPendingFailed], exec.StatusPendingFailed, "pending_failed"},
+		{c[exec.StatusInterrupted], exec.StatusInterrupted, "interrupted"},
+		{c[exec.StatusCanceled], exec.StatusCanceled, "canceled"},
+		{c[exec.StatusPending], exec.StatusPending, "pending"},
+	}
+}
+
+// countsText lists the non-zero counts of steps per status group.
+func (m *Model) countsText() string {
+	s := m.st
+	groups := m.countGroups()
+	var parts []string
+	for _, g := range groups {
+		if g.n > 0 {
+			parts = append(parts, s.Glyph(g.status)+" "+fmt.Sprintf("%d %s", g.n, g.label))
+		}
+	}
+	return strings.Join(parts, "  ")
+}
+
+// countsShort is countsText without the words, for narrow windows.
+func (m *Model) countsShort() string {
+	var parts []string
+	for _, g := range m.countGroups() {
+		if g.n > 0 {
+			parts = append(parts, m.st.Glyph(g.status)+fmt.Sprint(g.n))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// logPane draws the selected step's output in h lines: a title, then the
+// newest lines (or, in the full-height view, where the reader scrolled to).
+func (m *Model) logPane(h int) []string {
+	if h <= 0 {
+		return nil
+	}
+	s := m.st
+	r := m.selected()
+	out := make([]string, 0, h)
+	if r == nil {
+		return append(out, s.Rule.Render("── no steps"))
+	}
+	body := h - 1
+	n := r.log.len()
+	off := 0
+	if m.showLog {
+		off = min(m.logOff, max(n-body, 0))
+	}
+	end := n - off
+	start := max(end-body, 0)
+
+	title := "── " + r.def.ID
+	if r.attempt > 0 {
+		title += fmt.Sprintf(" · attempt %d", r.attempt)
+	}
+	title += " · " + r.status + " "
+	where := "newest output"
+	switch {
+	case off > 0:
+		where = fmt.Sprintf("lines %d–%d of %d kept, ↓/end to follow", start+1, end, n)
+	case isActive(r.status):
+		where = "following"
+	}
+	if r.log.total > n {
+		where += fmt.Sprintf(" · last %d of %d lines", n, r.log.total)
+	}
+	out = append(out, s.Rule.Render(fitLR(title, " "+where+" ──", m.width, '─')))
+	if n == 0 {
+		msg := "(no output)"
+		switch {
+		case r.status == exec.StatusPending:
+			msg = "(not started)"
+		case isActive(r.status):
+			msg = "(no output yet)"
+		}
+		return append(out, s.Dim.Render("  "+msg))
+	}
+	for i := start; i < end; i++ {
+		l := r.log.at(i)
+		switch {
+		case l.mark:
+			out = append(out, s.Rule.Render("  ── "+l.text))
+		case l.stderr:
+			out = append(out, s.Stderr.Render("! "+l.text))
+		default:
+			out = append(out, s.Dim.Render("│")+" "+s.Stdout.Render(l.text))
+		}
+	}
+	return out
+}
+
+func (m *Model) footer() string {
+	s := m.st
+	if m.msg != "" {
+		if m.msgAlert {
+			return s.Warn.Render(m.msg)
+		}
+		return m.msg
+	}
+	var parts []string
+	if r := m.selected(); r != nil && r.status == exec.StatusPendingFailed {
+		parts = append(parts, s.Alert.Render("r")+" retry", s.Alert.Render("x")+" fail")
+	}
+	for _, b := range m.keys.ShortHelp() {
+		if b.Desc == "log" && m.showLog {
+			b.Desc = "back"
+		}
+		if b.Desc == "follow" && m.follow {
+			b.Desc = "follow (on)"
+		}
+		parts = append(parts, s.Bold.Render(b.Help)+" "+s.Dim.Render(b.Desc))
+	}
+	return strings.Join(parts, s.Dim.Render(" · "))
+}
+
+func (m *Model) helpLines(h int) []string {
+	s := m.st
+	out := []string{"", s.Header.Render("keys")}
+	for _, b := range m.keys.FullHelp() {
+		out = append(out, "  "+s.Bold.Render(padRight(b.Help, 10))+" "+b.Desc)
+	}
+	out = append(out, "", s.Header.Render("statuses"))
+	for _, st := range []string{exec.StatusPending, exec.StatusInProgress, exec.StatusSuccess, exec.StatusFailure,
+		exec.StatusRetrying, exec.StatusRemediating, exec.StatusRemediationFailed, exec.StatusPendingFailed,
+		exec.StatusCanceled, exec.StatusInterrupted} {
+		g := s.Glyph(st)
+		switch st {
+		case exec.StatusInProgress:
+			g = s.Running.Render(spinnerFrames[0])
+		case exec.StatusRemediating:
+			g = s.Warn.Render(spinnerFrames[0])
+		}
+		out = append(out, "  "+g+" "+s.Status(st))
+	}
+	out = append(out, "", s.Dim.Render("  #n is the attempt; \"retry k/m\" the retries used of the budget that granted them."),
+		s.Dim.Render("  Every line is also in the log files: faber logs "+m.opt.RunID+" STEP"))
+	if len(out) > h {
+		out = out[:max(h, 0)]
+	}
+	return out
+}
+
+// fitLR puts left and right on one line of width w, filled between.
+func fitLR(left, right string, w int, fill ...rune) string {
+	f := " "
+	if len(fill) > 0 {
+		f = string(fill[0])
+	}
+	lw, rw := ansi.StringWidth(left), ansi.StringWidth(right)
+	if lw+rw+1 > w {
+		left = ansi.Truncate(left, max(w-rw-1, 0), "…")
+		lw = ansi.StringWidth(left)
+	}
+	return left + strings.Repeat(f, max(w-lw-rw, 1)) + right
+}
+
+func padRight(s string, w int) string {
+	if d := w - ansi.StringWidth(s); d > 0 {
+		return s + strings.Repeat(" ", d)
+	}
+	return s
+}
+
+func padLeft(s string, w int) string {
+	if d := w - ansi.StringWidth(s); d > 0 {
+		return strings.Repeat(" ", d) + s
+	}
+	return s
+}
+
+func truncate(s string, w int) string { return ansi.Truncate(s, w, "…") }
+
+// fmtElapsed shows whole seconds: 42s, 3m07s, 1h02m03s.
+func fmtElapsed(d time.Duration) string {
+	d = d.Truncate(time.Second)
+	h, mi, sec := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
+	switch {
+	case h > 0:
+		return fmt.Sprintf("%dh%02dm%02ds", h, mi, sec)
+	case mi > 0:
+		return fmt.Sprintf("%dm%02ds", mi, sec)
+	}
+	return fmt.Sprintf("%ds", sec)
+}
+
+// sanitize makes a line of a step's output safe to draw: valid UTF-8, no
+// escape sequences (colours, cursor moves), no control characters, tabs as
+// spaces.
+func sanitize(b []byte) string {
+	clean := utf8.Valid(b)
+	if clean {
+		for _, c := range b {
+			if c < 0x20 || c == 0x7f || c == 0xc2 {
+				clean = false
+				break
+			}
+		}
+	}
+	s := string(b)
+	if clean {
+		return s
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(s, "\t", "    ")
+	if strings.ContainsRune(s, 0x1b) || strings.ContainsRune(s, 0x9b) {
+		s = ansi.Strip(s)
+	}
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			return -1
+		}
+		return r
+	}, s)
+}

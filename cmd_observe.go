@@ -93,12 +93,32 @@ func (c *ListCmd) Run(g *Globals) error {
 	s := tui.NewStyles(useColor(g, g.stdout))
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tPLAN\tSTATUS\tSTARTED\tDURATION")
+	// Child runs of sub-plan steps are listed under their parent.
+	children := map[string][]listItem{}
+	known := map[string]bool{}
 	for _, it := range items {
+		known[it.RunID] = true
+	}
+	for _, it := range items {
+		if it.ParentRunID != "" && known[it.ParentRunID] {
+			children[it.ParentRunID] = append(children[it.ParentRunID], it)
+		}
+	}
+	var row func(it listItem, indent string)
+	row = func(it listItem, indent string) {
 		dur := "-"
 		if it.FinishedAt != nil {
 			dur = it.FinishedAt.Sub(it.StartedAt).Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\n", it.RunID, it.Plan, s.Glyph(it.Status), it.Status, it.StartedAt.Local().Format("2006-01-02 15:04:05"), dur)
+		fmt.Fprintf(tw, "%s%s\t%s\t%s %s\t%s\t%s\n", indent, it.RunID, it.Plan, s.Glyph(it.Status), it.Status, it.StartedAt.Local().Format("2006-01-02 15:04:05"), dur)
+		for _, c := range children[it.RunID] {
+			row(c, indent+"  └ ")
+		}
+	}
+	for _, it := range items {
+		if it.ParentRunID == "" || !known[it.ParentRunID] {
+			row(it, "")
+		}
 	}
 	return tw.Flush()
 }
@@ -159,6 +179,9 @@ func (c *StatusCmd) Run(g *Globals) error {
 			dur = (time.Duration(st.DurationMs) * time.Millisecond).String()
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s %s\t%d\t%s\t%s\t%s\n", st.ID, st.Phase, s.Glyph(st.Status), st.Status, st.Attempt, exit, dur, firstLine(st.Error))
+		if st.ChildRunID != "" {
+			fmt.Fprintf(tw, "  └ child run %s: %s\n", st.ChildRunID, childSummary(g, st.ChildRunID))
+		}
 	}
 	return tw.Flush()
 }
@@ -333,4 +356,19 @@ func latest(runDir, step, kind, stream string, max int) int {
 		}
 	}
 	return best
+}
+
+// childSummary is one line about a child run: its status and step counts.
+func childSummary(g *Globals, runID string) string {
+	v, _, err := loadView(g, runID)
+	if err != nil {
+		return "not started"
+	}
+	ok := 0
+	for _, st := range v.Steps {
+		if st.Status == exec.StatusSuccess {
+			ok++
+		}
+	}
+	return fmt.Sprintf("%s (%d/%d steps succeeded)", v.Run.Status, ok, len(v.Steps))
 }

@@ -21,6 +21,9 @@ type ResumeCmd struct {
 	Jobs         int    `name:"jobs" short:"j" placeholder:"N" help:"Run at most N steps at once."`
 	FailFast     bool   `name:"fail-fast" help:"On a stop, terminate running steps instead of letting them finish."`
 	UI           string `name:"ui" enum:"auto,tui,plain,json" default:"auto" help:"Progress display: auto, tui, plain or json."`
+
+	parentRun string // set when a parent's sub-plan step resumes its child run
+	outputDir string
 }
 
 // Help explains resume in more depth.
@@ -114,7 +117,8 @@ func (c *ResumeCmd) Run(g *Globals) error {
 		}
 	}
 	ok = true
-	return runSession(g, sessionArgs{plan: plan, store: store, runID: runID, prior: prior, jobs: c.Jobs, failFast: c.FailFast, ui: c.UI})
+	return runSession(g, sessionArgs{plan: plan, store: store, runID: runID, prior: prior, jobs: c.Jobs, failFast: c.FailFast, ui: c.UI,
+		parentRun: c.parentRun, outputDir: c.outputDir})
 }
 
 // pickRun resolves RUN_ID or --last.

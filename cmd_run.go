@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -24,6 +25,12 @@ type RunCmd struct {
 	Jobs     int      `name:"jobs" short:"j" placeholder:"N" help:"Run at most N steps at once (default: the plan's jobs, else the CPU count)."`
 	FailFast bool     `name:"fail-fast" help:"On a stop, terminate running steps instead of letting them finish."`
 	UI       string   `name:"ui" enum:"auto,tui,plain,json" default:"auto" help:"Progress display: auto (the live view in a terminal, else plain), tui, plain (one line per transition), json (one event per line)."`
+
+	// Set by a parent run for a sub-plan step (hidden: faber runs itself).
+	RunID      string `name:"run-id" hidden:""`
+	ParentRun  string `name:"parent-run" hidden:""`
+	ParentStep string `name:"parent-step" hidden:""`
+	OutputDir  string `name:"output-dir" hidden:""`
 }
 
 // Help explains run in more depth.
@@ -69,13 +76,28 @@ func (c *RunCmd) Run(g *Globals) error {
 	}
 	abs, _ := filepath.Abs(c.Plan)
 	now := time.Now()
-	runID := state.NewRunID(g.StateDir, plan.Name, now)
-	meta := state.Meta{RunID: runID, Plan: plan.Name, PlanFile: abs, StartedAt: now, Created: now.UnixNano(), Sets: opts.Sets}
+	runID := c.RunID
+	if runID != "" {
+		// A parent run's sub-plan step: the child run exists after its first
+		// attempt, and a retry or resume of the step resumes it.
+		if _, err := state.ReadMeta(g.StateDir, runID); err == nil {
+			if v, _, err := loadView(g, runID); err == nil && v.Run.Status == exec.RunSuccess {
+				fmt.Fprintf(g.stdout, "child run %s already succeeded\n", runID)
+				return nil
+			}
+			return (&ResumeCmd{RunID: runID, Jobs: c.Jobs, UI: c.UI, parentRun: c.ParentRun, outputDir: c.OutputDir}).Run(g)
+		}
+	} else {
+		runID = state.NewRunID(g.StateDir, plan.Name, now)
+	}
+	meta := state.Meta{RunID: runID, Plan: plan.Name, PlanFile: abs, StartedAt: now, Created: now.UnixNano(), Sets: opts.Sets,
+		ParentRunID: c.ParentRun, ParentStep: c.ParentStep}
 	store, err := state.Create(g.StateDir, meta, data, storeOptions(g))
 	if err != nil {
 		return withCode(exitState, fmt.Errorf("cannot create run: %w", err))
 	}
-	return runSession(g, sessionArgs{plan: plan, store: store, runID: runID, jobs: c.Jobs, failFast: c.FailFast, ui: c.UI})
+	return runSession(g, sessionArgs{plan: plan, store: store, runID: runID, jobs: c.Jobs, failFast: c.FailFast, ui: c.UI,
+		parentRun: c.ParentRun, outputDir: c.OutputDir})
 }
 
 type sessionArgs struct {
@@ -86,6 +108,10 @@ type sessionArgs struct {
 	jobs     int
 	failFast bool
 	ui       string
+	// parentRun is set for a child run (a parent's sub-plan step);
+	// outputDir is the parent's outputs dir that the child shares.
+	parentRun string
+	outputDir string
 }
 
 // runSession runs one session of a run and maps its outcome to an exit code.
@@ -114,7 +140,12 @@ func runSession(g *Globals, a sessionArgs) error {
 	if err != nil {
 		fmt.Fprintf(g.stderr, "faber: warning: no control channel (faber classify will wait for the run to end): %v\n", err)
 	}
+	self, _ := os.Executable()
+	stateDir, _ := filepath.Abs(g.StateDir)
 	r := &exec.Runner{
+		Self:       []string{self},
+		StateDir:   stateDir,
+		OutDir:     a.outputDir,
 		Plan:       a.plan,
 		RunID:      a.runID,
 		RunDir:     a.store.Dir(),
@@ -141,6 +172,9 @@ func runSession(g *Globals, a sessionArgs) error {
 		fmt.Fprintf(g.stderr, "faber: warning: closing the store: %v\n", closeErr)
 	}
 	code := exitCodeFor(status)
+	if a.parentRun != "" && status != exec.RunSuccess {
+		writeChildResult(a.runID, status, r.States())
+	}
 	if code != exitOK {
 		fmt.Fprintf(g.stderr, "resume with: faber resume %s\n", a.runID)
 	}
@@ -232,4 +266,26 @@ func unwrapPath(err error) error {
 		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
 	}
 	return err
+}
+
+// writeChildResult tells the parent step why a child run did not succeed:
+// the parent's {error} names the child's failed steps and their errors.
+func writeChildResult(runID, status string, states []*exec.StepState) {
+	path := os.Getenv("FABER_RESULT")
+	if path == "" {
+		return
+	}
+	var parts []string
+	for _, st := range states {
+		switch st.Status {
+		case exec.StatusFailure, exec.StatusRemediationFailed, exec.StatusPendingFailed:
+			parts = append(parts, fmt.Sprintf("step %s %s: %s", st.ID, st.Status, firstLine(st.Error)))
+		}
+	}
+	msg := fmt.Sprintf("child run %s %s", runID, status)
+	if len(parts) > 0 {
+		msg += ": " + strings.Join(parts, "; ")
+	}
+	b, _ := json.Marshal(map[string]string{"status": "failure", "message": msg})
+	_ = os.WriteFile(path, b, 0o644)
 }

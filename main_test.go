@@ -52,7 +52,7 @@ func TestScripts(t *testing.T) {
 	})
 }
 
-// cmdLastRun sets $RUN to the newest run id in the state dir.
+// cmdLastRun sets $RUN to the newest top-level run id in the state dir.
 //
 //	lastrun [VAR]
 func cmdLastRun(ts *testscript.TestScript, neg bool, args []string) {
@@ -67,10 +67,17 @@ func cmdLastRun(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		ts.Fatalf("lastrun: no run found (%v)", err)
 	}
-	if neg {
-		ts.Fatalf("lastrun: unexpected run %s", metas[0].RunID)
+	// Child runs of sub-plan steps are not what a script means by "the run".
+	top := metas[:0]
+	for _, m := range metas {
+		if m.ParentRunID == "" {
+			top = append(top, m)
+		}
 	}
-	ts.Setenv(name, metas[0].RunID)
+	if neg {
+		ts.Fatalf("lastrun: unexpected run %s", top[0].RunID)
+	}
+	ts.Setenv(name, top[0].RunID)
 }
 
 // cmdJSONPath prints the value at a path in a JSON file (or of every line of

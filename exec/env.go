@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"crypto/rand"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -151,6 +152,9 @@ func (r *Runner) attemptSpec(sr *stepRun) (procSpec, error) {
 	n := sr.st.Attempt
 	vars := r.vars(sr, n, nil)
 	var argv, extra []string
+	if sr.def.PlanPath != "" {
+		return r.childSpec(sr, vars)
+	}
 	if spec.IsCommand(sr.def.Run) {
 		a, _, err := r.Plan.ResolveCommand(sr.def.Run, nil, vars)
 		if err != nil {
@@ -203,4 +207,50 @@ func (r *Runner) procFor(sr *stepRun, kind string, argv []string, timeout time.D
 		}
 	}
 	return ps
+}
+
+// childSpec runs a sub-plan step: faber itself runs (or, when the child run
+// exists, resumes) the child plan as a linked run sharing this run's state
+// dir and outputs. Its exit code is the child's outcome: 0 success, 1
+// failed (the child writes {error} naming its failed steps to
+// $FABER_RESULT), 3 pending_failed, 130 interrupted.
+func (r *Runner) childSpec(sr *stepRun, vars map[string]string) (procSpec, error) {
+	if len(r.Self) == 0 {
+		return procSpec{}, fmt.Errorf("step %q: cannot run a sub-plan: faber's own path is unknown", sr.def.ID)
+	}
+	argv := append(append([]string{}, r.Self...), "run", sr.def.PlanPath,
+		"--run-id", sr.st.ChildRunID, "--parent-run", r.RunID, "--parent-step", sr.def.ID,
+		"--output-dir", r.outDir, "--ui", "plain", "--state-dir", r.StateDir)
+	for _, k := range sr.def.PlanContextKeys {
+		v, err := subst.Expand(sr.def.PlanContext[k], vars)
+		if err != nil {
+			return procSpec{}, fmt.Errorf("step %q: context %s: %w", sr.def.ID, k, err)
+		}
+		argv = append(argv, "--set", k+"="+v)
+	}
+	if r.Jobs > 0 {
+		argv = append(argv, "--jobs", strconv.Itoa(r.Jobs))
+	}
+	return r.procFor(sr, "attempt", argv, sr.def.Timeout, sr.st.Attempt, nil), nil
+}
+
+// NewChildRunID names a child run like every run:
+// <plan-name>-<YYYYMMDDTHHMMSS>-<4 hex>.
+func NewChildRunID(planName string, now time.Time) string {
+	var b [2]byte
+	_, _ = rand.Read(b[:])
+	name := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return '-'
+	}, planName)
+	name = strings.Trim(name, ".-")
+	if name == "" {
+		name = "run"
+	}
+	return fmt.Sprintf("%s-%s-%x", name, now.UTC().Format("20060102T150405"), b)
 }

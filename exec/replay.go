@@ -95,6 +95,9 @@ func Replay(events [][]byte) (*View, error) {
 				st.Phase = p
 			}
 			st.Error, _ = e.Fields["error"].(string)
+			if c, ok := e.Fields["child_run_id"].(string); ok {
+				st.ChildRunID = c
+			}
 			st.ExitCode = e.ExitCode
 			st.StartedAt = fieldTime(e.Fields["started_at"])
 			st.FinishedAt = fieldTime(e.Fields["finished_at"])

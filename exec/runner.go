@@ -53,6 +53,13 @@ type Runner struct {
 	HardStop <-chan struct{}
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// Self is the argv prefix that runs faber itself (sub-plan steps run
+	// their child plan through it); StateDir is the absolute state dir.
+	Self     []string
+	StateDir string
+	// OutDir overrides runs/<run-id>/outputs (a child run shares its
+	// parent's, so that later parent steps see the child's outputs).
+	OutDir string
 	// Control carries requests from other processes (faber classify) to the
 	// running session; nil when there is no control channel.
 	Control <-chan ControlReq
@@ -163,6 +170,9 @@ func (r *Runner) setup(prior *Prior) {
 	r.cancel = r.FailFast || p.StopMode == spec.StopCancel
 	r.baseEnv = os.Environ()
 	r.outDir = filepath.Join(r.RunDir, "outputs")
+	if r.OutDir != "" {
+		r.outDir = r.OutDir
+	}
 	_ = os.MkdirAll(r.outDir, 0o755)
 
 	now := r.now()
@@ -328,6 +338,9 @@ func (r *Runner) startAttempt(sr *stepRun) {
 	st.DurationMs = 0
 	st.PGID, st.PStart = 0, ""
 	st.Hash = StepHash(r.Plan, sr.def)
+	if sr.def.PlanPath != "" && st.ChildRunID == "" {
+		st.ChildRunID = NewChildRunID(sr.def.ChildName, now)
+	}
 	r.takeSlot(sr)
 	r.commit([]*StepState{st}, r.statusEvent(sr))
 	if r.fatal != nil {
@@ -382,8 +395,19 @@ func (r *Runner) attemptDone(sr *stepRun, out outcome) {
 		return
 	}
 	st.Error = out.errorText()
+	if sr.def.PlanPath != "" && out.exitCode == childPendingExit && out.stoppedBy == "" {
+		// A child run waiting for classification: the step waits too,
+		// whatever the parent's settings (SPEC §10).
+		r.freeSlot(sr)
+		st.Status = StatusPendingFailed
+		r.commit([]*StepState{st}, r.statusEvent(sr))
+		return
+	}
 	r.failure(sr, out)
 }
+
+// childPendingExit is faber's exit code for a run that ends pending_failed.
+const childPendingExit = 3
 
 // release lets dependents of a done step start.
 func (r *Runner) release(sr *stepRun) {
@@ -903,6 +927,9 @@ func (r *Runner) statusEvent(sr *stepRun) Event {
 		f["finished_at"] = st.FinishedAt.UTC().Format(time.RFC3339Nano)
 		f["duration_ms"] = st.DurationMs
 	}
+	if st.ChildRunID != "" {
+		f["child_run_id"] = st.ChildRunID
+	}
 	ev := Event{Type: EvStepStatus, StepID: st.ID, Attempt: st.Attempt, Status: st.Status, Fields: f}
 	if st.ExitCode != nil && st.Status != StatusInProgress {
 		ev.ExitCode = intp(*st.ExitCode)
@@ -1041,4 +1068,14 @@ func (r *Runner) classify(req ControlReq) error {
 		r.push(sr)
 	}
 	return nil
+}
+
+// States returns the step records in plan order (the end step last), for a
+// caller that reports on the run after Run returned.
+func (r *Runner) States() []*StepState {
+	out := make([]*StepState, 0, len(r.steps)+1)
+	for _, sr := range r.all() {
+		out = append(out, sr.st)
+	}
+	return out
 }

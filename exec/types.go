@@ -98,6 +98,9 @@ type StepState struct {
 	Needs       []string     `json:"needs"`
 	Remediation *Remediation `json:"remediation"`
 
+	// ChildRunID links a sub-plan step (`plan:`) to its child run.
+	ChildRunID string `json:"child_run_id,omitempty"`
+
 	// Classified is "fail" or "retry" once `faber classify` decided on the step.
 	Classified string `json:"classified,omitempty"`
 	// Hash is the step definition hash (SPEC §10), for resume --plan.

@@ -106,7 +106,8 @@ type parser struct {
 	aborted bool                // budget exhausted: stop decoding
 	active  map[*yaml.Node]bool // alias targets being decoded (self-containing anchors)
 
-	subPlans map[string]error // sub-plan validation results by path and context keys
+	subPlans   map[string]error  // sub-plan validation results by path and context keys
+	childNames map[string]string // sub-plan names by the same key
 }
 
 func (p *parser) errorf(pos Pos, format string, args ...any) {

@@ -158,6 +158,9 @@ type Step struct {
 	// {vars}), with its keys in file order.
 	PlanContext     map[string]string
 	PlanContextKeys []string
+	// ChildName is the child plan's name (set by validation), used to
+	// name the child run.
+	ChildName string
 
 	Pos Pos // position of the step's mapping (its `id:` key where known)
 }

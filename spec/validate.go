@@ -940,9 +940,17 @@ func (b *builder) checkSubPlan(s *Step, ext *rawStep, where string) {
 	}
 	err, done := b.subPlans[key]
 	if !done {
-		_, err = Load(path, Options{Sets: sets, SetKeys: s.PlanContextKeys, Strict: b.opts.Strict, GOOS: b.opts.GOOS, stack: stack})
+		var child *Plan
+		child, err = Load(path, Options{Sets: sets, SetKeys: s.PlanContextKeys, Strict: b.opts.Strict, GOOS: b.opts.GOOS, stack: stack})
 		b.subPlans[key] = err
+		if child != nil {
+			if b.childNames == nil {
+				b.childNames = map[string]string{}
+			}
+			b.childNames[key] = child.Name
+		}
 	}
+	s.ChildName = b.childNames[key]
 	if err != nil {
 		msg := err.Error()
 		if inv, ok := err.(*Invalid); ok && len(inv.Errors) > 0 && inv.Errors[0].Line == 0 && inv.Errors[0].File == path {

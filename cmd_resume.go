@@ -107,6 +107,7 @@ func (c *ResumeCmd) Run(g *Globals) error {
 		}
 	}
 	exec.KillRunProcesses(runID)
+	exec.CancelLeftoverSlurmJobs(runID)
 
 	if err := exec.PrepareResume(plan, prior, exec.ResumeOptions{RetryPending: c.RetryPending, EditedPlan: edited}); err != nil {
 		return withCode(exitUsage, err)

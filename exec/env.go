@@ -168,6 +168,7 @@ func (r *Runner) attemptSpec(sr *stepRun) (procSpec, error) {
 		}
 		argv, extra = r.shellArgv(sr, script), env
 	}
+	argv = r.slurmWrap(sr, argv, n)
 	return r.procFor(sr, "attempt", argv, sr.def.Timeout, n, nil, extra...), nil
 }
 

@@ -134,8 +134,11 @@ func (c *ClassifyCmd) Run(g *Globals) error {
 	if err := classifyStep(g, c.RunID, c.Step, action, c.Reason); err != nil {
 		return err
 	}
-	next := "faber resume " + c.RunID
-	fmt.Fprintf(g.stdout, "step %s of run %s classified %s; continue with: %s\n", c.Step, c.RunID, action, next)
+	if o, err := state.OwnerOf(g.StateDir, c.RunID); err == nil && o.Alive {
+		fmt.Fprintf(g.stdout, "step %s of run %s classified %s; the running faber (pid %d) applies it now\n", c.Step, c.RunID, action, o.PID)
+		return nil
+	}
+	fmt.Fprintf(g.stdout, "step %s of run %s classified %s; continue with: faber resume %s\n", c.Step, c.RunID, action, c.RunID)
 	return nil
 }
 

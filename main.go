@@ -237,10 +237,5 @@ func signalContext() (ctx context.Context, hard <-chan struct{}, trigger func(ha
 	}
 }
 
-// notYet is what commands built by later work say.
-func notYet(name string) error {
-	return withCode(exitUsage, fmt.Errorf("%s: not implemented yet", name))
-}
-
 // nowFunc is the clock for records written outside a run session.
 func nowFunc() time.Time { return time.Now() }

@@ -3,6 +3,7 @@ package exec
 import (
 	"fmt"
 	"regexp"
+	"time"
 
 	"github.com/faber-run/faber/spec"
 )
@@ -52,9 +53,23 @@ func Classify(p *spec.Plan, steps map[string]*StepState, stepID, action, reason 
 }
 
 func statusOnly(st *StepState, reason string) Event {
-	f := map[string]any{"phase": st.Phase, "reason": reason}
+	f := map[string]any{"phase": st.Phase}
+	if reason != "" {
+		f["reason"] = reason
+	}
 	if st.Error != "" {
 		f["error"] = st.Error
+	}
+	// Keep the attempt's times: readers rebuild the step from this event.
+	if st.StartedAt != nil {
+		f["started_at"] = st.StartedAt.UTC().Format(time.RFC3339Nano)
+	}
+	if st.FinishedAt != nil {
+		f["finished_at"] = st.FinishedAt.UTC().Format(time.RFC3339Nano)
+		f["duration_ms"] = st.DurationMs
+	}
+	if st.ChildRunID != "" {
+		f["child_run_id"] = st.ChildRunID
 	}
 	ev := Event{Type: EvStepStatus, StepID: st.ID, Attempt: st.Attempt, Status: st.Status, Fields: f}
 	if st.ExitCode != nil {

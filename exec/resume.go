@@ -105,11 +105,7 @@ func PrepareResume(p *spec.Plan, prior *Prior, opts ResumeOptions) error {
 	set := func(st *StepState, status, note string) {
 		st.Status = status
 		changed[st.ID] = st
-		f := map[string]any{"phase": st.Phase}
-		if note != "" {
-			f["reason"] = note
-		}
-		evs = append(evs, Event{Type: EvStepStatus, StepID: st.ID, Attempt: st.Attempt, Status: status, Fields: f})
+		evs = append(evs, statusOnly(st, note))
 	}
 	order := append([]*spec.Step{}, p.Steps...)
 	if p.End != nil {
@@ -268,7 +264,7 @@ func ResetSteps(p *spec.Plan, prior *Prior, failedOnly bool, ids []string) ([]*S
 		st.Classified = ""
 		st.Error = ""
 		changed = append(changed, st)
-		evs = append(evs, Event{Type: EvStepStatus, StepID: id, Attempt: st.Attempt, Status: StatusPending, Fields: map[string]any{"phase": st.Phase, "reason": "reset"}})
+		evs = append(evs, statusOnly(st, "reset"))
 	}
 	ev := Event{Type: EvStepsReset, Fields: map[string]any{"steps": nonNil(stepIDs(changed)), "failed_only": failedOnly, "requested": nonNil(ids)}}
 	return changed, append([]Event{ev}, evs...), nil

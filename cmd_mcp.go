@@ -1,0 +1,476 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/state"
+)
+
+// McpCmd serves MCP on stdio.
+type McpCmd struct{}
+
+// Help explains mcp.
+func (c *McpCmd) Help() string {
+	return `Serves the Model Context Protocol over stdin/stdout (newline-delimited
+JSON-RPC), so that an AI agent can decide on steps that wait as
+pending_failed. Tools:
+
+  list_pending_failed_jobs      {run_id}: the waiting steps, with stderr tails
+  classify_and_resolve_failures {run_id, classifications: [{step_id, action, reason}], dry_run}
+                                action is retry or fail; dry_run checks only
+  get_run_status                {run_id}: as 'faber status --json' (read-only)
+  get_step_logs                 {run_id, step_id, attempt?, lines?}: output tails (read-only)
+
+Runs are looked up in --state-dir / FABER_STATE_DIR. The server ends when
+stdin closes, after answering every request it read. Register it with an
+agent, e.g.: claude mcp add faber -- faber mcp`
+}
+
+// Run serves until stdin closes.
+func (c *McpCmd) Run(g *Globals) error {
+	// Absolute paths in answers: the agent's working directory is not ours.
+	if abs, err := filepath.Abs(g.StateDir); err == nil {
+		g.StateDir = abs
+	}
+	ctx, _, _, stop := signalContext()
+	defer stop()
+	server := newMCPServer(g)
+	t := &drainTransport{inner: &mcp.IOTransport{Reader: io.NopCloser(g.stdin), Writer: nopWriteCloser{g.stdout}}}
+	errc := make(chan error, 1)
+	go func() { errc <- server.Run(ctx, t) }()
+	select {
+	case err := <-errc:
+		if err != nil && ctx.Err() == nil {
+			return withCode(exitState, fmt.Errorf("mcp: %w", err))
+		}
+		if ctx.Err() != nil {
+			return codeOnly(exitInterrupted)
+		}
+		return nil
+	case <-ctx.Done():
+		// A read of stdin cannot be interrupted everywhere: give the server
+		// a moment to finish what it is doing, then go.
+		select {
+		case <-errc:
+		case <-time.After(2 * time.Second):
+		}
+		return codeOnly(exitInterrupted)
+	}
+}
+
+const mcpInstructions = `faber runs workflow plans. With use_pending_failed, a step that fails without
+a handler waits as pending_failed for a decision. To decide: call
+list_pending_failed_jobs {run_id}, read each step's error, exit code and stderr
+(get_step_logs for more), then call classify_and_resolve_failures once with a
+decision and a short reason per step: retry when the failure looks transient
+(connection refused/reset, timeouts, rate limits, preemption, an unavailable
+service, I/O errors); fail when it will recur unchanged (syntax, import or type
+errors, a missing file or command, permission denied, bad configuration or
+arguments). When unsure, prefer fail: a person can reset it. Classify only
+steps of the run you were asked about, and do nothing else. The run continues
+with 'faber resume <run_id>' (faber recover does that for you).`
+
+// newMCPServer builds the server and its four tools over g.StateDir.
+func newMCPServer(g *Globals) *mcp.Server {
+	server := mcp.NewServer(&mcp.Implementation{Name: "faber", Version: version},
+		&mcp.ServerOptions{Instructions: mcpInstructions, Capabilities: &mcp.ServerCapabilities{}})
+	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)}
+
+	mcp.AddTool(server, &mcp.Tool{
+		Name:        "list_pending_failed_jobs",
+		Title:       "List steps awaiting a decision",
+		Annotations: ro,
+		Description: `List the steps of a faber run that failed and wait as pending_failed for a
+decision, each with its exit code, attempt, error, a hint (transient or
+permanent, guessed from the text) and the last 50 lines of its stderr.
+Decide on each with classify_and_resolve_failures: retry for transient-looking
+failures (network, timeouts, rate limits, preemption), fail for code or
+configuration errors that would recur unchanged.`,
+	}, func(ctx context.Context, req *mcp.CallToolRequest, in runInput) (*mcp.CallToolResult, any, error) {
+		ps, err := pendingSteps(g, in.RunID)
+		if err != nil {
+			return nil, nil, err
+		}
+		return textResult(pendingText(in.RunID, ps)), nil, nil
+	})
+
+	mcp.AddTool(server, &mcp.Tool{
+		Name:        "classify_and_resolve_failures",
+		Title:       "Decide on pending_failed steps",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
+		InputSchema: classifySchema(),
+		Description: `Record a decision on pending_failed steps of a faber run, one per step:
+action "retry" makes the step run again (next attempt) when the run resumes;
+action "fail" makes it a failure for good and cancels the steps that depend on
+it. Choose retry when the error looks transient (connection refused/reset,
+timeout, rate limit, preemption, service unavailable, I/O error); choose fail
+for code or configuration errors (syntax/import/type errors, missing file or
+command, permission denied, invalid arguments) or when unsure. Give each a
+short, specific reason: it is recorded in the run's audit trail. Only steps
+listed by list_pending_failed_jobs can be classified. With dry_run: true,
+checks the decisions and applies nothing. Each decision is applied on its own;
+the result says which were applied, which were refused and why, and what
+continues the run.`,
+	}, func(ctx context.Context, req *mcp.CallToolRequest, in classifyInput) (*mcp.CallToolResult, any, error) {
+		return classifyResult(g, in), nil, nil
+	})
+
+	mcp.AddTool(server, &mcp.Tool{
+		Name:        "get_run_status",
+		Title:       "Show a run",
+		Annotations: ro,
+		Description: `Show a faber run as JSON, exactly as 'faber status --json': the run's status
+(in_progress, success, failed, remediation_failed, pending_failed,
+interrupted) and every step with its status, attempt, exit code, error,
+dependencies (needs) and remediation. Read-only.`,
+	}, func(ctx context.Context, req *mcp.CallToolRequest, in runInput) (*mcp.CallToolResult, any, error) {
+		out, err := statusJSON(g, in.RunID)
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := json.MarshalIndent(out, "", "  ")
+		if err != nil {
+			return nil, nil, err
+		}
+		return textResult(string(b)), nil, nil
+	})
+
+	mcp.AddTool(server, &mcp.Tool{
+		Name:        "get_step_logs",
+		Title:       "Read a step's output",
+		Annotations: ro,
+		Description: `Read the ends of a step's stdout and stderr for one attempt (default: its
+latest), to tell a transient failure from a real error. lines sets how many
+lines of each stream (default 100, at most 2000). Read-only.`,
+	}, func(ctx context.Context, req *mcp.CallToolRequest, in logsInput) (*mcp.CallToolResult, any, error) {
+		s, err := stepLogsText(g, in)
+		if err != nil {
+			return nil, nil, err
+		}
+		return textResult(s), nil, nil
+	})
+	return server
+}
+
+type runInput struct {
+	RunID string `json:"run_id" jsonschema:"the run id, as faber prints it (e.g. build-20260101T120000-3f2a)"`
+}
+
+type classification struct {
+	StepID string `json:"step_id" jsonschema:"a step that is pending_failed"`
+	Action string `json:"action" jsonschema:"retry (run it again) or fail (fail it for good)"`
+	Reason string `json:"reason" jsonschema:"why, in one sentence: recorded in the audit trail"`
+}
+
+type classifyInput struct {
+	RunID           string           `json:"run_id" jsonschema:"the run id"`
+	Classifications []classification `json:"classifications" jsonschema:"one decision per pending_failed step"`
+	DryRun          bool             `json:"dry_run,omitempty" jsonschema:"check the decisions, apply nothing"`
+}
+
+type logsInput struct {
+	RunID   string `json:"run_id" jsonschema:"the run id"`
+	StepID  string `json:"step_id" jsonschema:"the step id"`
+	Attempt int    `json:"attempt,omitempty" jsonschema:"the attempt number (default: the latest)"`
+	Lines   int    `json:"lines,omitempty" jsonschema:"lines of each stream (default 100, at most 2000)"`
+}
+
+// classifySchema is the inferred input schema with the action's values spelled
+// out, so that a client can check them before calling.
+func classifySchema() *jsonschema.Schema {
+	s, err := jsonschema.For[classifyInput](nil)
+	if err != nil {
+		panic(err) // a static type: cannot fail at run time
+	}
+	list := s.Properties["classifications"]
+	list.Type, list.Types = "array", nil // a Go slice may be nil; the input may not
+	list.MinItems = new(1)
+	item := list.Items
+	item.Properties["action"].Enum = []any{exec.ClassifiedRetry, exec.ClassifiedFail}
+	item.Properties["step_id"].MinLength = new(1)
+	return s
+}
+
+func textResult(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// pendingText is a summary line per step for a model to read, then the same
+// JSON as 'faber pending --json'.
+func pendingText(runID string, ps []PendingStep) string {
+	var b strings.Builder
+	if len(ps) == 0 {
+		fmt.Fprintf(&b, "run %s has no pending_failed steps: nothing to decide.\n", runID)
+	} else {
+		fmt.Fprintf(&b, "run %s: %d step(s) wait as pending_failed; decide each with classify_and_resolve_failures.\n", runID, len(ps))
+	}
+	for _, p := range ps {
+		code := "none"
+		if p.ExitCode != nil {
+			code = fmt.Sprint(*p.ExitCode)
+		}
+		fmt.Fprintf(&b, "- step %s (phase %s): attempt %d, exit code %s: %s\n", p.StepID, p.Phase, p.Attempt, code, firstLine(p.Error))
+		if p.Hint != "" {
+			fmt.Fprintf(&b, "  hint: %s\n", p.Hint)
+		}
+	}
+	j, _ := json.MarshalIndent(ps, "", "  ")
+	b.WriteString("\nJSON:\n")
+	b.Write(j)
+	return b.String()
+}
+
+// classifyOutcome is what happened to one classification.
+type classifyOutcome struct {
+	StepID  string `json:"step_id"`
+	Action  string `json:"action"`
+	Applied bool   `json:"applied"`
+	Error   string `json:"error,omitempty"`
+}
+
+// classifyResult checks every classification against the run, then (unless
+// dry run) applies the valid ones one by one; each refusal is reported.
+func classifyResult(g *Globals, in classifyInput) *mcp.CallToolResult {
+	v, _, err := loadView(g, in.RunID)
+	if err != nil {
+		res := textResult(err.Error())
+		res.IsError = true
+		return res
+	}
+	status := map[string]string{}
+	for _, st := range v.Steps {
+		status[st.ID] = st.Status
+	}
+	seen := map[string]bool{}
+	var outs []classifyOutcome
+	failed := 0
+	for _, c := range in.Classifications {
+		o := classifyOutcome{StepID: c.StepID, Action: c.Action}
+		switch st, ok := status[c.StepID]; {
+		case c.Action != exec.ClassifiedRetry && c.Action != exec.ClassifiedFail:
+			o.Error = fmt.Sprintf("action %q: want retry or fail", c.Action)
+		case strings.TrimSpace(c.Reason) == "":
+			o.Error = "give a reason: it is recorded in the audit trail"
+		case !ok:
+			o.Error = fmt.Sprintf("the run has no step %q", c.StepID)
+		case seen[c.StepID]:
+			o.Error = fmt.Sprintf("step %q is classified twice in this call", c.StepID)
+		case st != exec.StatusPendingFailed:
+			o.Error = fmt.Sprintf("step %q is %s, not pending_failed: only pending_failed steps can be classified", c.StepID, st)
+		case !in.DryRun:
+			if err := classifyStep(g, in.RunID, c.StepID, c.Action, c.Reason); err != nil {
+				o.Error = err.Error()
+			} else {
+				o.Applied = true
+			}
+		}
+		seen[c.StepID] = true
+		if o.Error != "" {
+			failed++
+		}
+		outs = append(outs, o)
+	}
+
+	var b strings.Builder
+	if len(in.Classifications) == 0 {
+		b.WriteString("no classifications given: nothing to do\n")
+		failed++
+	}
+	for _, o := range outs {
+		switch {
+		case o.Error != "":
+			fmt.Fprintf(&b, "refused: step %s %s: %s\n", o.StepID, o.Action, o.Error)
+		case in.DryRun:
+			fmt.Fprintf(&b, "ok (dry run, not applied): step %s %s\n", o.StepID, o.Action)
+		case o.Action == exec.ClassifiedRetry:
+			fmt.Fprintf(&b, "applied: step %s retry: it runs again (next attempt) when the run continues\n", o.StepID)
+		default:
+			fmt.Fprintf(&b, "applied: step %s fail: it is a failure for good; its dependents are canceled\n", o.StepID)
+		}
+	}
+	if ps, err := pendingSteps(g, in.RunID); err == nil && len(ps) > 0 {
+		ids := make([]string, len(ps))
+		for i, p := range ps {
+			ids[i] = p.StepID
+		}
+		fmt.Fprintf(&b, "still pending_failed: %s\n", strings.Join(ids, ", "))
+	}
+	switch o, err := state.OwnerOf(g.StateDir, in.RunID); {
+	case in.DryRun:
+		b.WriteString("dry run: nothing was applied; call again with dry_run false to apply.\n")
+	case err == nil && o.Alive:
+		b.WriteString("the run is active: its faber process applies these decisions now, no resume needed.\n")
+	default:
+		fmt.Fprintf(&b, "next: the run continues with 'faber resume %s' (under 'faber recover', faber does that when you exit: do not run it yourself).\n", in.RunID)
+	}
+	j, _ := json.MarshalIndent(outs, "", "  ")
+	b.WriteString("\nJSON:\n")
+	b.Write(j)
+	res := textResult(b.String())
+	res.IsError = failed > 0
+	return res
+}
+
+// statusJSON is the object 'faber status --json' prints.
+func statusJSON(g *Globals, runID string) (statusOut, error) {
+	v, _, err := loadView(g, runID)
+	if err != nil {
+		return statusOut{}, err
+	}
+	steps := v.Steps
+	if steps == nil {
+		steps = []*exec.StepState{}
+	}
+	for _, st := range steps {
+		st.Hash, st.PGID, st.PStart = "", 0, ""
+	}
+	return statusOut{RunID: v.Run.RunID, Plan: v.Run.Plan, Status: v.Run.Status, StartedAt: v.Run.StartedAt, FinishedAt: v.Run.FinishedAt, Steps: steps}, nil
+}
+
+// stepLogsText returns the tails of one attempt's stdout and stderr.
+func stepLogsText(g *Globals, in logsInput) (string, error) {
+	v, _, err := loadView(g, in.RunID)
+	if err != nil {
+		return "", err
+	}
+	var st *exec.StepState
+	for _, s := range v.Steps {
+		if s.ID == in.StepID {
+			st = s
+		}
+	}
+	if st == nil {
+		return "", fmt.Errorf("run %s has no step %q", in.RunID, in.StepID)
+	}
+	n := in.Attempt
+	if n == 0 {
+		n = st.Attempt
+	}
+	if n == 0 {
+		return "", fmt.Errorf("step %q has not run yet (status %s)", in.StepID, st.Status)
+	}
+	if n < 0 || n > st.Attempt {
+		return "", fmt.Errorf("step %q has no attempt %d (its latest is %d)", in.StepID, n, st.Attempt)
+	}
+	lines := in.Lines
+	if lines <= 0 {
+		lines = 100
+	}
+	lines = min(lines, 2000)
+	runDir := state.RunDir(g.StateDir, in.RunID)
+	var b strings.Builder
+	code := "none"
+	if st.ExitCode != nil && n == st.Attempt {
+		code = fmt.Sprint(*st.ExitCode)
+	}
+	fmt.Fprintf(&b, "step %s of run %s, attempt %d of %d (step status %s, last exit code %s)\n", in.StepID, in.RunID, n, st.Attempt, st.Status, code)
+	for _, s := range []struct{ name, ext string }{{"stdout", "out"}, {"stderr", "err"}} {
+		path := exec.LogPath(runDir, in.StepID, "attempt", n, s.ext)
+		if _, err := os.Stat(path); err != nil {
+			fmt.Fprintf(&b, "--- %s: no log (%s) ---\n", s.name, path)
+			continue
+		}
+		tail := tailLines(path, lines)
+		fmt.Fprintf(&b, "--- %s, last %d line(s) (%s) ---\n", s.name, len(tail), path)
+		for _, l := range tail {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String(), nil
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// drainTransport makes end of input mean "no more requests", not "drop the
+// answers": a client that pipes its requests and closes stdin (a script, a
+// test) still gets a response to each call. The SDK handles calls
+// concurrently and cancels those in flight when reading stops, so the
+// connection holds back end-of-input until every call read has its response.
+type drainTransport struct{ inner mcp.Transport }
+
+func (t *drainTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dc := &drainConn{Connection: c}
+	dc.cond = sync.NewCond(&dc.mu)
+	return dc, nil
+}
+
+type drainConn struct {
+	mcp.Connection
+	mu       sync.Mutex
+	cond     *sync.Cond
+	inflight map[string]bool // ids of calls read and not yet answered
+}
+
+func (c *drainConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			c.wait(ctx)
+		}
+		return msg, err
+	}
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		c.mu.Lock()
+		if c.inflight == nil {
+			c.inflight = map[string]bool{}
+		}
+		c.inflight[fmt.Sprint(req.ID.Raw())] = true
+		c.mu.Unlock()
+	}
+	return msg, nil
+}
+
+func (c *drainConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	err := c.Connection.Write(ctx, msg)
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.mu.Lock()
+		delete(c.inflight, fmt.Sprint(resp.ID.Raw()))
+		c.cond.Broadcast()
+		c.mu.Unlock()
+	}
+	return err
+}
+
+func (c *drainConn) Close() error {
+	c.mu.Lock()
+	c.inflight = nil // nothing more will be answered
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	return c.Connection.Close()
+}
+
+// wait blocks until every call read so far is answered, or ctx ends.
+func (c *drainConn) wait(ctx context.Context) {
+	stop := context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		c.cond.Broadcast()
+		c.mu.Unlock()
+	})
+	defer stop()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(c.inflight) > 0 && ctx.Err() == nil {
+		c.cond.Wait()
+	}
+}

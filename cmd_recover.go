@@ -1,0 +1,262 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/spec"
+	"github.com/faber-run/faber/spec/subst"
+	"github.com/faber-run/faber/state"
+)
+
+// RecoverCmd lets an agent classify pending steps, then resumes.
+type RecoverCmd struct {
+	RunID string `arg:"" name:"run-id" help:"The run."`
+	Agent string `name:"agent" placeholder:"CMD" help:"Agent command line (default: the plan's agent:, else 'claude -p')."`
+}
+
+// Help explains recover.
+func (c *RecoverCmd) Help() string {
+	return `Runs an AI agent to decide on the run's pending_failed steps, then resumes
+the run. The agent is --agent (split into words like a shell would, without
+expansions), else the plan's agent:, else 'claude -p'. It gets one more
+argument, a prompt that names the run and its pending steps and tells it to
+decide on each with the MCP tools of 'faber mcp' or with 'faber classify',
+and nothing else. Its environment adds FABER_RUN_ID and FABER_STATE_DIR
+(absolute); its stdin is empty; its output goes to stderr, each line
+prefixed with agent:. faber must be in the agent's PATH, and the agent must
+be allowed to run it (or to use the faber MCP server) without asking.
+
+After the agent exits 0, faber resumes the run (steps the agent left
+pending_failed still wait, and the run exits 3 again) and exits with the
+run's code. If the agent exits non-zero, faber does not resume: its
+decisions so far stand, and faber exits 1. A run with no pending_failed
+steps is resumed without an agent. An agent that cannot be found exits 2; a
+run that is active in another process exits 4.
+
+Examples:
+  faber recover <run-id>
+  faber recover <run-id> --agent 'claude -p --allowedTools "Bash(faber:*)"'`
+}
+
+// Run runs the agent, then resumes.
+func (c *RecoverCmd) Run(g *Globals) error {
+	v, _, err := loadView(g, c.RunID)
+	if err != nil {
+		return err
+	}
+	if o, err := state.OwnerOf(g.StateDir, c.RunID); err == nil && o.Alive {
+		return withCode(exitState, fmt.Errorf("run %s is active in process %d: decide on its steps with faber classify (it goes on by itself), or wait for it to end", c.RunID, o.PID))
+	}
+	ps, err := pendingSteps(g, c.RunID)
+	if err != nil {
+		return err
+	}
+	resume := func() error { return (&ResumeCmd{RunID: c.RunID, UI: "plain"}).Run(g) }
+	if len(ps) == 0 {
+		if v.Run.Status != exec.RunSuccess {
+			fmt.Fprintf(g.stderr, "faber: run %s has no pending_failed steps; resuming it without an agent\n", c.RunID)
+		}
+		return resume()
+	}
+
+	argv, err := c.agentArgv(g)
+	if err != nil {
+		return err
+	}
+	path, err := osexec.LookPath(argv[0])
+	if err != nil {
+		return withCode(exitUsage, agentNotFound(argv[0], err))
+	}
+	stateDir, err := filepath.Abs(g.StateDir)
+	if err != nil {
+		return withCode(exitState, err)
+	}
+
+	ids := make([]string, len(ps))
+	for i, p := range ps {
+		ids[i] = p.StepID
+	}
+	fmt.Fprintf(g.stderr, "faber: asking %s to decide on %d pending_failed step(s) of run %s: %s\n",
+		subst.Join(argv), len(ps), c.RunID, strings.Join(ids, ", "))
+
+	ctx, _, _, stop := signalContext()
+	cmd := osexec.CommandContext(ctx, path, append(argv[1:], recoverPrompt(c.RunID, stateDir, ps))...)
+	cmd.Args[0] = argv[0]
+	cmd.Env = append(os.Environ(), "FABER_RUN_ID="+c.RunID, "FABER_STATE_DIR="+stateDir)
+	// stdin stays nil: the agent reads /dev/null and never waits for input.
+	out := &prefixWriter{w: g.stderr, prefix: "agent: "}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second // after exit or Ctrl-C, for pipes a child keeps open
+	err = cmd.Run()
+	out.Flush()
+	interrupted := ctx.Err() != nil
+	stop() // resume watches the signals itself
+	if interrupted {
+		fmt.Fprintf(g.stderr, "faber: interrupted; run %s was not resumed (faber resume %s continues it)\n", c.RunID, c.RunID)
+		return codeOnly(exitInterrupted)
+	}
+	if err != nil {
+		var ee *osexec.ExitError
+		if !errors.As(err, &ee) {
+			return withCode(exitState, fmt.Errorf("agent %s: %w", argv[0], err))
+		}
+		return withCode(exitFailed, fmt.Errorf("agent %s failed (%s); run %s was not resumed: see faber pending %s, then faber resume %s",
+			argv[0], ee.ProcessState, c.RunID, c.RunID, c.RunID))
+	}
+
+	left, err := pendingSteps(g, c.RunID)
+	if err != nil {
+		return err
+	}
+	if len(left) > 0 {
+		ids = ids[:0]
+		for _, p := range left {
+			ids = append(ids, p.StepID)
+		}
+		fmt.Fprintf(g.stderr, "faber: warning: the agent left %d step(s) pending_failed: %s\n", len(left), strings.Join(ids, ", "))
+	}
+	fmt.Fprintf(g.stderr, "faber: agent done; resuming run %s\n", c.RunID)
+	return resume()
+}
+
+// agentArgv is --agent split into words, else the stored plan's agent:, else
+// claude -p.
+func (c *RecoverCmd) agentArgv(g *Globals) ([]string, error) {
+	if strings.TrimSpace(c.Agent) != "" {
+		words, err := subst.Words(c.Agent)
+		if err != nil {
+			return nil, withCode(exitUsage, fmt.Errorf("--agent: %w", err))
+		}
+		return words, nil
+	}
+	meta, err := state.ReadMeta(g.StateDir, c.RunID)
+	if err != nil {
+		return nil, stateErr(err, c.RunID, g.StateDir)
+	}
+	b, err := state.ReadPlan(g.StateDir, c.RunID)
+	if err != nil {
+		return nil, stateErr(err, c.RunID, g.StateDir)
+	}
+	opts := spec.Options{Sets: meta.Sets}
+	for k := range meta.Sets {
+		opts.SetKeys = append(opts.SetKeys, k)
+	}
+	plan, err := spec.Parse(meta.PlanFile, b, opts)
+	if err != nil {
+		return nil, withCode(exitState, fmt.Errorf("run %s: stored plan unreadable: %w (pass --agent)", c.RunID, err))
+	}
+	if len(plan.Agent) > 0 && plan.Agent[0] != "" {
+		return plan.Agent, nil
+	}
+	return []string{"claude", "-p"}, nil
+}
+
+func agentNotFound(name string, err error) error {
+	if !strings.ContainsRune(name, filepath.Separator) && errors.Is(err, osexec.ErrNotFound) {
+		return fmt.Errorf("agent %q not found in PATH: install it or pass --agent", name)
+	}
+	// A path: say what is wrong with it (missing, not executable).
+	for u := errors.Unwrap(err); u != nil; u = errors.Unwrap(u) {
+		err = u
+	}
+	return fmt.Errorf("agent %q cannot be run: %v: fix it or pass --agent", name, err)
+}
+
+// recoverPrompt tells the agent which run to look at, what waits, and the only
+// things it may do about it.
+func recoverPrompt(runID, stateDir string, ps []PendingStep) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "You are deciding on failed steps of the faber workflow run %s (state dir %s, also in $FABER_STATE_DIR).\n", runID, stateDir)
+	fmt.Fprintf(&b, "%d step(s) failed and wait as pending_failed for a decision:\n", len(ps))
+	for _, p := range ps {
+		code := "none"
+		if p.ExitCode != nil {
+			code = fmt.Sprint(*p.ExitCode)
+		}
+		fmt.Fprintf(&b, "\n- step %s (attempt %d, exit code %s): %s\n", p.StepID, p.Attempt, code, clip(firstLine(p.Error), 300))
+		if p.Hint != "" {
+			fmt.Fprintf(&b, "  hint: %s\n", p.Hint)
+		}
+		tail := p.StderrTail
+		if len(tail) > 10 {
+			tail = tail[len(tail)-10:]
+		}
+		if len(tail) > 0 {
+			b.WriteString("  last stderr lines:\n")
+		}
+		for _, l := range tail {
+			fmt.Fprintf(&b, "    | %s\n", clip(l, 300))
+		}
+	}
+	fmt.Fprintf(&b, `
+For each step, decide:
+- retry if the failure looks transient (connection refused or reset, timeouts, rate limits, preemption, a service that was unavailable, I/O errors);
+- fail if it would happen again unchanged (syntax, import or type errors, a missing file or command, permission denied, bad configuration or arguments), or if you are unsure.
+
+How:
+- With the faber MCP tools (server: faber mcp): list_pending_failed_jobs and get_step_logs to read more, then classify_and_resolve_failures with run_id %[1]q and one {step_id, action, reason} per step.
+- Or on the command line: faber pending %[1]s, faber logs %[1]s STEP --stderr, then for each step
+  faber classify %[1]s STEP --retry --reason "why"   or   faber classify %[1]s STEP --fail --reason "why"
+
+Give each decision a short, specific reason. Do nothing else: do not edit files, do not run the steps yourself, do not run faber resume or reset. faber resumes the run when you exit.
+`, runID)
+	return b.String()
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + " …"
+}
+
+// prefixWriter writes whole lines, each with a prefix; it is safe for the
+// agent's stdout and stderr at once.
+type prefixWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	prefix string
+	buf    []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.buf = append(p.buf, b...)
+	for {
+		i := bytes.IndexByte(p.buf, '\n')
+		if i < 0 {
+			break
+		}
+		if _, err := fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i]); err != nil {
+			return len(b), nil // the agent must not die of our stderr
+		}
+		p.buf = p.buf[i+1:]
+	}
+	if len(p.buf) > 64<<10 { // a very long line: pass it on in pieces
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf)
+		p.buf = p.buf[:0]
+	}
+	return len(b), nil
+}
+
+// Flush writes a last line that had no newline.
+func (p *prefixWriter) Flush() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.buf) > 0 {
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf)
+		p.buf = nil
+	}
+}

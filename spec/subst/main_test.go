@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -79,6 +80,14 @@ func parseRecords(t *testing.T, data []byte) [][]string {
 		fields = fields[1+n:]
 	}
 	return out
+}
+
+// recorderEnv returns the environment for running the recorder that writes to out.
+// Under -race the race runtime sleeps a second before every exit unless told not to.
+func recorderEnv(out string) []string {
+	return append(os.Environ(),
+		recordEnv+"="+out,
+		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 }
 
 // recorder returns the path of the test binary, which records when recordEnv is set.

@@ -42,12 +42,15 @@ func Join(words []string) string {
 	return strings.Join(q, " ")
 }
 
-// posixShells are the shells whose -c accepts Script's output: POSIX sh and the
-// shells that extend it.
-var posixShells = map[string]bool{
-	"sh": true, "bash": true, "dash": true, "ash": true, "ksh": true, "ksh93": true,
-	"mksh": true, "lksh": true, "pdksh": true, "oksh": true, "loksh": true,
-	"zsh": true, "yash": true, "posh": true, "bosh": true,
+// isPOSIXShellName reports whether base names a shell whose -c accepts Script's
+// output: POSIX sh and the shells that extend it.
+func isPOSIXShellName(base string) bool {
+	switch base {
+	case "sh", "bash", "dash", "ash", "ksh", "ksh93", "mksh", "lksh", "pdksh", "oksh",
+		"loksh", "zsh", "yash", "posh", "bosh":
+		return true
+	}
+	return false
 }
 
 // IsPOSIXShell reports whether shell, a name or a path such as "bash" or "/bin/sh",
@@ -61,11 +64,11 @@ func IsPOSIXShell(shell string) bool {
 		base = base[i+1:]
 	}
 	base = strings.TrimSuffix(strings.ToLower(base), ".exe")
-	if posixShells[base] {
+	if isPOSIXShellName(base) {
 		return true
 	}
 	// Versioned names such as bash5 or bash-5.2.
 	trimmed := strings.TrimRight(base, "0123456789.")
 	trimmed = strings.TrimSuffix(trimmed, "-")
-	return trimmed != base && posixShells[trimmed]
+	return trimmed != base && isPOSIXShellName(trimmed)
 }

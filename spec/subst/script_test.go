@@ -299,7 +299,7 @@ func runRecorded(t *testing.T, rec, shell, script string, env []string, stdin bo
 	out := filepath.Join(dir, "rec")
 	cmd := exec.Command(shell, "-c", script)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "REC="+rec, recordEnv+"="+out)
+	cmd.Env = append(recorderEnv(out), "REC="+rec)
 	if stdin {
 		cmd.Env = append(cmd.Env, stdinEnv+"=1")
 	}

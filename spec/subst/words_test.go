@@ -146,7 +146,7 @@ func TestArgvExec(t *testing.T) {
 		out := filepath.Join(dir, "rec")
 		cmd := exec.Command(rec, argv[1:]...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), recordEnv+"="+out)
+		cmd.Env = recorderEnv(out)
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("recorder: %v: %s", err, b)
 		}

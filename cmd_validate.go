@@ -9,54 +9,99 @@ import (
 	"github.com/faber-run/faber/spec"
 )
 
-// ValidateCmd checks a plan.
+// ValidateCmd checks plans.
 type ValidateCmd struct {
-	Plan   string   `arg:"" name:"plan" help:"Plan file (.yaml, .yml or .json)."`
+	Plans  []string `arg:"" name:"plan" help:"Plan files (.yaml, .yml or .json); several may be given."`
 	Set    []string `name:"set" placeholder:"KEY=VALUE" help:"Override a context variable (repeatable)."`
 	Strict bool     `help:"Treat warnings (such as an invalid on_failure value) as errors."`
-	JSON   bool     `name:"json" help:"Print {valid, errors, warnings} as JSON."`
+	JSON   bool     `name:"json" help:"Print {valid, errors, warnings} as JSON (one object per plan, one per line when several)."`
 }
 
-// Run validates the plan; invalid plans exit 2.
+// Help explains validate.
+func (c *ValidateCmd) Help() string {
+	return `Checks everything that can be checked before a run: fields and their types,
+ids, dependencies and cycles, failure handlers and their rules, durations,
+{variables}, and that every /command resolves. Nothing runs, nothing is
+written. Exits 2 if any plan is invalid.
+
+Examples:
+  faber validate plan.yaml
+  faber validate examples/*.yaml
+  faber validate plan.yaml --set dataset=ipeds --strict --json`
+}
+
+type validateOut struct {
+	Valid    bool              `json:"valid"`
+	Errors   []spec.Diagnostic `json:"errors"`
+	Warnings []spec.Diagnostic `json:"warnings"`
+}
+
+// Run validates each plan; invalid plans exit 2.
 func (c *ValidateCmd) Run(g *Globals) error {
 	opts, err := parseSets(c.Set)
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
 	opts.Strict = c.Strict
-	plan, err := spec.Load(c.Plan, opts)
+	var firstErr error
+	for _, path := range c.Plans {
+		if err := c.one(g, path, opts); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return firstErr
+}
+
+func (c *ValidateCmd) one(g *Globals, path string, opts spec.Options) error {
+	plan, err := spec.Load(path, opts)
 	var inv *spec.Invalid
 	if err != nil && !errors.As(err, &inv) {
+		if c.JSON {
+			out := validateOut{Errors: []spec.Diagnostic{{File: path, Message: err.Error()}}, Warnings: []spec.Diagnostic{}}
+			c.print(g, out)
+			return codeOnly(exitUsage)
+		}
 		return withCode(exitUsage, err)
 	}
 	if c.JSON {
-		out := struct {
-			Valid    bool              `json:"valid"`
-			Errors   []spec.Diagnostic `json:"errors"`
-			Warnings []spec.Diagnostic `json:"warnings"`
-		}{Valid: err == nil, Errors: []spec.Diagnostic{}, Warnings: []spec.Diagnostic{}}
+		out := validateOut{Valid: err == nil, Errors: []spec.Diagnostic{}, Warnings: []spec.Diagnostic{}}
 		if inv != nil {
 			out.Errors = append(out.Errors, inv.Errors...)
 			out.Warnings = append(out.Warnings, inv.Warnings...)
 		} else if plan != nil {
 			out.Warnings = append(out.Warnings, plan.Warnings...)
 		}
-		b, _ := json.MarshalIndent(out, "", "  ")
-		fmt.Fprintln(g.stdout, string(b))
+		c.print(g, out)
 		if err != nil {
 			return codeOnly(exitUsage)
 		}
 		return nil
 	}
 	if err != nil {
-		return withCode(exitUsage, planError(inv))
+		e := planError(inv)
+		if len(c.Plans) > 1 {
+			// Several plans: report each invalid one as it comes.
+			fmt.Fprintf(g.stderr, "faber: %s\n", e)
+			return codeOnly(exitUsage)
+		}
+		return withCode(exitUsage, e)
 	}
 	for _, w := range plan.Warnings {
 		fmt.Fprintf(g.stderr, "faber: warning: %s\n", w.Error())
 	}
-	fmt.Fprintf(g.stdout, "%s: valid — plan %q, %d %s in %d %s%s\n", c.Plan, plan.Name,
+	fmt.Fprintf(g.stdout, "%s: valid — plan %q, %d %s in %d %s%s\n", path, plan.Name,
 		len(plan.Steps), plural(len(plan.Steps), "step", "steps"), len(plan.Phases), plural(len(plan.Phases), "phase", "phases"), endNote(plan))
 	return nil
+}
+
+func (c *ValidateCmd) print(g *Globals, out validateOut) {
+	if len(c.Plans) > 1 {
+		b, _ := json.Marshal(out)
+		fmt.Fprintln(g.stdout, string(b))
+		return
+	}
+	b, _ := json.MarshalIndent(out, "", "  ")
+	fmt.Fprintln(g.stdout, string(b))
 }
 
 func endNote(p *spec.Plan) string {

@@ -148,6 +148,24 @@ func classifyStep(g *Globals, runID, step, action, reason string) error {
 	if _, err := state.ReadMeta(g.StateDir, runID); err != nil {
 		return stateErr(err, runID, g.StateDir)
 	}
+	// A sub-plan step waits on its child run: name the child's steps to decide on.
+	if v, _, err := loadView(g, runID); err == nil {
+		for _, st := range v.Steps {
+			if st.ID != step || st.ChildRunID == "" || st.Status != exec.StatusPendingFailed {
+				continue
+			}
+			var ids []string
+			if cv, _, err := loadView(g, st.ChildRunID); err == nil {
+				for _, c := range cv.Steps {
+					if c.Status == exec.StatusPendingFailed {
+						ids = append(ids, c.ID)
+					}
+				}
+			}
+			return withCode(exitUsage, fmt.Errorf("step %q waits on its child run %s, whose pending steps are: %s; classify those (faber classify %s STEP ...), then resume %s",
+				step, st.ChildRunID, strings.Join(ids, ", "), st.ChildRunID, runID))
+		}
+	}
 	runDir := state.RunDir(g.StateDir, runID)
 	deadline := time.Now().Add(10 * time.Second)
 	for {

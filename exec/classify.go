@@ -25,6 +25,10 @@ func Classify(p *spec.Plan, steps map[string]*StepState, stepID, action, reason 
 	if st.Status != StatusPendingFailed {
 		return nil, nil, &ClassifyError{fmt.Sprintf("step %q is %s, not pending_failed: only pending_failed steps can be classified", stepID, st.Status)}
 	}
+	if p.Step(stepID).PlanPath != "" {
+		// The decision belongs to the child run's own pending steps (SPEC §10).
+		return nil, nil, &ClassifyError{fmt.Sprintf("step %q waits on its child run %s: classify that run's pending steps (faber pending %s), then resume", stepID, st.ChildRunID, st.ChildRunID)}
+	}
 	if action != ClassifiedRetry && action != ClassifiedFail {
 		return nil, nil, &ClassifyError{fmt.Sprintf("action %q: want retry or fail", action)}
 	}

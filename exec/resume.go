@@ -171,7 +171,9 @@ func PrepareResume(p *spec.Plan, prior *Prior, opts ResumeOptions) error {
 			}
 			set(st, StatusPending, "")
 		case StatusPendingFailed:
-			if st.Classified == ClassifiedRetry || opts.RetryPending {
+			// A sub-plan step waits on its child run, which holds the real
+			// decision: resuming the step resumes the child (SPEC §9).
+			if st.Classified == ClassifiedRetry || opts.RetryPending || s.PlanPath != "" {
 				set(st, StatusPending, "")
 			}
 		}

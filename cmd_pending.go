@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/faber-run/faber/exec"
-	"github.com/faber-run/faber/spec"
 	"github.com/faber-run/faber/state"
 )
 
@@ -192,17 +191,9 @@ func classifyStep(g *Globals, runID, step, action, reason string) error {
 			return stateErrLocked(err, runID, g.StateDir)
 		}
 		defer store.Close()
-		snap, err := store.Load()
+		snap, prior, plan, err := loadOwned(store, runID)
 		if err != nil {
-			return withCode(exitState, err)
-		}
-		prior, err := decodePrior(snap)
-		if err != nil {
-			return withCode(exitState, err)
-		}
-		plan, err := spec.Parse(snap.Meta.PlanFile, snap.Plan, spec.Options{Sets: snap.Meta.Sets})
-		if err != nil {
-			return withCode(exitState, fmt.Errorf("run %s: stored plan unreadable: %w", runID, err))
+			return err
 		}
 		changed, evs, err := exec.Classify(plan, prior.Steps, step, action, reason)
 		if err != nil {

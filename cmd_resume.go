@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/faber-run/faber/exec"
 	"github.com/faber-run/faber/spec"
@@ -82,20 +81,13 @@ func (c *ResumeCmd) Run(g *Globals) error {
 		if err != nil {
 			return withCode(exitUsage, fmt.Errorf("cannot read plan: %w", unwrapPath(err)))
 		}
-		plan, err = spec.Parse(c.Plan, planBytes, opts)
+		plan, err = parsePlan(g, c.Plan, planBytes, opts)
 		edited = true
 	} else {
-		plan, err = spec.Parse(snap.Meta.PlanFile, snap.Plan, opts)
+		plan, err = parsePlan(g, snap.Meta.PlanFile, snap.Plan, opts)
 	}
 	if err != nil {
-		var inv *spec.Invalid
-		if errors.As(err, &inv) {
-			return withCode(exitUsage, planError(inv))
-		}
-		return withCode(exitUsage, err)
-	}
-	for _, w := range plan.Warnings {
-		fmt.Fprintf(g.stderr, "faber: warning: %s\n", w.Error())
+		return err
 	}
 
 	// A dead owner may have left processes behind: terminate them before any
@@ -208,18 +200,9 @@ func (c *ResetCmd) Run(g *Globals) error {
 		return err
 	}
 	defer store.Close()
-	snap, err := store.Load()
+	snap, prior, plan, err := loadOwned(store, c.RunID)
 	if err != nil {
-		return withCode(exitState, err)
-	}
-	prior, err := decodePrior(snap)
-	if err != nil {
-		return withCode(exitState, err)
-	}
-	opts := spec.Options{Sets: snap.Meta.Sets}
-	plan, err := spec.Parse(snap.Meta.PlanFile, snap.Plan, opts)
-	if err != nil {
-		return withCode(exitState, fmt.Errorf("run %s: stored plan unreadable: %w", c.RunID, err))
+		return err
 	}
 	changed, evs, err := exec.ResetSteps(plan, prior, c.FailedOnly, c.Step)
 	if err != nil {
@@ -246,4 +229,20 @@ func (c *ResetCmd) Run(g *Globals) error {
 	return nil
 }
 
-var _ = filepath.Base
+// loadOwned loads an owned run's snapshot, its records and its stored plan,
+// for commands that change a run that is not active (reset, classify).
+func loadOwned(store *state.Store, runID string) (*state.Snapshot, *exec.Prior, *spec.Plan, error) {
+	snap, err := store.Load()
+	if err != nil {
+		return nil, nil, nil, withCode(exitState, fmt.Errorf("run %s: cannot load its state: %w", runID, err))
+	}
+	prior, err := decodePrior(snap)
+	if err != nil {
+		return nil, nil, nil, withCode(exitState, fmt.Errorf("run %s: %w", runID, err))
+	}
+	plan, err := spec.Parse(snap.Meta.PlanFile, snap.Plan, spec.Options{Sets: snap.Meta.Sets})
+	if err != nil {
+		return nil, nil, nil, withCode(exitState, fmt.Errorf("run %s: stored plan unreadable: %w", runID, err))
+	}
+	return snap, prior, plan, nil
+}

@@ -63,16 +63,9 @@ func (c *RunCmd) Run(g *Globals) error {
 	if err != nil {
 		return withCode(exitUsage, fmt.Errorf("cannot read plan: %w", unwrapPath(err)))
 	}
-	plan, err := spec.Parse(c.Plan, data, opts)
+	plan, err := parsePlan(g, c.Plan, data, opts)
 	if err != nil {
-		var inv *spec.Invalid
-		if errors.As(err, &inv) {
-			return withCode(exitUsage, planError(inv))
-		}
-		return withCode(exitUsage, err)
-	}
-	for _, w := range plan.Warnings {
-		fmt.Fprintf(g.stderr, "faber: warning: %s\n", w.Error())
+		return err
 	}
 	abs, _ := filepath.Abs(c.Plan)
 	now := time.Now()
@@ -288,4 +281,21 @@ func writeChildResult(runID, status string, states []*exec.StepState) {
 	}
 	b, _ := json.Marshal(map[string]string{"status": "failure", "message": msg})
 	_ = os.WriteFile(path, b, 0o644)
+}
+
+// parsePlan parses and validates a plan for a run: an invalid plan is exit 2
+// with its first error; warnings go to stderr.
+func parsePlan(g *Globals, file string, data []byte, opts spec.Options) (*spec.Plan, error) {
+	plan, err := spec.Parse(file, data, opts)
+	if err != nil {
+		var inv *spec.Invalid
+		if errors.As(err, &inv) {
+			return nil, withCode(exitUsage, planError(inv))
+		}
+		return nil, withCode(exitUsage, err)
+	}
+	for _, w := range plan.Warnings {
+		fmt.Fprintf(g.stderr, "faber: warning: %s\n", w.Error())
+	}
+	return plan, nil
 }

@@ -579,12 +579,7 @@ func (r *Runner) recoveryDone(sr *stepRun, m msg) {
 		}
 		r.commit(nil, ev)
 	}
-	switch reason := sr.ctrl.Reason(); {
-	case reason == reasonInterrupt || r.intr:
-		r.endRetry(sr, StatusInterrupted, "interrupted")
-		return
-	case reason == reasonCancel:
-		r.endRetry(sr, StatusCanceled, "stopped: another step failed (stop_mode: cancel)")
+	if r.retryStopped(sr) {
 		return
 	}
 	if delay <= 0 {
@@ -610,17 +605,25 @@ func (r *Runner) endRetry(sr *stepRun, status, errText string) {
 	r.commit([]*StepState{sr.st}, r.statusEvent(sr))
 }
 
-// retryReady queues a reserved retry for a job slot.
-func (r *Runner) retryReady(sr *stepRun) {
+// retryStopped ends a reserved retry that an interrupt or a cancel stopped
+// during its recovery script or delay; it reports whether it did.
+func (r *Runner) retryStopped(sr *stepRun) bool {
 	switch reason := sr.ctrl.Reason(); {
 	case reason == reasonInterrupt || r.intr:
 		r.endRetry(sr, StatusInterrupted, "interrupted")
-		return
+		return true
 	case reason == reasonCancel:
 		r.endRetry(sr, StatusCanceled, "stopped: another step failed (stop_mode: cancel)")
-		return
+		return true
 	}
-	r.push(sr)
+	return false
+}
+
+// retryReady queues a reserved retry for a job slot.
+func (r *Runner) retryReady(sr *stepRun) {
+	if !r.retryStopped(sr) {
+		r.push(sr)
+	}
 }
 
 // invokeHandler runs the step's on_failure command (SPEC §4). The step keeps

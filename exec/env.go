@@ -2,6 +2,7 @@ package exec
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -196,10 +197,23 @@ func (r *Runner) procFor(sr *stepRun, kind string, argv []string, timeout time.D
 		timeout:    timeout,
 		grace:      r.grace(sr),
 	}
-	if r.WantOutput && r.Sink != nil {
+	if r.Sink != nil {
 		id, sink := sr.def.ID, r.Sink
+		child := sr.def.PlanPath != "" && kind == "attempt"
+		want := r.WantOutput
 		ps.onLine = func(stream string, line []byte) {
-			sink.Event(Event{Type: EvStepOutput, RunID: r.RunID, StepID: id, Attempt: n, Line: line, Fields: map[string]any{"stream": stream, "kind": kind}})
+			// A child run (faber --ui json) reports its events on stdout:
+			// hand them on marked with the child's run id.
+			if child && stream == "stdout" && len(line) > 0 && line[0] == '{' {
+				var ce Event
+				if json.Unmarshal(line, &ce) == nil && ce.Type != "" && ce.RunID != "" {
+					sink.Event(Event{Type: EvChildEvent, RunID: r.RunID, StepID: id, Attempt: n, Child: &ce})
+					return
+				}
+			}
+			if want {
+				sink.Event(Event{Type: EvStepOutput, RunID: r.RunID, StepID: id, Attempt: n, Line: line, Fields: map[string]any{"stream": stream, "kind": kind}})
+			}
 		}
 	}
 	if kind == "attempt" {
@@ -221,7 +235,7 @@ func (r *Runner) childSpec(sr *stepRun, vars map[string]string) (procSpec, error
 	}
 	argv := append(append([]string{}, r.Self...), "run", sr.def.PlanPath,
 		"--run-id", sr.st.ChildRunID, "--parent-run", r.RunID, "--parent-step", sr.def.ID,
-		"--output-dir", r.outDir, "--ui", "plain", "--state-dir", r.StateDir)
+		"--output-dir", r.outDir, "--ui", "json", "--state-dir", r.StateDir)
 	for _, k := range sr.def.PlanContextKeys {
 		v, err := subst.Expand(sr.def.PlanContext[k], vars)
 		if err != nil {

@@ -42,6 +42,10 @@ const (
 	EvRunResumed         = "run_resumed"
 	EvStepStatus         = "step_status"
 	EvStepOutput         = "step_output" // never stored; renderers only
+	// EvChildEvent carries one event of a sub-plan step's child run to the
+	// parent's renderers (never stored in the parent: the child run has its
+	// own log). StepID is the parent step; Child is the child's event.
+	EvChildEvent = "child_event"
 	EvRetryReserved      = "step_retry_reserved"
 	EvRecoveryFinished   = "recovery_script_finished"
 	EvHandlerInvoked     = "step_handler_invoked"
@@ -136,6 +140,8 @@ type Event struct {
 	// Line is set on EvStepOutput events only (never stored): one line of
 	// output, Stream "stdout" or "stderr" in Fields.
 	Line []byte
+	// Child is set on EvChildEvent events only: the child run's event.
+	Child *Event
 }
 
 // MarshalJSON writes the common fields first, in a stable order, then Fields

@@ -66,6 +66,15 @@ func (p *Plain) write(e exec.Event) {
 func PlainLine(e exec.Event, s Styles) string {
 	ts := e.Time.Local().Format("15:04:05")
 	switch e.Type {
+	case exec.EvChildEvent:
+		if e.Child == nil {
+			return ""
+		}
+		l := PlainLine(*e.Child, s)
+		if l == "" {
+			return ""
+		}
+		return s.Dim.Render(e.StepID+" ↳ "+e.Child.RunID) + " " + l
 	case exec.EvStepOutput:
 		prefix := e.StepID
 		if k, _ := e.Fields["kind"].(string); k != "" && k != "attempt" {
@@ -172,10 +181,26 @@ func NewJSON(w io.Writer) *JSON {
 	return j
 }
 
-// Event queues a committed event; output lines are not part of the JSON stream.
+// Event queues a committed event; output lines are not part of the JSON
+// stream. A child run's events are written as they are: their run_id is
+// the child's, and parent_run_id and parent_step_id mark them.
 func (j *JSON) Event(e exec.Event) {
-	if e.Type == exec.EvStepOutput {
+	switch e.Type {
+	case exec.EvStepOutput:
 		return
+	case exec.EvChildEvent:
+		if e.Child == nil {
+			return
+		}
+		c := *e.Child
+		f := make(map[string]any, len(c.Fields)+2)
+		for k, v := range c.Fields {
+			f[k] = v
+		}
+		f["parent_run_id"] = e.RunID
+		f["parent_step_id"] = e.StepID
+		c.Fields = f
+		e = c
 	}
 	j.q.put(e)
 }

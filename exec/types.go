@@ -38,14 +38,14 @@ const (
 
 // Event types.
 const (
-	EvRunStarted         = "run_started"
-	EvRunResumed         = "run_resumed"
-	EvStepStatus         = "step_status"
-	EvStepOutput         = "step_output" // never stored; renderers only
+	EvRunStarted = "run_started"
+	EvRunResumed = "run_resumed"
+	EvStepStatus = "step_status"
+	EvStepOutput = "step_output" // never stored; renderers only
 	// EvChildEvent carries one event of a sub-plan step's child run to the
 	// parent's renderers (never stored in the parent: the child run has its
 	// own log). StepID is the parent step; Child is the child's event.
-	EvChildEvent = "child_event"
+	EvChildEvent         = "child_event"
 	EvRetryReserved      = "step_retry_reserved"
 	EvRecoveryFinished   = "recovery_script_finished"
 	EvHandlerInvoked     = "step_handler_invoked"

@@ -76,6 +76,7 @@ type logLine struct {
 	text   string
 	stderr bool
 	mark   bool // a separator written by faber, not by the step
+	child  bool // an event of the step's child run (a sub-plan step)
 }
 
 // ring keeps the last logLinesPerStep lines.
@@ -106,6 +107,7 @@ type stepRow struct {
 	index   int // in Model.steps
 	phase   int // in Model.phases
 	row     int // in Model.rows
+	rowEnd  int // last row of the step's nested child-run lines (row when none)
 	status  string
 	attempt int
 	exit    *int
@@ -123,6 +125,36 @@ type stepRow struct {
 	lastKind        string
 	lastLine        string // newest attempt output line, for the row
 	activeSince     time.Time
+	// runs are the child runs of a sub-plan step (`plan:`), shown as
+	// display-only lines under the step's row.
+	runs []*childRun
+}
+
+// childRun is a sub-plan step's child run (or a grandchild run) as the view
+// knows it from the child's events: its steps, shown nested under the step
+// that runs it. Its lines are display-only: they are never selected.
+type childRun struct {
+	id     string
+	depth  int    // 1: run by a step of this run; 2: by a step of a child run; …
+	via    string // the child step ids leading to a grandchild run ("" at depth 1)
+	status string // the run's outcome once it ended; "" while it runs
+	steps  []*childStep
+	byID   map[string]*childStep
+	idW    int
+}
+
+// childStep is one step of a child run.
+type childStep struct {
+	id, name string
+	status   string
+	attempt  int
+	exit     *int
+	err      string
+	handler  string
+	started  time.Time
+	dur      time.Duration
+	hasDur   bool
+	runs     []*childRun // grandchild runs, when this step is a sub-plan step too
 }
 
 type phaseRow struct {
@@ -132,10 +164,14 @@ type phaseRow struct {
 	bad   int
 }
 
-// flatRow is one line of the step list: a phase title (step < 0) or a step.
+// flatRow is one line of the step list: a phase title (step < 0), a step,
+// or (run set) a display-only line nested under step: the title of a child
+// run (cstep nil) or one of its steps.
 type flatRow struct {
 	phase int
 	step  int
+	run   *childRun
+	cstep *childStep
 }
 
 // Model is the bubbletea model of the live view. It only consumes events;
@@ -172,21 +208,27 @@ type Model struct {
 	events     int // events applied, so an empty summary can be left out
 	done       bool
 	dropped    int
+
+	childRuns map[string]*childRun // every child and grandchild run, by run id
+	rowsDirty bool                 // child lines were added: layoutRows is due
+	plainSt   Styles               // colourless, for the child-event lines of the log pane
 }
 
 // NewModel returns the model for a run; New wraps it in a running program.
 func NewModel(opt Options) *Model {
 	m := &Model{
-		opt:    opt,
-		st:     opt.Styles,
-		keys:   DefaultKeyMap(),
-		now:    opt.Now,
-		byID:   map[string]*stepRow{},
-		counts: map[string]int{},
-		width:  80,
-		height: 24,
-		attW:   3,
-		follow: true,
+		opt:       opt,
+		st:        opt.Styles,
+		keys:      DefaultKeyMap(),
+		now:       opt.Now,
+		byID:      map[string]*stepRow{},
+		counts:    map[string]int{},
+		plainSt:   NewStyles(false),
+		childRuns: map[string]*childRun{},
+		width:     80,
+		height:    24,
+		attW:      3,
+		follow:    true,
 	}
 	if opt.Keys != nil {
 		m.keys = *opt.Keys
@@ -211,6 +253,12 @@ func NewModel(opt Options) *Model {
 		}
 		r.classified = ps.Classified
 		m.fitAttempt(r)
+		if ps.ChildRunID != "" {
+			m.newChildRun(r, nil, "", ps.ChildRunID)
+		}
+	}
+	if m.rowsDirty {
+		m.layoutRows()
 	}
 	return m
 }
@@ -242,14 +290,33 @@ func (m *Model) addStep(d StepDef) *stepRow {
 	return r
 }
 
-// layoutRows rebuilds the flat list: each phase title followed by its steps.
+// layoutRows rebuilds the flat list: each phase title followed by its steps,
+// each step followed by the lines of its child runs.
 func (m *Model) layoutRows() {
 	m.rows = m.rows[:0]
+	m.rowsDirty = false
 	for pi, p := range m.phases {
 		m.rows = append(m.rows, flatRow{phase: pi, step: -1})
 		for _, si := range p.steps {
-			m.steps[si].row = len(m.rows)
+			r := m.steps[si]
+			r.row = len(m.rows)
 			m.rows = append(m.rows, flatRow{phase: pi, step: si})
+			for _, cr := range r.runs {
+				m.layoutRun(pi, si, cr)
+			}
+			r.rowEnd = len(m.rows) - 1
+		}
+	}
+}
+
+// layoutRun appends a child run's title line, then its steps, each followed
+// by its own (grandchild) runs.
+func (m *Model) layoutRun(pi, si int, cr *childRun) {
+	m.rows = append(m.rows, flatRow{phase: pi, step: si, run: cr})
+	for _, cs := range cr.steps {
+		m.rows = append(m.rows, flatRow{phase: pi, step: si, run: cr, cstep: cs})
+		for _, g := range cs.runs {
+			m.layoutRun(pi, si, g)
 		}
 	}
 }
@@ -305,8 +372,16 @@ func (m *Model) tick() tea.Cmd {
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case eventsMsg:
+		child := false
 		for _, e := range msg.events {
 			m.apply(e)
+			child = child || e.Type == exec.EvChildEvent
+		}
+		if m.rowsDirty {
+			m.layoutRows()
+		}
+		if child {
+			m.scrollTo() // nested lines came or changed under the steps
 		}
 		for step, n := range msg.dropped {
 			m.dropped += n
@@ -538,7 +613,7 @@ func (m *Model) apply(e exec.Event) {
 			m.opt.RunID = e.RunID
 		}
 		if len(m.steps) == 0 {
-			if infos, ok := e.Fields["steps"].([]exec.StepInfo); ok {
+			if infos := stepInfos(e.Fields["steps"]); len(infos) > 0 {
 				for _, in := range infos {
 					m.addStep(StepDef{ID: in.ID, Name: in.Name, Phase: in.Phase})
 				}
@@ -557,6 +632,11 @@ func (m *Model) apply(e exec.Event) {
 			return
 		}
 		m.applyLine(m.step(e.StepID, e), e)
+	case exec.EvChildEvent:
+		if e.StepID == "" || e.Child == nil || e.Child.RunID == "" {
+			return
+		}
+		m.applyChild(m.step(e.StepID, e), *e.Child)
 	case exec.EvRetryReserved:
 		r := m.step(e.StepID, e)
 		r.retries, _ = toInt(e.Fields["retry_count"])
@@ -667,6 +747,140 @@ func (m *Model) applyLine(r *stepRow, e exec.Event) {
 	if m.showLog && m.logOff > 0 && m.sel == r.index {
 		m.scrollLog(1) // keep the lines in view still while reading back
 	}
+}
+
+// applyChild folds one event of a child run of step r into the view: the
+// nested lines under r, and a line in r's log pane. A grandchild run's
+// events carry the run and step that run it (parent_run_id,
+// parent_step_id); they nest under that step of the child run, or under r
+// when that run is not known.
+func (m *Model) applyChild(r *stepRow, c exec.Event) {
+	cr := m.childRuns[c.RunID]
+	if cr == nil {
+		pr, _ := c.Fields["parent_run_id"].(string)
+		ps, _ := c.Fields["parent_step_id"].(string)
+		p := m.childRuns[pr]
+		if ps == "" {
+			p = nil
+		}
+		cr = m.newChildRun(r, p, ps, c.RunID)
+	}
+	switch c.Type {
+	case exec.EvRunStarted, exec.EvRunResumed:
+		cr.status = ""
+		for _, in := range stepInfos(c.Fields["steps"]) {
+			cs := m.childStep(cr, in.ID)
+			if in.Name != "" {
+				cs.name = in.Name
+			}
+		}
+	case exec.EvStepStatus:
+		if c.StepID == "" {
+			break
+		}
+		cs := m.childStep(cr, c.StepID)
+		prev := cs.status
+		cs.status = c.Status
+		if c.Attempt > 0 {
+			cs.attempt = c.Attempt
+		}
+		cs.exit = c.ExitCode
+		cs.err, _ = c.Fields["error"].(string)
+		switch c.Status {
+		case exec.StatusInProgress:
+			def := c.Time
+			if def.IsZero() {
+				def = m.now()
+			}
+			cs.started = fieldTime(c.Fields["started_at"], def)
+			cs.hasDur = false
+		case exec.StatusRemediating:
+			if h, ok := c.Fields["handler_command"].(string); ok && h != "" {
+				cs.handler = h
+			} else if prev != exec.StatusRemediating {
+				cs.handler = ""
+			}
+		}
+		if d, ok := toInt(c.Fields["duration_ms"]); ok && c.Status != exec.StatusInProgress {
+			cs.dur, cs.hasDur = time.Duration(d)*time.Millisecond, true
+		}
+	case exec.EvHandlerInvoked:
+		if c.StepID != "" {
+			if h, ok := c.Fields["handler_command"].(string); ok {
+				m.childStep(cr, c.StepID).handler = h
+			}
+		}
+	case exec.EvWorkflowCompleted, exec.EvWorkflowFailed:
+		cr.status = c.Status
+	}
+	if l := PlainLine(c, m.plainSt); l != "" {
+		if cr.via != "" {
+			l = cr.via + " ↳ " + l
+		}
+		r.log.add(logLine{text: sanitize([]byte(l)), child: true})
+		if m.showLog && m.logOff > 0 && m.sel == r.index {
+			m.scrollLog(1)
+		}
+	}
+}
+
+// newChildRun records a child run under step r (parent nil) or, a
+// grandchild run, under step ps of the child run parent.
+func (m *Model) newChildRun(r *stepRow, parent *childRun, ps, id string) *childRun {
+	cr := &childRun{id: id, depth: 1, byID: map[string]*childStep{}}
+	if parent != nil {
+		cs := m.childStep(parent, ps)
+		cs.runs = append(cs.runs, cr)
+		cr.depth = parent.depth + 1
+		cr.via = ps
+		if parent.via != "" {
+			cr.via = parent.via + " ↳ " + ps
+		}
+	} else {
+		r.runs = append(r.runs, cr)
+	}
+	m.childRuns[id] = cr
+	m.rowsDirty = true
+	return cr
+}
+
+// childStep returns a step of a child run, adding it when new.
+func (m *Model) childStep(cr *childRun, id string) *childStep {
+	if cs := cr.byID[id]; cs != nil {
+		return cs
+	}
+	cs := &childStep{id: id, name: id, status: exec.StatusPending}
+	cr.steps = append(cr.steps, cs)
+	cr.byID[id] = cs
+	cr.idW = max(cr.idW, len(id))
+	m.rowsDirty = true
+	return cs
+}
+
+// stepInfos reads the steps field of run_started or run_resumed: live
+// ([]exec.StepInfo) or decoded from JSON (a list of objects).
+func stepInfos(x any) []exec.StepInfo {
+	switch v := x.(type) {
+	case []exec.StepInfo:
+		return v
+	case []any:
+		out := make([]exec.StepInfo, 0, len(v))
+		for _, it := range v {
+			o, ok := it.(map[string]any)
+			if !ok {
+				continue
+			}
+			id, _ := o["id"].(string)
+			if id == "" {
+				continue
+			}
+			name, _ := o["name"].(string)
+			phase, _ := o["phase"].(string)
+			out = append(out, exec.StepInfo{ID: id, Name: name, Phase: phase})
+		}
+		return out
+	}
+	return nil
 }
 
 // handlerOutcome reads a handler_result field, live (*exec.HandlerResult)

@@ -612,3 +612,224 @@ func TestLeavingTheViewFallsBackToPlain(t *testing.T) {
 		t.Errorf("interrupts = %v", hard)
 	}
 }
+
+// childEv wraps an event of a child run as the runner delivers it: decoded
+// from the child's JSON stream (so steps are []any, numbers float64).
+func childEv(t *testing.T, parentStep string, c exec.Event) exec.Event {
+	t.Helper()
+	if c.Time.IsZero() {
+		c.Time = t0
+	}
+	b, err := c.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d exec.Event
+	if err := d.UnmarshalJSON(b); err != nil {
+		t.Fatal(err)
+	}
+	return exec.Event{Type: exec.EvChildEvent, RunID: "demo-20260102T030405-abcd", StepID: parentStep, Attempt: 1, Child: &d}
+}
+
+func childStarted(run string, fields map[string]any, ids ...string) exec.Event {
+	var infos []exec.StepInfo
+	for _, id := range ids {
+		infos = append(infos, exec.StepInfo{ID: id, Name: id, Phase: "main", Needs: []string{}})
+	}
+	f := map[string]any{"plan": "child", "total_steps": len(ids), "steps": infos}
+	for k, v := range fields {
+		f[k] = v
+	}
+	return exec.Event{Type: exec.EvRunStarted, RunID: run, Fields: f}
+}
+
+func childStatus(run, step, st string, attempt int, fields map[string]any) exec.Event {
+	e := status(step, st, attempt, fields)
+	e.RunID = run
+	return e
+}
+
+// lineIndex is the index of the first screen line containing all of want.
+func lineIndex(view string, want ...string) int {
+	for i, l := range strings.Split(view, "\n") {
+		ok := true
+		for _, w := range want {
+			ok = ok && strings.Contains(l, w)
+		}
+		if ok {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestChildRunNestedUnderItsStep(t *testing.T) {
+	m, c := newTestModel(t, defs("main", "prep", "sub", "report")...)
+	feed(m, status("prep", exec.StatusSuccess, 1, map[string]any{"duration_ms": int64(5)}),
+		status("sub", exec.StatusInProgress, 1, nil),
+		childEv(t, "sub", childStarted("child-1", nil, "c1", "c2", "c3")),
+		childEv(t, "sub", childStatus("child-1", "c1", exec.StatusInProgress, 1, nil)),
+		childEv(t, "sub", childStatus("child-1", "c1", exec.StatusSuccess, 1, map[string]any{"duration_ms": int64(20)})),
+		childEv(t, "sub", childStatus("child-1", "c2", exec.StatusInProgress, 1, map[string]any{"started_at": t0.Format(time.RFC3339Nano)})))
+	c.t = t0.Add(1500 * time.Millisecond)
+	v := m.View()
+	checkSize(t, v, 120, 40)
+	sub, title := lineIndex(v, "› ", "sub"), lineIndex(v, "↳ child run child-1", "1/3", "running")
+	c1, c2, c3 := lineIndex(v, "↳ ✓ c1", "success", "#1", "20ms"), lineIndex(v, "c2", "in_progress", "1.5s"), lineIndex(v, "↳ · c3", "pending")
+	report := lineIndex(v, "report")
+	if sub < 0 || !(sub < title && title < c1 && c1 < c2 && c2 < c3 && c3 < report) {
+		t.Fatalf("child lines not nested under sub (sub %d title %d c1 %d c2 %d c3 %d report %d):\n%s", sub, title, c1, c2, c3, report, v)
+	}
+	lines := strings.Split(v, "\n")
+	if !strings.HasPrefix(lines[c1], "    ↳ ") || !strings.HasPrefix(lines[title], "    ↳ ") {
+		t.Errorf("child lines are not indented under the step id:\n%s", v)
+	}
+	// The log pane of sub has a line per child event.
+	if lineIndex(v, "↳", "run child-1 (plan child, 3 steps)") < report || lineIndex(v, "↳", "c1 success") < report {
+		t.Errorf("log pane lacks a line for c1's success:\n%s", v)
+	}
+
+	// Nested lines are not selectable: j goes from sub to report.
+	key(m, "j")
+	if v := m.View(); !strings.Contains(rowOf(t, v, "report"), "›") {
+		t.Errorf("j did not select the step after the nested lines:\n%s", v)
+	}
+
+	// The child run ends: its title shows the outcome.
+	feed(m, childEv(t, "sub", childStatus("child-1", "c2", exec.StatusSuccess, 1, map[string]any{"duration_ms": int64(300)})),
+		childEv(t, "sub", childStatus("child-1", "c3", exec.StatusFailure, 2, map[string]any{"error": "exit status 4\nmore", "duration_ms": int64(7)})),
+		childEv(t, "sub", exec.Event{Type: exec.EvWorkflowFailed, RunID: "child-1", Status: exec.RunFailed}))
+	v = m.View()
+	if lineIndex(v, "↳ child run child-1", "3/3", "✗ failed") < 0 || lineIndex(v, "c2", "success", "300ms") < 0 ||
+		lineIndex(v, "↳ ✗ c3", "failure", "#2", "7ms", "exit status 4 …") < 0 {
+		t.Errorf("child outcome not shown:\n%s", v)
+	}
+	// Child steps are not counted in the header: they are not this run's.
+	if !strings.Contains(v, "1/3") || !strings.Contains(v, "1 success  ▶ 1 running  · 1 pending") {
+		t.Errorf("header counts include child steps:\n%s", v)
+	}
+}
+
+func TestGrandchildNestsUnderChildStep(t *testing.T) {
+	m, _ := newTestModel(t, defs("main", "sub", "after")...)
+	grand := map[string]any{"parent_run_id": "child-1", "parent_step_id": "c2"}
+	feed(m, status("sub", exec.StatusInProgress, 1, nil),
+		childEv(t, "sub", childStarted("child-1", nil, "c1", "c2", "c3")),
+		childEv(t, "sub", childStatus("child-1", "c2", exec.StatusInProgress, 1, nil)),
+		childEv(t, "sub", childStarted("gc-1", grand, "g1", "g2")),
+		childEv(t, "sub", childStatus("gc-1", "g1", exec.StatusSuccess, 1, map[string]any{"duration_ms": int64(9), "parent_run_id": "child-1", "parent_step_id": "c2"})),
+		// a grandchild whose parent run is unknown: under the top step
+		childEv(t, "sub", childStarted("stray-1", map[string]any{"parent_run_id": "nope", "parent_step_id": "x"}, "s1")),
+		exec.Event{Type: exec.EvChildEvent, StepID: "sub"},                                              // no child: ignored
+		exec.Event{Type: exec.EvChildEvent, StepID: "sub", Child: &exec.Event{Type: exec.EvStepStatus}}, // no run id: ignored
+	)
+	v := m.View()
+	checkSize(t, v, 120, 40)
+	c2, gtitle, g1, c3 := lineIndex(v, "↳ ", "c2", "in_progress"), lineIndex(v, "↳ child run gc-1", "1/2"), lineIndex(v, "↳ ✓ g1", "success", "9ms"), lineIndex(v, "↳ · c3")
+	stray, after := lineIndex(v, "↳ child run stray-1"), lineIndex(v, "after")
+	if c2 < 0 || !(c2 < gtitle && gtitle < g1 && g1 < c3 && c3 < stray && stray < after) {
+		t.Fatalf("grandchild not nested under c2 (c2 %d gc %d g1 %d c3 %d stray %d after %d):\n%s", c2, gtitle, g1, c3, stray, after, v)
+	}
+	lines := strings.Split(v, "\n")
+	if !strings.HasPrefix(lines[g1], "      ↳ ") || !strings.HasPrefix(lines[stray], "    ↳ ") {
+		t.Errorf("nesting depth not shown by the indent:\n%s", v)
+	}
+	if lineIndex(v, "c2 ↳", "g1 success") < 0 {
+		t.Errorf("log pane lacks the grandchild's event with its path:\n%s", v)
+	}
+}
+
+// TestChildLinesKeepTheViewSize: a child plan longer than the window, in
+// every window size; the list scrolls over the nested lines and selection
+// skips them.
+func TestChildLinesKeepTheViewSize(t *testing.T) {
+	m, _ := newTestModel(t, append(defs("one", "a", "sub"), defs("two", "z1", "z2", "z3")...)...)
+	var ids []string
+	for i := 0; i < 60; i++ {
+		ids = append(ids, fmt.Sprintf("child-step-%02d", i))
+	}
+	evs := []exec.Event{status("sub", exec.StatusInProgress, 1, nil), childEv(t, "sub", childStarted("child-9", nil, ids...))}
+	for i := 0; i < 5; i++ {
+		evs = append(evs, childEv(t, "sub", childStatus("child-9", ids[i], exec.StatusSuccess, 1, map[string]any{"duration_ms": int64(i)})))
+	}
+	evs = append(evs, childEv(t, "sub", childStatus("child-9", ids[5], exec.StatusInProgress, 1, nil)))
+	feed(m, evs...)
+	for _, sz := range [][2]int{{120, 40}, {60, 15}, {40, 8}, {200, 60}, {20, 5}, {80, 12}} {
+		m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+		checkSize(t, m.View(), sz[0], sz[1])
+	}
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	v := m.View()
+	if !strings.Contains(rowOf(t, v, "sub"), "›") || lineIndex(v, "child-step-05", "in_progress") < 0 || !strings.Contains(v, "↓ ") {
+		t.Errorf("the running child step is not in view under sub:\n%s", v)
+	}
+	key(m, "j")
+	v = m.View()
+	checkSize(t, v, 120, 40)
+	if !strings.Contains(rowOf(t, v, "z1"), "›") || !strings.Contains(v, "↑ ") {
+		t.Errorf("j did not scroll past the nested lines to z1:\n%s", v)
+	}
+	key(m, "G")
+	key(m, "g")
+	key(m, "j")
+	v = m.View()
+	if !strings.Contains(rowOf(t, v, "sub"), "›") || lineIndex(v, "↳ child run child-9") < 0 {
+		t.Errorf("back on sub, its child run is not in view:\n%s", v)
+	}
+	// The full-height log of sub shows the child's events.
+	key(m, "enter")
+	v = m.View()
+	checkSize(t, v, 120, 40)
+	if lineIndex(v, "↳", "child-step-04 success") < 0 {
+		t.Errorf("full log lacks the child's events:\n%s", v)
+	}
+}
+
+func TestChildRunFromPriorAndInSummary(t *testing.T) {
+	m := NewModel(Options{RunID: "p-1", Steps: defs("main", "sub"), Styles: NewStyles(false), ResumeHint: true,
+		Prior: map[string]*exec.StepState{"sub": {ID: "sub", Status: exec.StatusFailure, Attempt: 1, ChildRunID: "child-7"}}})
+	if v := m.View(); lineIndex(v, "↳ child run child-7", "0/0") < 0 {
+		t.Errorf("the child run of a resumed step is not shown:\n%s", v)
+	}
+	feed(m, status("sub", exec.StatusInProgress, 2, nil),
+		childEv(t, "sub", exec.Event{Type: exec.EvRunResumed, RunID: "child-7", Fields: map[string]any{"steps": []exec.StepInfo{{ID: "k1"}, {ID: "k2"}}}}),
+		childEv(t, "sub", childStatus("child-7", "k1", exec.StatusSuccess, 1, nil)),
+		childEv(t, "sub", exec.Event{Type: exec.EvStepStatus, RunID: "child-7", StepID: "k2", Status: exec.StatusFailure, Attempt: 1, ExitCode: intp(2),
+			Fields: map[string]any{"error": "no disk"}}),
+		childEv(t, "sub", exec.Event{Type: exec.EvWorkflowFailed, RunID: "child-7", Status: exec.RunFailed}),
+		exec.Event{Type: exec.EvStepStatus, StepID: "sub", Status: exec.StatusFailure, Attempt: 2, ExitCode: intp(1), Fields: map[string]any{"error": "child run failed: k2"}},
+		exec.Event{Type: exec.EvWorkflowFailed, Status: exec.RunFailed, Time: t0.Add(time.Second)})
+	v := m.View()
+	if strings.Count(v, "↳ child run") != 1 || lineIndex(v, "↳ child run child-7", "2/2", "failed") < 0 || lineIndex(v, "k2", "exit 2: no disk") < 0 {
+		t.Errorf("resumed child run:\n%s", v)
+	}
+	s := m.Summary()
+	for _, want := range []string{"sub failure: exit 1: child run failed: k2", "↳ child-7 ✗ k2 failure: exit 2: no disk", "logs: faber logs child-7 k2 --stderr"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+// TestRendererDeliversChildEvents: child events go through the renderer's
+// batching like any transition and reach the final summary.
+func TestRendererDeliversChildEvents(t *testing.T) {
+	var out syncBuffer
+	tu := New(&out, nil, Options{Plan: "demo", RunID: "demo-1", Steps: defs("main", "sub"), Styles: NewStyles(false)})
+	tu.Event(status("sub", exec.StatusInProgress, 1, nil))
+	for i := 0; i < 200; i++ {
+		tu.Event(line("sub", "stdout", "noise"))
+		tu.Event(childEv(t, "sub", childStatus("child-1", fmt.Sprintf("c%d", i), exec.StatusSuccess, 1, nil)))
+	}
+	tu.Event(childEv(t, "sub", childStatus("child-1", "bad", exec.StatusFailure, 1, map[string]any{"error": "broken"})))
+	tu.Event(exec.Event{Type: exec.EvStepStatus, StepID: "sub", Status: exec.StatusFailure, Attempt: 1, Fields: map[string]any{"error": "child failed"}})
+	tu.Event(exec.Event{Type: exec.EvWorkflowFailed, Status: exec.RunFailed})
+	if err := tu.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	i := strings.LastIndex(s, "faber demo demo-1 failed")
+	if i < 0 || !strings.Contains(s[i:], "↳ child-1 ✗ bad failure: broken") {
+		t.Errorf("summary lacks the child's failed step:\n%s", s[max(i, 0):])
+	}
+}

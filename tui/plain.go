@@ -93,7 +93,7 @@ func PlainLine(e exec.Event, s Styles) string {
 		if e.Status == exec.StatusInProgress || e.Status == exec.StatusRetrying {
 			msg += fmt.Sprintf(" (attempt %d)", e.Attempt)
 		}
-		if d, ok := e.Fields["duration_ms"].(int64); ok && e.Status == exec.StatusSuccess {
+		if d, ok := toInt(e.Fields["duration_ms"]); ok && e.Status == exec.StatusSuccess {
 			msg += " " + s.Dim.Render(fmtDur(time.Duration(d)*time.Millisecond))
 		}
 		if e.ExitCode != nil && e.Status != exec.StatusSuccess {
@@ -136,7 +136,7 @@ func PlainLine(e exec.Event, s Styles) string {
 }
 
 func delayText(x any) string {
-	ms, ok := x.(int64)
+	ms, ok := toInt(x)
 	if !ok || ms <= 0 {
 		return ""
 	}

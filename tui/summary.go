@@ -93,6 +93,7 @@ func (m *Model) Summary() string {
 		for _, r := range append(failed, pending...) {
 			line := fmt.Sprintf("  %s %s %s: %s", s.Glyph(r.status), s.Bold.Render(r.def.ID), s.Status(r.status), oneLine(errText(r)))
 			b.WriteString(ansi.Truncate(line, w, "…") + "\n")
+			m.childFailures(&b, r.runs, w)
 		}
 	}
 	if m.dropped > 0 {
@@ -100,7 +101,11 @@ func (m *Model) Summary() string {
 	}
 	var hints []string
 	if len(failed) > 0 {
-		hints = append(hints, fmt.Sprintf("logs: faber logs %s %s --stderr", m.opt.RunID, failed[0].def.ID))
+		if cr, cs := deepestFailure(failed[0].runs); cs != nil {
+			hints = append(hints, fmt.Sprintf("logs: faber logs %s %s --stderr", cr.id, cs.id))
+		} else {
+			hints = append(hints, fmt.Sprintf("logs: faber logs %s %s --stderr", m.opt.RunID, failed[0].def.ID))
+		}
 	}
 	if len(pending) > 0 {
 		hints = append(hints, fmt.Sprintf("classify with: faber classify %s %s --retry|--fail", m.opt.RunID, pending[0].def.ID))
@@ -115,4 +120,38 @@ func (m *Model) Summary() string {
 		}
 	}
 	return b.String()
+}
+
+// childFailures lists, under a failed sub-plan step, the steps of its child
+// runs (and theirs) that did not succeed.
+func (m *Model) childFailures(b *strings.Builder, runs []*childRun, w int) {
+	s := m.st
+	for _, cr := range runs {
+		for _, cs := range cr.steps {
+			if !isBad(cs.status) && cs.status != exec.StatusPendingFailed {
+				continue
+			}
+			line := fmt.Sprintf("%s%s %s %s %s: %s", childIndent(cr.depth), s.Dim.Render("↳ "+sanitize([]byte(cr.id))), s.Glyph(cs.status),
+				s.Bold.Render(sanitize([]byte(cs.id))), s.Status(cs.status), sanitize([]byte(oneLine(errOf(cs.exit, cs.err)))))
+			b.WriteString(ansi.Truncate(line, w, "…") + "\n")
+			m.childFailures(b, cs.runs, w)
+		}
+	}
+}
+
+// deepestFailure is the first failed step of the child runs, followed down
+// into its own child runs: the step whose logs tell what went wrong.
+func deepestFailure(runs []*childRun) (*childRun, *childStep) {
+	for _, cr := range runs {
+		for _, cs := range cr.steps {
+			if !isBad(cs.status) {
+				continue
+			}
+			if dr, ds := deepestFailure(cs.runs); ds != nil {
+				return dr, ds
+			}
+			return cr, cs
+		}
+	}
+	return nil, nil
 }

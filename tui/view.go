@@ -76,7 +76,8 @@ func (m *Model) logBodyHeight() int {
 	return max(l-1, 1)
 }
 
-// scrollTo keeps the selected step visible in the list.
+// scrollTo keeps the selected step visible in the list, with as much of its
+// nested child-run lines as fits (down to the last running child step).
 func (m *Model) scrollTo() {
 	r := m.selected()
 	h := m.listHeight()
@@ -93,10 +94,22 @@ func (m *Model) scrollTo() {
 			m.top = sr - 1
 		}
 	}
-	if sr >= m.top+capa {
-		m.top = sr - capa + 1
+	last := min(m.nestedFocus(r), sr+capa-1)
+	if last >= m.top+capa {
+		m.top = last - capa + 1
 	}
 	m.top = min(max(m.top, 0), n-capa)
+}
+
+// nestedFocus is the row of the list under step r that should be in view
+// with it: the last running step of its child runs, else its last nested line.
+func (m *Model) nestedFocus(r *stepRow) int {
+	for i := r.rowEnd; i > r.row; i-- {
+		if cs := m.rows[i].cstep; cs != nil && isActive(cs.status) {
+			return i
+		}
+	}
+	return r.rowEnd
 }
 
 // list draws h lines of the step list around the selection.
@@ -149,6 +162,12 @@ func (m *Model) rowLine(fr flatRow) string {
 	if fr.step < 0 {
 		return m.phaseLine(m.phases[fr.phase])
 	}
+	if fr.run != nil {
+		if fr.cstep == nil {
+			return m.childRunLine(fr.run, m.steps[fr.step])
+		}
+		return m.childStepLine(fr.run, fr.cstep)
+	}
 	r := m.steps[fr.step]
 	return m.stepLine(r, r.index == m.sel)
 }
@@ -198,15 +217,92 @@ func (m *Model) stepLine(r *stepRow, selected bool) string {
 	return b.String()
 }
 
-func (m *Model) glyph(r *stepRow) string {
+// childIndent is the space before the ↳ of a child run's lines: under the
+// id column of the row above.
+func childIndent(depth int) string { return strings.Repeat("  ", depth+1) }
+
+// childRunLine is the title of a child run nested under step r: its id,
+// its progress and its state.
+func (m *Model) childRunLine(cr *childRun, r *stepRow) string {
+	s := m.st
+	done := 0
+	for _, cs := range cr.steps {
+		if exec.Terminal(cs.status) {
+			done++
+		}
+	}
+	line := childIndent(cr.depth) + s.Dim.Render("↳ child run ") + sanitize([]byte(cr.id)) +
+		s.Dim.Render(fmt.Sprintf("  %d/%d", done, len(cr.steps)))
+	switch {
+	case cr.status != "":
+		line += "  " + s.Glyph(cr.status) + " " + s.Status(cr.status)
+	case isActive(r.status):
+		line += "  " + s.Running.Render(spinnerFrames[m.frame%len(spinnerFrames)]+" running")
+	}
+	return line
+}
+
+// childStepLine is one step of a child run, display-only, in the columns of
+// a step row: glyph, id, status, attempt, duration, then error or handler.
+func (m *Model) childStepLine(cr *childRun, cs *childStep) string {
+	s := m.st
+	// The id column ends where the step rows' does, so the status columns
+	// line up, unless the child's ids are longer.
+	idW := max(min(cr.idW, max(12, m.width*3/10)), min(m.idW, max(12, m.width*3/10))-2*(cr.depth+1))
+	var b strings.Builder
+	b.WriteString(childIndent(cr.depth))
+	b.WriteString(s.Dim.Render("↳"))
+	b.WriteByte(' ')
+	b.WriteString(m.glyphFor(cs.status))
+	b.WriteByte(' ')
+	b.WriteString(padRight(truncate(sanitize([]byte(cs.id)), idW), idW))
+	b.WriteString("  ")
+	att := ""
+	if cs.attempt > 0 {
+		att = fmt.Sprintf("#%d", cs.attempt)
+	}
+	if m.width >= 64 {
+		b.WriteString(s.StatusStyle(cs.status).Render(padRight(cs.status, len(exec.StatusRemediationFailed))))
+		b.WriteByte(' ')
+		b.WriteString(padRight(att, 3))
+		b.WriteByte(' ')
+	}
+	b.WriteString(padLeft(m.durFor(cs.status, cs.started, cs.dur, cs.hasDur), 7))
+	rest := ""
+	switch cs.status {
+	case exec.StatusFailure, exec.StatusRemediationFailed, exec.StatusPendingFailed:
+		rest = s.Error.Render(sanitize([]byte(oneLine(errOf(cs.exit, cs.err)))))
+	case exec.StatusRetrying, exec.StatusInterrupted:
+		rest = s.Warn.Render(sanitize([]byte(oneLine(errOf(cs.exit, cs.err)))))
+	case exec.StatusRemediating:
+		rest = s.Warn.Render("on_failure")
+		if cs.handler != "" {
+			rest += " " + sanitize([]byte(oneLine(cs.handler)))
+		}
+	default:
+		if cs.name != cs.id {
+			rest = s.Dim.Render(sanitize([]byte(cs.name)))
+		}
+	}
+	if rest != "" {
+		b.WriteString("  ")
+		b.WriteString(rest)
+	}
+	return b.String()
+}
+
+func (m *Model) glyph(r *stepRow) string { return m.glyphFor(r.status) }
+
+// glyphFor is a status glyph; a spinner while running or remediating.
+func (m *Model) glyphFor(status string) string {
 	frame := spinnerFrames[m.frame%len(spinnerFrames)]
-	switch r.status {
+	switch status {
 	case exec.StatusInProgress:
 		return m.st.Running.Render(frame)
 	case exec.StatusRemediating:
 		return m.st.Warn.Render(frame)
 	}
-	return m.st.Glyph(r.status)
+	return m.st.Glyph(status)
 }
 
 // attemptText is "#n", with the retries used of the budget that granted them.
@@ -222,9 +318,14 @@ func attemptText(r *stepRow) string {
 }
 
 func (m *Model) durText(r *stepRow) string {
+	return m.durFor(r.status, r.started, r.dur, r.hasDur)
+}
+
+// durFor is the live time of an active step, else its recorded duration.
+func (m *Model) durFor(status string, started time.Time, dur time.Duration, hasDur bool) string {
 	switch {
-	case isActive(r.status) && !r.started.IsZero():
-		d := m.now().Sub(r.started)
+	case isActive(status) && !started.IsZero():
+		d := m.now().Sub(started)
 		if d < 0 {
 			d = 0
 		}
@@ -232,8 +333,8 @@ func (m *Model) durText(r *stepRow) string {
 			return fmt.Sprintf("%.1fs", d.Seconds())
 		}
 		return fmtElapsed(d)
-	case r.hasDur:
-		return fmtDur(r.dur)
+	case hasDur:
+		return fmtDur(dur)
 	}
 	return ""
 }
@@ -279,13 +380,15 @@ func (m *Model) rest(r *stepRow) string {
 	return name
 }
 
-func errText(r *stepRow) string {
-	e := r.err
-	if r.exit != nil && !strings.HasPrefix(e, "exit status") {
+func errText(r *stepRow) string { return errOf(r.exit, r.err) }
+
+// errOf is a step's error with its exit code.
+func errOf(exit *int, e string) string {
+	if exit != nil && !strings.HasPrefix(e, "exit status") {
 		if e == "" {
-			return fmt.Sprintf("exit %d", *r.exit)
+			return fmt.Sprintf("exit %d", *exit)
 		}
-		return fmt.Sprintf("exit %d: %s", *r.exit, e)
+		return fmt.Sprintf("exit %d: %s", *exit, e)
 	}
 	return e
 }
@@ -440,6 +543,8 @@ func (m *Model) logPane(h int) []string {
 		switch {
 		case l.mark:
 			out = append(out, s.Rule.Render("  ── "+l.text))
+		case l.child:
+			out = append(out, s.Dim.Render("↳")+" "+l.text)
 		case l.stderr:
 			out = append(out, s.Stderr.Render("! "+l.text))
 		default:

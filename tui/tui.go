@@ -15,12 +15,12 @@ const (
 	// flushEvery is how often queued events reach the program, as one
 	// message: events change the screen at most this often, so a burst of
 	// thousands of transitions costs a few redraws, not thousands.
-	flushEvery = 66 * time.Millisecond
+	flushEvery = 100 * time.Millisecond
 	// maxPendingLines bounds the output lines waiting for the next flush;
 	// past it lines are dropped (and counted). Transitions are never dropped.
 	maxPendingLines = 5000
 	// fps caps how often bubbletea repaints.
-	fps = 30
+	fps = 20
 	// stuckAfter is how long Close waits for a program that no longer
 	// answers (a terminal that does not read) before it kills it.
 	stuckAfter = 10 * time.Second

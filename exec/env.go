@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	osexec "os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -135,13 +136,35 @@ func (r *Runner) shellArgv(sr *stepRun, script string) []string {
 		}
 	}
 	base := strings.ToLower(filepath.Base(sh))
+	path := r.lookShell(sh)
 	if base == "cmd" || base == "cmd.exe" {
-		return []string{sh, "/C", script}
+		return []string{path, "/C", script}
 	}
 	if strings.HasPrefix(base, "powershell") || strings.HasPrefix(base, "pwsh") {
-		return []string{sh, "-Command", script}
+		return []string{path, "-Command", script}
 	}
-	return []string{sh, "-c", script}
+	return []string{path, "-c", script}
+}
+
+// lookShell finds the shell in PATH once per run, not once per attempt (a
+// PATH search is a few stat calls per directory). A shell that is not found
+// is left as written, so the attempt fails with a clear "cannot start".
+func (r *Runner) lookShell(sh string) string {
+	if strings.ContainsRune(sh, filepath.Separator) || strings.ContainsRune(sh, '/') {
+		return sh
+	}
+	if p, ok := r.shells[sh]; ok {
+		return p
+	}
+	p, err := osexec.LookPath(sh)
+	if err != nil {
+		p = sh
+	}
+	if r.shells == nil {
+		r.shells = map[string]string{}
+	}
+	r.shells[sh] = p
+	return p
 }
 
 func (r *Runner) grace(sr *stepRun) time.Duration {

@@ -81,6 +81,7 @@ type Runner struct {
 	fatal    error
 	baseEnv  []string
 	outDir   string
+	shells   map[string]string // shell name -> resolved path
 	// endStatus and endFailed are what the end step is told (SPEC §7).
 	endStatus string
 	endFailed []string

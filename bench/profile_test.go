@@ -1,0 +1,218 @@
+//go:build unix
+
+// Package bench measures faber's orchestration overhead. run.sh compares the
+// faber binary with the process-spawn floor (xargs, a shell loop); the
+// benchmarks here run exec.Runner in-process over a real state.Store, so that
+// `go test -cpuprofile` (or -trace) sees faber's own costs without the CLI
+// around them:
+//
+//	go test -run '^$' -bench Runner/par -benchtime 1x -cpuprofile cpu.out ./bench
+//	go tool pprof -top -cum bench.test cpu.out
+//
+// The benchmarks spawn thousands of processes, so `go test ./...` does not run
+// them (benchmarks run only with -bench).
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/spec"
+	"github.com/faber-run/faber/state"
+)
+
+// parPlan is N independent `true` steps in one parallel phase.
+func parPlan(n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: par%d\nphases:\n  - name: p\n    parallel: true\n    steps:\n", n)
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "      - {id: s%d, run: \"true\"}\n", i)
+	}
+	return b.String()
+}
+
+// chainPlan is a chain of N `true` steps (top-level steps are sequential).
+func chainPlan(n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: chain%d\nsteps:\n", n)
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "  - {id: s%d, run: \"true\"}\n", i)
+	}
+	return b.String()
+}
+
+// storeAdapter is what main hands the runner (cmd_run.go's storeAdapter):
+// every record and event marshalled to JSON and committed in one Change.
+type storeAdapter struct{ s *state.Store }
+
+func (a storeAdapter) Commit(run *exec.RunState, steps []*exec.StepState, events []exec.Event) error {
+	var c state.Change
+	if run != nil {
+		b, err := json.Marshal(run)
+		if err != nil {
+			return err
+		}
+		c.Run = b
+	}
+	if len(steps) > 0 {
+		c.Steps = make(map[string][]byte, len(steps))
+		for _, st := range steps {
+			b, err := json.Marshal(st)
+			if err != nil {
+				return err
+			}
+			c.Steps[st.ID] = b
+		}
+	}
+	for _, e := range events {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		c.Events = append(c.Events, state.Event{Seq: e.Seq, JSON: b})
+	}
+	return a.s.Commit(c)
+}
+
+// jsonSink marshals every event once more, as `--ui json` does (in the
+// renderer's goroutine there; inline here, which costs the same CPU).
+type jsonSink struct{ w io.Writer }
+
+func (j jsonSink) Event(e exec.Event) {
+	if e.Type == exec.EvStepOutput {
+		return
+	}
+	b, _ := json.Marshal(e)
+	j.w.Write(b)
+}
+
+// runOnce parses plan text, creates a run in a fresh state dir under base and
+// runs it to the end with the given number of jobs.
+func runOnce(tb testing.TB, base, text string, jobs int) time.Duration {
+	tb.Helper()
+	dir, err := os.MkdirTemp(base, "state")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// Removed at the end, not between runs: see run.sh's fresh_dir.
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	file := filepath.Join(dir, "plan.yaml")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	start := time.Now()
+	plan, err := spec.Parse(file, []byte(text), spec.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	now := time.Now()
+	runID := state.NewRunID(dir, plan.Name, now)
+	st, err := state.Create(dir, state.Meta{RunID: runID, Plan: plan.Name, PlanFile: file, StartedAt: now}, []byte(text),
+		state.Options{Sync: os.Getenv("FABER_SYNC") == "1"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r := &exec.Runner{
+		Plan:   plan,
+		RunID:  runID,
+		RunDir: st.Dir(),
+		Store:  storeAdapter{st},
+		Sink:   jsonSink{io.Discard},
+		Jobs:   jobs,
+	}
+	status, err := r.Run(context.Background(), nil)
+	if err != nil || status != exec.RunSuccess {
+		tb.Fatalf("run: %s, %v", status, err)
+	}
+	if path := os.Getenv("BENCH_HEAPPROFILE"); path != "" {
+		// What is live at the end of the run, the store still open: the
+		// runner's and the store's steady state.
+		writeHeapProfile(tb, path)
+		runtime.KeepAlive(r)
+	}
+	if err := st.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Since(start)
+}
+
+// writeHeapProfile writes the live heap after a GC to path.
+func writeHeapProfile(tb testing.TB, path string) {
+	tb.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// cpuTime is this process's user+system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// envInt reads a positive integer from the environment, else def.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// BenchmarkRunner runs the benchmark plans in-process: par (BENCH_N
+// independent steps, default 2000, --jobs BENCH_J, default 8) and chain
+// (BENCH_CHAIN steps, default 300). ns/op is one whole run; ms/step is the
+// wall time per step, cpu-ms/step faber's own CPU per step. BENCH_DIR picks
+// the file system the state dir is on; BENCH_HEAPPROFILE names a file for the
+// live heap at the end of each run.
+func BenchmarkRunner(b *testing.B) {
+	base := os.Getenv("BENCH_DIR")
+	if base == "" {
+		base = b.TempDir()
+	}
+	n, j, chain := envInt("BENCH_N", 2000), envInt("BENCH_J", 8), envInt("BENCH_CHAIN", 300)
+	cases := []struct {
+		name  string
+		text  string
+		steps int
+		jobs  int
+	}{
+		{"par", parPlan(n), n, j},
+		{"chain", chainPlan(chain), chain, 1},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			var total time.Duration
+			cpu0 := cpuTime()
+			for range b.N {
+				total += runOnce(b, base, c.text, c.jobs)
+			}
+			steps := float64(b.N * c.steps)
+			b.ReportMetric(float64(total.Microseconds())/1000/steps, "ms/step")
+			// faber's own CPU (user+system, children excluded): what the
+			// orchestration costs, less sensitive to the machine's load than
+			// wall time.
+			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/steps, "cpu-ms/step")
+		})
+	}
+}

@@ -1,0 +1,48 @@
+//go:build unix
+
+package bench
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"regexp"
+	"testing"
+)
+
+// TestRunScript runs bench/run.sh on tiny plans, so that the script cannot rot
+// unnoticed: it must build faber, run every section and print every table.
+// The figures themselves are not checked; only their shape.
+func TestRunScript(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds faber and runs the benchmark script")
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	if _, err := os.Stat("/usr/bin/time"); err != nil {
+		t.Skip("no GNU time at /usr/bin/time (bench/run.sh installs it; a test does not)")
+	}
+	cmd := exec.Command("bash", "run.sh")
+	cmd.Env = append(os.Environ(), "N=20", "J=4", "CHAIN=5", "REPS=1", "SCALE=10 30", "TMPFS=", "STATE_BASE="+t.TempDir())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bench/run.sh: %v\nstderr:\n%s\nstdout:\n%s", err, stderr.Bytes(), out)
+	}
+	for _, want := range []string{
+		`(?m)^\| 20 independent, --jobs 4 \(floor: xargs -P 4\) \| faber --ui plain \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|`,
+		`(?m)^\| chain of 5 \(floor: shell loop\) \| faber --ui json \| [0-9.]+ \|`,
+		`(?m)^\| 30 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$`,
+		`(?m)^\| faber resume \(29 done\): the last step in_progress after \| -?[0-9]+ ms \|$`,
+		`(?m)^\| state ≤ 2 KB per step attempt \(allocated, logs aside\) \| [0-9]+ B, (met|\*\*missed\*\*) \|$`,
+	} {
+		if !regexp.MustCompile(want).Match(out) {
+			t.Errorf("output does not match %s:\n%s", want, out)
+		}
+	}
+	if bytes.Contains(out, []byte("nan")) {
+		t.Errorf("a figure is missing (nan):\n%s", out)
+	}
+}

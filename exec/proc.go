@@ -164,8 +164,14 @@ func (c *procCtrl) Reason() string {
 	return c.reason
 }
 
-// openLog creates a log file; it never truncates an existing file.
+// openLog creates a log file; it never truncates an existing file. The
+// step's log directory is made only when it is missing: on a slow file
+// system each extra metadata call costs a step measurably.
 func openLog(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err == nil || !errors.Is(err, os.ErrNotExist) {
+		return f, err
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}

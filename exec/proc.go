@@ -241,7 +241,9 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 	}
 	outW.Close()
 	errW.Close()
-	pgid := groupOf(cmd)
+	grp := newGroup(cmd)
+	defer grp.release()
+	pgid := grp.id
 	if ps.onStart != nil {
 		ps.onStart(pgid, ProcStart(cmd.Process.Pid))
 	}
@@ -266,16 +268,16 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 		grace = 10 * time.Second
 	}
 	terminate := func() {
-		_ = signalGroup(pgid, false)
+		_ = grp.signal(false)
 		g := time.NewTimer(grace)
 		defer g.Stop()
 		select {
 		case err := <-done:
 			done <- err
 		case <-g.C:
-			_ = signalGroup(pgid, true)
+			_ = grp.signal(true)
 		case <-ctrl.kill:
-			_ = signalGroup(pgid, true)
+			_ = grp.signal(true)
 		}
 	}
 	select {
@@ -287,14 +289,14 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 	case <-ctrl.stop:
 		select {
 		case <-ctrl.kill:
-			_ = signalGroup(pgid, true)
+			_ = grp.signal(true)
 		default:
 			terminate()
 		}
 	}
 	<-done
 	// The leader is gone; no process of the step may outlive it.
-	_ = signalGroup(pgid, true)
+	_ = grp.signal(true)
 
 	// Output pipes close when the last writer dies. A process that left the
 	// group (setsid) could hold them open: do not wait for it forever.

@@ -17,8 +17,16 @@ func setGroup(cmd *osexec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 }
 
-// groupOf returns the process group id of a started command.
-func groupOf(cmd *osexec.Cmd) int { return cmd.Process.Pid }
+// procGroup is a started command's process group.
+type procGroup struct{ id int }
+
+// newGroup returns the group of a started command (its leader's pid).
+func newGroup(cmd *osexec.Cmd) procGroup { return procGroup{id: cmd.Process.Pid} }
+
+// signal sends SIGTERM (SIGKILL when kill) to every process of the group.
+func (g procGroup) signal(kill bool) error { return signalGroup(g.id, kill) }
+
+func (g procGroup) release() {}
 
 // signalGroup sends sig to every process of the group; "no such process" is not an error.
 func signalGroup(pgid int, kill bool) error {

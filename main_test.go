@@ -42,6 +42,7 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		RequireExplicitExec: true,
+		Condition:           scriptCondition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"lastrun":  cmdLastRun,
 			"jsonpath": cmdJSONPath,
@@ -346,4 +347,17 @@ func cmdSeqCheck(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("seqcheck: line %d has seq %d", i+1, e.Seq)
 		}
 	}
+}
+
+// scriptCondition knows [slurm]: a Slurm cluster is up for the Slurm
+// scripts (FABER_SLURM=1 and sinfo answers; see scripts/slurm-cluster.sh).
+func scriptCondition(cond string) (bool, error) {
+	switch cond {
+	case "slurm":
+		if os.Getenv("FABER_SLURM") != "1" {
+			return false, nil
+		}
+		return osexec.Command("sinfo", "-h").Run() == nil, nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
 }

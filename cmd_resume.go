@@ -99,7 +99,11 @@ func (c *ResumeCmd) Run(g *Globals) error {
 		}
 	}
 	exec.KillRunProcesses(runID)
-	exec.CancelLeftoverSlurmJobs(runID)
+	if exec.PlanUsesSlurm(plan) {
+		if n := exec.CancelLeftoverSlurmJobs(runID); n > 0 {
+			fmt.Fprintf(g.stderr, "faber: canceled %d leftover Slurm job(s) of run %s\n", n, runID)
+		}
+	}
 
 	if err := exec.PrepareResume(plan, prior, exec.ResumeOptions{RetryPending: c.RetryPending, EditedPlan: edited}); err != nil {
 		return withCode(exitUsage, err)

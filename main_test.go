@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,6 +40,11 @@ func TestScripts(t *testing.T) {
 			env.Setenv("NO_COLOR", "1")
 			env.Setenv("TERM", "dumb")
 			env.Setenv("CI", "")
+			// Slurm's client commands find the cluster through SLURM_CONF
+			// (scripts/slurm-cluster.sh prints it).
+			if v := os.Getenv("SLURM_CONF"); v != "" {
+				env.Setenv("SLURM_CONF", v)
+			}
 			return nil
 		},
 		RequireExplicitExec: true,
@@ -357,7 +363,12 @@ func scriptCondition(cond string) (bool, error) {
 		if os.Getenv("FABER_SLURM") != "1" {
 			return false, nil
 		}
-		return osexec.Command("sinfo", "-h").Run() == nil, nil
+		// Asked for but not answering fails the script instead of
+		// skipping it, so that CI cannot pass without running them.
+		if out, err := osexec.Command("sinfo", "-h").CombinedOutput(); err != nil {
+			return false, fmt.Errorf("FABER_SLURM=1 but sinfo fails (%v: %s); start a cluster with scripts/slurm-cluster.sh start and export SLURM_CONF", err, bytes.TrimSpace(out))
+		}
+		return true, nil
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
 }

@@ -193,7 +193,9 @@ func (r *Runner) attemptSpec(sr *stepRun) (procSpec, error) {
 		argv, extra = r.shellArgv(sr, script), env
 	}
 	argv = r.slurmWrap(sr, argv, n)
-	return r.procFor(sr, "attempt", argv, sr.def.Timeout, n, nil, extra...), nil
+	ps := r.procFor(sr, "attempt", argv, sr.def.Timeout, n, nil, extra...)
+	ps.slurmJob = r.slurmJobName(sr, n)
+	return ps, nil
 }
 
 // auxSpec builds a recovery script process for the failed attempt.

@@ -95,6 +95,12 @@ func TestErrorText(t *testing.T) {
 		{"timeout", outcome{timedOut: true, exitCode: 124, timeout: 1500 * time.Millisecond}, "timed out after 1.5s"},
 		{"signal", outcome{signal: 9, exitCode: 137}, "killed by signal 9 (killed)"},
 		{"clipped at a character boundary", outcome{stderrTail: []byte(long + "\n"), exitCode: 1}, strings.Repeat("é", 500)},
+		{"slurm: srun's lines skipped", outcome{slurm: true, exitCode: 1, stderrTail: []byte("Field 'name' is required\nsrun: error: vm: task 0: Exited with exit code 1\n")}, "Field 'name' is required"},
+		{"slurm: slurmstepd's lines skipped", outcome{slurm: true, timedOut: true, exitCode: 124, timeout: 2 * time.Second,
+			stderrTail: []byte("slurmstepd-vm: error: *** STEP 5.0 ON vm CANCELLED AT 2026-11-22T10:53:32 ***\nsrun: error: vm: task 0: Terminated\n")}, "timed out after 2s"},
+		{"slurm: Slurm's reason before stderr", outcome{slurm: true, slurmReason: "slurm preempted the job on vm", exitCode: 143, stderrTail: []byte("working\n")}, "slurm preempted the job on vm"},
+		{"slurm: result message first", outcome{slurm: true, slurmReason: "r", resultMessage: "m", exitCode: 1}, "m"},
+		{"local: srun-like lines are the step's", outcome{exitCode: 1, stderrTail: []byte("srun: mine\n")}, "srun: mine"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -102,6 +108,29 @@ func TestErrorText(t *testing.T) {
 				t.Fatalf("got %q, want %q", got, c.want)
 			}
 		})
+	}
+}
+
+// TestStepHashSlurm: executor and slurm are part of a step's definition
+// (SPEC §10), and the hash of a local step is what it was before.
+func TestStepHashSlurm(t *testing.T) {
+	h := func(y string) string {
+		p := mustPlan(t, "name: p\nsteps:\n  - id: a\n    run: x\n"+y)
+		return StepHash(p, p.Steps[0])
+	}
+	local := h("")
+	if local != "c5fd17336c3a17d30c5b4c1b" {
+		t.Errorf("the hash of a local step changed: %s", local)
+	}
+	if got := h("    executor: local\n"); got != local {
+		t.Error("executor: local changed the hash")
+	}
+	slurm := h("    executor: slurm\n")
+	if slurm == local {
+		t.Error("executor: slurm did not change the hash")
+	}
+	if h("    executor: slurm\n    slurm:\n      partition: gpu\n") == slurm {
+		t.Error("slurm.partition did not change the hash")
 	}
 }
 

@@ -36,6 +36,11 @@ type procSpec struct {
 	// onStart is called once the process runs, with its group id and the
 	// leader's start token, before the process can have done much.
 	onStart func(pgid int, pstart string)
+	// slurmJob is the Slurm job name when argv runs the attempt through
+	// srun, else "": a stop then signals the job's tasks, the job is gone
+	// before the attempt ends, and Slurm's own failures and stderr lines are
+	// read (slurm.go).
+	slurmJob string
 }
 
 // outcome is what happened to a process.
@@ -51,6 +56,10 @@ type outcome struct {
 	timeout       time.Duration
 	started       time.Time
 	finished      time.Time
+	// slurm is set for an attempt run through srun: {error} skips Slurm's
+	// own stderr lines, and slurmReason, when set, says how Slurm ended it.
+	slurm       bool
+	slurmReason string
 }
 
 // failed reports whether the process counts as failed (SPEC §3).
@@ -64,7 +73,14 @@ func (o *outcome) errorText() string {
 	if o.resultMessage != "" {
 		return clip(o.resultMessage)
 	}
-	if l := lastLine(o.stderrTail); l != "" {
+	if o.slurmReason != "" {
+		return clip(o.slurmReason)
+	}
+	var skip func([]byte) bool
+	if o.slurm {
+		skip = slurmLine
+	}
+	if l := lastLine(o.stderrTail, skip); l != "" {
 		return l
 	}
 	switch {
@@ -104,8 +120,9 @@ func lastStart(s string) int {
 }
 
 // lastLine returns the last line of b holding a non-space character, without
-// its line ending (one trailing \r dropped), clipped to 1000 bytes.
-func lastLine(b []byte) string {
+// its line ending (one trailing \r dropped), clipped to 1000 bytes. Lines
+// for which skip (if not nil) reports true are passed over.
+func lastLine(b []byte, skip func([]byte) bool) string {
 	for len(b) > 0 {
 		i := bytes.LastIndexByte(b[:len(b)-1], '\n')
 		line := b[i+1:]
@@ -115,7 +132,7 @@ func lastLine(b []byte) string {
 		}
 		line = bytes.TrimSuffix(line, []byte("\n"))
 		line = bytes.TrimSuffix(line, []byte("\r"))
-		if len(bytes.TrimSpace(line)) > 0 {
+		if len(bytes.TrimSpace(line)) > 0 && (skip == nil || !skip(line)) {
 			return clip(string(line))
 		}
 	}
@@ -268,7 +285,9 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 		grace = 10 * time.Second
 	}
 	terminate := func() {
-		_ = grp.signal(false)
+		if ps.slurmJob == "" || !slurmTerminate(ps.slurmJob) {
+			_ = grp.signal(false)
+		}
 		g := time.NewTimer(grace)
 		defer g.Stop()
 		select {
@@ -320,6 +339,10 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 		o.stoppedBy = r
 	}
 	o.stderrTail = tail.Bytes()
+	if ps.slurmJob != "" {
+		o.slurm = true
+		o.slurmReason = slurmFinish(ps.slurmJob, ps.argv, &o)
+	}
 	if ps.resultPath != "" {
 		o.resultStatus, o.resultMessage = readResult(ps.resultPath)
 	}

@@ -1,12 +1,409 @@
 package exec
 
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/faber-run/faber/spec"
+)
+
+// executorSlurm is the value of `executor:` that runs steps through srun.
+const executorSlurm = "slurm"
+
+// Bounds on Slurm's client commands, so that a controller that does not
+// answer cannot hold an attempt (or a resume) forever.
+const (
+	slurmCmdTimeout = 15 * time.Second
+	// slurmGoneWait is how long faber waits for a canceled job to leave the
+	// queue (Slurm sends SIGKILL KillWait seconds after SIGTERM, 30s by
+	// default, then the job is completing for a moment).
+	slurmGoneWait = 45 * time.Second
+)
+
+// SlurmJobName is the Slurm job name of a step attempt:
+// faber-<run-id>-<step>-a<N>. Leftover jobs of a dead run are found by it.
+func SlurmJobName(runID, stepID string, attempt int) string {
+	return "faber-" + runID + "-" + stepID + "-a" + strconv.Itoa(attempt)
+}
+
+// slurmJobName is the job name of the step's attempt, or "" when the step
+// runs locally.
+func (r *Runner) slurmJobName(sr *stepRun, attempt int) string {
+	if sr.def.Executor != executorSlurm || sr.def.PlanPath != "" {
+		return ""
+	}
+	return SlurmJobName(r.RunID, sr.def.ID, attempt)
+}
+
 // slurmWrap turns a local argv into the argv that runs it as a Slurm job
 // step (srun, blocking) for steps with executor: slurm. It returns argv
 // unchanged for local steps.
+//
+// srun blocks until the job ends and hands back its exit code, stdout and
+// stderr, so the attempt's logs, exit-code rules and handlers work as for a
+// local process. The environment faber built for the srun process is the
+// job's (--export=ALL). --unbuffered is not used: it runs the task on a
+// pseudo-terminal, which would merge its stderr into stdout.
 func (r *Runner) slurmWrap(sr *stepRun, argv []string, attempt int) []string {
-	return argv
+	name := r.slurmJobName(sr, attempt)
+	if name == "" {
+		return argv
+	}
+	dir := r.workDir(sr, r.vars(sr, attempt, nil))
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs // srun resolves a relative --chdir against its own, already changed, directory
+	}
+	out := []string{"srun", "--job-name=" + name, "--chdir=" + dir, "--export=ALL"}
+	out = append(out, slurmOptions(sr.def.Slurm, sr.def.Timeout)...)
+	out = append(out, "--")
+	return append(out, argv...)
+}
+
+// slurmOptions are the srun options of a slurm: block. The time limit is
+// the block's `time`, else the step's timeout rounded up to whole minutes
+// (Slurm's unit), so that Slurm never ends a job before faber's own timeout.
+func slurmOptions(s *spec.Slurm, timeout time.Duration) []string {
+	if s == nil {
+		s = &spec.Slurm{}
+	}
+	var o []string
+	add := func(flag, v string) {
+		if v != "" {
+			o = append(o, flag+"="+v)
+		}
+	}
+	add("--partition", s.Partition)
+	add("--account", s.Account)
+	add("--qos", s.QOS)
+	if s.CPUs > 0 {
+		add("--cpus-per-task", strconv.Itoa(s.CPUs))
+	}
+	add("--mem", s.Mem)
+	if s.GPUs != "" {
+		add("--gres", "gpu:"+s.GPUs)
+	}
+	switch {
+	case s.Time != "":
+		add("--time", s.Time)
+	case timeout > 0:
+		add("--time", strconv.FormatInt(int64((timeout+time.Minute-1)/time.Minute), 10))
+	}
+	return append(o, s.ExtraArgs...)
+}
+
+// slurmLine reports whether a stderr line is Slurm's own (srun's, or
+// slurmstepd's as forwarded by srun) rather than the step's: such lines are
+// skipped for {error} (SPEC §10); slurmFinish reads them instead.
+func slurmLine(line []byte) bool {
+	return bytes.HasPrefix(line, []byte("srun:")) || bytes.HasPrefix(line, []byte("slurmstepd:")) ||
+		bytes.HasPrefix(line, []byte("slurmstepd-"))
+}
+
+// slurmUser limits squeue and scancel to the jobs of this user.
+func slurmUser() []string {
+	if uid := os.Getuid(); uid >= 0 {
+		return []string{"--user=" + strconv.Itoa(uid)}
+	}
+	return nil
+}
+
+// slurmCmd runs one of Slurm's client commands, bounded in time, and
+// returns its stdout.
+func slurmCmd(name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), slurmCmdTimeout)
+	defer cancel()
+	cmd := osexec.CommandContext(ctx, name, args...)
+	cmd.WaitDelay = time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return stdout.String(), fmt.Errorf("%s: %w: %s", name, err, msg)
+		}
+		return stdout.String(), fmt.Errorf("%s: %w", name, err)
+	}
+	return stdout.String(), nil
+}
+
+// slurmJobs lists this user's queued and running jobs as id -> name.
+func slurmJobs() (map[string]string, error) {
+	out, err := slurmCmd("squeue", append([]string{"--noheader", "--format=%i %j"}, slurmUser()...)...)
+	if err != nil {
+		return nil, err
+	}
+	jobs := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if id, name, ok := strings.Cut(strings.TrimSpace(l), " "); ok {
+			jobs[id] = name
+		}
+	}
+	return jobs, nil
+}
+
+// waitGone waits (bounded) until none of the jobs for which keep reports
+// true is in the queue any more.
+func waitGone(keep func(id, name string) bool) {
+	deadline := time.Now().Add(slurmGoneWait)
+	for {
+		jobs, err := slurmJobs()
+		if err != nil {
+			return
+		}
+		left := false
+		for id, name := range jobs {
+			if keep(id, name) {
+				left = true
+			}
+		}
+		if !left || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// slurmTerminate is the graceful half of stopping a Slurm attempt (timeout,
+// stop, Ctrl-C): when the job runs, its tasks get SIGTERM through scancel,
+// and faber's SIGKILL after the grace period follows as for a local process
+// group. srun itself must not get the SIGTERM: it would SIGKILL the tasks at
+// once. It returns false when the job does not run yet (or Slurm cannot be
+// asked): the caller then sends SIGTERM to srun, which withdraws the request.
+func slurmTerminate(job string) bool {
+	out, err := slurmCmd("squeue", append([]string{"--noheader", "--format=%T", "--name=" + job}, slurmUser()...)...)
+	if err != nil || !strings.Contains(out, "RUNNING") {
+		return false
+	}
+	_, err = slurmCmd("scancel", append([]string{"--signal=TERM", "--state=RUNNING", "--name=" + job}, slurmUser()...)...)
+	return err == nil
+}
+
+// slurmCancel makes sure the attempt's job is gone: its running tasks are
+// killed, a queued job is withdrawn, and it waits (bounded) until the job
+// has left the queue. srun cancels the job when it gets SIGTERM, but a srun
+// killed with SIGKILL leaves a queued job behind.
+func slurmCancel(job string) {
+	_, _ = slurmCmd("scancel", append([]string{"--signal=KILL", "--state=RUNNING", "--name=" + job}, slurmUser()...)...)
+	_, _ = slurmCmd("scancel", append([]string{"--name=" + job}, slurmUser()...)...)
+	waitGone(func(_, name string) bool { return name == job })
+}
+
+// PlanUsesSlurm reports whether a step of p (the end step included) runs
+// with executor: slurm; only then does a resume need to ask Slurm for
+// leftover jobs (squeue without a configuration retries for a minute).
+func PlanUsesSlurm(p *spec.Plan) bool {
+	for _, s := range p.Steps {
+		if s.Executor == executorSlurm {
+			return true
+		}
+	}
+	return p.End != nil && p.End.Executor == executorSlurm
 }
 
 // CancelLeftoverSlurmJobs cancels the Slurm jobs a dead faber left behind
-// for run runID (found by job name); it returns how many it canceled.
-func CancelLeftoverSlurmJobs(runID string) int { return 0 }
+// for run runID (found by job name); it returns how many it canceled. It
+// waits, bounded, until they have left the queue. Without Slurm's client
+// commands (or a controller to ask) it does nothing.
+func CancelLeftoverSlurmJobs(runID string) int {
+	if _, err := osexec.LookPath("squeue"); err != nil {
+		return 0
+	}
+	mine := func(_, name string) bool { return isRunJob(runID, name) }
+	jobs, err := slurmJobs()
+	if err != nil {
+		return 0
+	}
+	var ids []string
+	for id, name := range jobs {
+		if mine(id, name) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return 0
+	}
+	// An error may only mean that some ended meanwhile: wait for the rest.
+	_, _ = slurmCmd("scancel", ids...)
+	waitGone(mine)
+	return len(ids)
+}
+
+// isRunJob reports whether a job name is an attempt of run runID:
+// faber-<run-id>-<step>-a<N>.
+func isRunJob(runID, name string) bool {
+	rest, ok := strings.CutPrefix(name, "faber-"+runID+"-")
+	if !ok {
+		return false
+	}
+	i := strings.LastIndex(rest, "-a")
+	if i <= 0 {
+		return false
+	}
+	_, err := strconv.Atoi(rest[i+2:])
+	return err == nil
+}
+
+// Slurm's own stderr lines that slurmFinish understands, as srun and
+// slurmstepd write them (seen with Slurm 22.05).
+var (
+	reStepCancelled = regexp.MustCompile(`^slurmstepd(?:-[^:]*)?: error: \*\*\* (?:JOB|STEP) \S+ ON (\S+) CANCELLED AT \S+(?: DUE TO ([A-Z][A-Z ]*[A-Z]))?`)
+	reTaskLine      = regexp.MustCompile(`^srun: error: \S+: tasks? [0-9,-]+: `)
+	reNodeFail      = regexp.MustCompile(`^srun: error: (Node failure on .*)`)
+	reQueued        = regexp.MustCompile(`^srun: job \S+ queued and waiting for resources`)
+	reAllocated     = regexp.MustCompile(`^srun: job \S+ has been allocated resources`)
+	reSrunError     = regexp.MustCompile(`^srun: (?:error: )?(.*)`)
+	// A queued job that was canceled, or whose srun was told to stop.
+	reWithdrawn = regexp.MustCompile(`^srun: (?:Job has been cancelled|Job allocation \S+ has been revoked)`)
+	// srun's lines about its own progress, which say nothing of why.
+	reLifecycle = regexp.MustCompile(`^srun: (?:Job step aborted|Force Terminated|forcing job termination|interrupt|Job step \S+ aborted|Step created|Jobs? \S+ step creation)`)
+)
+
+// slurmFinish completes the outcome of an attempt that ran through srun
+// (argv): it makes sure no job is left behind when the attempt did not end
+// by itself, and it maps Slurm's own failures (rejected job, time limit,
+// preemption, node failure, a cancel from outside faber) to an exit code. It
+// returns the reason, which becomes {error}, when Slurm rather than the step
+// decided how the attempt ended.
+func slurmFinish(job string, argv []string, o *outcome) (reason string) {
+	if o.startErr != nil {
+		return ""
+	}
+	if o.timedOut || o.stoppedBy != "" || o.signal != 0 {
+		slurmCancel(job)
+	}
+
+	var (
+		cancelled, due, node          string
+		nodeFail                      string
+		ran, queued, alloc, withdrawn bool
+		srunErrs, hints               []string
+	)
+	for _, raw := range bytes.Split(o.stderrTail, []byte("\n")) {
+		line := string(bytes.TrimSuffix(raw, []byte("\r")))
+		switch {
+		case reStepCancelled.MatchString(line):
+			m := reStepCancelled.FindStringSubmatch(line)
+			cancelled, node, due = line, m[1], m[2]
+			ran = true
+		case reTaskLine.MatchString(line):
+			ran = true
+		case reNodeFail.MatchString(line):
+			nodeFail = reNodeFail.FindStringSubmatch(line)[1]
+			ran = true
+		case reQueued.MatchString(line):
+			queued = true
+		case reAllocated.MatchString(line):
+			alloc = true
+		case strings.HasPrefix(line, "srun: error: "), strings.HasPrefix(line, "srun: unrecognized option"),
+			strings.HasPrefix(line, "srun: invalid option"), strings.HasPrefix(line, "srun: option requires"):
+			srunErrs = appendNew(srunErrs, reSrunError.FindStringSubmatch(line)[1])
+		case reWithdrawn.MatchString(line):
+			withdrawn = true
+		case strings.HasPrefix(line, "srun: ") && !reLifecycle.MatchString(line):
+			hints = appendNew(hints, strings.TrimPrefix(line, "srun: "))
+		}
+	}
+
+	if o.timedOut || o.stoppedBy != "" {
+		// faber stopped it: the outcome stands. A job that never left the
+		// queue says why in srun's lines, which {error} otherwise skips.
+		if o.timedOut && queued && !alloc {
+			reason = fmt.Sprintf("timed out after %s while the Slurm job %s waited in the queue", o.timeout, job)
+			if len(hints) > 0 {
+				reason += " (" + strings.Join(hints, "; ") + ")"
+			}
+		}
+		return reason
+	}
+	failed := func(r string) string {
+		if o.exitCode == 0 {
+			o.exitCode = 1 // srun may report 0 when Slurm, not the step, ended the job
+		}
+		return r
+	}
+	switch {
+	case due == "TIME LIMIT":
+		o.exitCode = 124 // a timeout, whoever enforced it (SPEC §3)
+		reason = "slurm time limit reached"
+		if t := flagValue(argv, "--time"); t != "" {
+			reason += " (--time=" + t + ")"
+		}
+		return reason
+	case due == "PREEMPTION":
+		return failed("slurm preempted the job on " + node)
+	case nodeFail != "" || strings.Contains(due, "NODE FAIL"):
+		if nodeFail == "" {
+			nodeFail = "node failure on " + node
+		}
+		return failed("slurm: " + lowerFirst(nodeFail))
+	case cancelled != "" && due == "":
+		return failed("slurm canceled the job on " + node + " (scancel or an administrator)")
+	case cancelled != "":
+		return failed("slurm canceled the job on " + node + " due to " + strings.ToLower(due))
+	case !ran && withdrawn:
+		return failed("slurm canceled the job while it was queued")
+	case !ran && o.exitCode != 0 && len(srunErrs) > 0:
+		reason = "slurm rejected the job: " + strings.Join(srunErrs, "; ")
+		if opts := userOptions(argv); opts != "" {
+			reason += " (srun " + opts + ")"
+		}
+		return failed(reason)
+	}
+	return ""
+}
+
+// flagValue returns the value of --flag=value among srun's own options.
+func flagValue(argv []string, flag string) string {
+	for _, a := range argv {
+		if a == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(a, flag+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// userOptions are the srun options that came from the step's slurm: block,
+// the ones a rejection is about.
+func userOptions(argv []string) string {
+	var o []string
+	for _, a := range argv[min(1, len(argv)):] {
+		if a == "--" {
+			break
+		}
+		if strings.HasPrefix(a, "--job-name=") || strings.HasPrefix(a, "--chdir=") || a == "--export=ALL" {
+			continue
+		}
+		o = append(o, a)
+	}
+	return strings.Join(o, " ")
+}
+
+func appendNew(list []string, s string) []string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return list
+	}
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}

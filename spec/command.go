@@ -146,14 +146,14 @@ func (p *Plan) ResolveCommand(line string, args []Arg, vars map[string]string) (
 	if err != nil {
 		return nil, "", err
 	}
-	rest := make([]string, 0, len(words)-1+2*len(args))
-	for _, w := range words[1:] {
-		v, err := subst.Expand(w, vars)
-		if err != nil {
-			return nil, "", fmt.Errorf("command %s: %w", words[0], err)
-		}
-		rest = append(rest, v)
+	// Argv substitutes the parsed words, so quote removal can neither make
+	// nor hide a {reference} (Words then Expand would read '{'v} as {v}).
+	subbed, err := subst.Argv(line, vars)
+	if err != nil {
+		return nil, "", fmt.Errorf("command %s: %w", words[0], err)
 	}
+	rest := make([]string, 0, len(subbed)-1+2*len(args))
+	rest = append(rest, subbed[1:]...)
 	for _, a := range args {
 		switch {
 		case a.Omit:

@@ -29,7 +29,7 @@ func NewPlain(w io.Writer, styles Styles, output bool) *Plain {
 	p := &Plain{w: bufio.NewWriterSize(w, 64<<10), styles: styles, output: output}
 	p.q = newQueue(p.write, func(n int) {
 		fmt.Fprintf(p.w, "… %d output lines dropped (the terminal was too slow); see faber logs\n", n)
-	})
+	}, func() { p.w.Flush() })
 	return p
 }
 
@@ -54,11 +54,9 @@ func (p *Plain) write(e exec.Event) {
 	}
 	p.w.WriteString(line)
 	p.w.WriteByte('\n')
-	// Flush at transitions so a person watching sees them at once; output
-	// bursts are flushed when the queue drains.
-	if e.Type != exec.EvStepOutput {
-		p.w.Flush()
-	}
+	// The queue flushes after each batch: a person watching sees a line as
+	// soon as the writer catches up, and a burst costs one write, not one
+	// per line.
 }
 
 // PlainLine formats one event as a plain progress line ("" for events that
@@ -176,8 +174,7 @@ func NewJSON(w io.Writer) *JSON {
 		}
 		j.w.Write(b)
 		j.w.WriteByte('\n')
-		j.w.Flush()
-	}, nil)
+	}, nil, func() { j.w.Flush() })
 	return j
 }
 

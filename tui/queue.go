@@ -24,7 +24,10 @@ type queue struct {
 	done    chan struct{}
 }
 
-func newQueue(consume func(exec.Event), dropped func(n int)) *queue {
+// newQueue starts the writer: consume gets each event in order, dropped the
+// count of output lines dropped, and flush (if set) runs after each batch, so
+// a writer can flush once per batch instead of once per event.
+func newQueue(consume func(exec.Event), dropped func(n int), flush func()) *queue {
 	q := &queue{wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go func() {
 		defer close(q.done)
@@ -38,6 +41,9 @@ func newQueue(consume func(exec.Event), dropped func(n int)) *queue {
 			}
 			for _, e := range items {
 				consume(e)
+			}
+			if flush != nil && (len(items) > 0 || n > 0) {
+				flush()
 			}
 			if closed && len(items) == 0 {
 				return

@@ -27,6 +27,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -250,7 +251,9 @@ func openStore(stateDir, runID string, opt Options) (_ *Store, err error) {
 	if err := writeOwner(dir); err != nil {
 		return nil, fmt.Errorf("run %q: write owner.json: %w", runID, err)
 	}
-	s.db, err = badger.Open(badgerOptions(filepath.Join(dir, dirDB), opt, false))
+	dbDir := filepath.Join(dir, dirDB)
+	removeEmptyMemtables(dbDir)
+	s.db, err = badger.Open(badgerOptions(dbDir, opt, false))
 	if err != nil {
 		return nil, fmt.Errorf("run %q: open store: %w", runID, err)
 	}
@@ -505,4 +508,24 @@ func (s *Store) Close() error {
 // logf writes a warning to the debug log.
 func (s *Store) logf(format string, args ...any) {
 	fmt.Fprintf(s.log, "state: run %s: "+format+"\n", append([]any{s.runID}, args...)...)
+}
+
+// removeEmptyMemtables deletes zero-length memtable files (*.mem). Badger
+// creates a memtable file and only then sizes it; a process killed between
+// the two (a kill -9 while the store opens) leaves an empty file that Badger
+// then refuses to open ("Create a new file"). An empty file never held a
+// write — entries go in only after it is sized — so removing it loses nothing.
+func removeEmptyMemtables(dbDir string) {
+	ents, err := os.ReadDir(dbDir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".mem") {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+			_ = os.Remove(filepath.Join(dbDir, e.Name()))
+		}
+	}
 }

@@ -325,22 +325,6 @@ func classifyResult(g *Globals, in classifyInput) *mcp.CallToolResult {
 	return res
 }
 
-// statusJSON is the object 'faber status --json' prints.
-func statusJSON(g *Globals, runID string) (statusOut, error) {
-	v, _, err := loadView(g, runID)
-	if err != nil {
-		return statusOut{}, err
-	}
-	steps := v.Steps
-	if steps == nil {
-		steps = []*exec.StepState{}
-	}
-	for _, st := range steps {
-		st.Hash, st.PGID, st.PStart = "", 0, ""
-	}
-	return statusOut{RunID: v.Run.RunID, Plan: v.Run.Plan, Status: v.Run.Status, StartedAt: v.Run.StartedAt, FinishedAt: v.Run.FinishedAt, Steps: steps}, nil
-}
-
 // stepLogsText returns the tails of one attempt's stdout and stderr.
 func stepLogsText(g *Globals, in logsInput) (string, error) {
 	v, _, err := loadView(g, in.RunID)

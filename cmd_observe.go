@@ -147,24 +147,31 @@ type statusOut struct {
 	Steps      []*exec.StepState `json:"steps"`
 }
 
-// Run prints the run's status.
-func (c *StatusCmd) Run(g *Globals) error {
-	v, _, err := loadView(g, c.RunID)
+// statusJSON is the object 'faber status --json' prints (and the MCP tool
+// get_run_status returns), rebuilt from the event log. The log never carries
+// the internal fields (hash, process group), so they stay empty.
+func statusJSON(g *Globals, runID string) (statusOut, error) {
+	v, _, err := loadView(g, runID)
 	if err != nil {
-		return err
+		return statusOut{}, err
 	}
 	steps := v.Steps
 	if steps == nil {
 		steps = []*exec.StepState{}
 	}
-	out := statusOut{RunID: v.Run.RunID, Plan: v.Run.Plan, Status: v.Run.Status, StartedAt: v.Run.StartedAt, FinishedAt: v.Run.FinishedAt, Steps: steps}
+	return statusOut{RunID: v.Run.RunID, Plan: v.Run.Plan, Status: v.Run.Status, StartedAt: v.Run.StartedAt, FinishedAt: v.Run.FinishedAt, Steps: steps}, nil
+}
+
+// Run prints the run's status.
+func (c *StatusCmd) Run(g *Globals) error {
+	out, err := statusJSON(g, c.RunID)
+	if err != nil {
+		return err
+	}
 	if c.JSON {
-		// Internal fields (hash, process group) are not part of the output.
-		for _, st := range steps {
-			st.Hash, st.PGID, st.PStart = "", 0, ""
-		}
 		return printJSON(g.stdout, out)
 	}
+	steps := out.Steps
 	s := tui.NewStyles(useColor(g, g.stdout))
 	fmt.Fprintf(g.stdout, "run %s  plan %s  %s %s\n", out.RunID, out.Plan, s.Glyph(out.Status), s.Status(out.Status))
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)

@@ -193,7 +193,7 @@ func (r *Runner) attemptSpec(sr *stepRun) (procSpec, error) {
 		argv, extra = r.shellArgv(sr, script), env
 	}
 	argv = r.slurmWrap(sr, argv, n)
-	ps := r.procFor(sr, "attempt", argv, sr.def.Timeout, n, nil, extra...)
+	ps := r.procFor(sr, "attempt", argv, sr.def.Timeout, n, nil, vars, extra...)
 	ps.slurmJob = r.slurmJobName(sr, n)
 	return ps, nil
 }
@@ -205,12 +205,13 @@ func (r *Runner) auxSpec(sr *stepRun, kind, script string, timeout time.Duration
 	if err != nil {
 		return procSpec{}, err
 	}
-	return r.procFor(sr, kind, r.shellArgv(sr, s), timeout, sr.failedN, sr.failed, env...), nil
+	return r.procFor(sr, kind, r.shellArgv(sr, s), timeout, sr.failedN, sr.failed, vars, env...), nil
 }
 
 // procFor fills in logs, result file, environment and the output tee.
-func (r *Runner) procFor(sr *stepRun, kind string, argv []string, timeout time.Duration, n int, fail *outcome, extra ...string) procSpec {
-	vars := r.vars(sr, n, fail)
+// vars is the substitution map of this process (r.vars(sr, n, fail)), which
+// every caller has built already.
+func (r *Runner) procFor(sr *stepRun, kind string, argv []string, timeout time.Duration, n int, fail *outcome, vars map[string]string, extra ...string) procSpec {
 	result := r.logPath(sr, kind, n, "result.json")
 	ps := procSpec{
 		argv:       argv,
@@ -271,7 +272,7 @@ func (r *Runner) childSpec(sr *stepRun, vars map[string]string) (procSpec, error
 	if r.Jobs > 0 {
 		argv = append(argv, "--jobs", strconv.Itoa(r.Jobs))
 	}
-	return r.procFor(sr, "attempt", argv, sr.def.Timeout, sr.st.Attempt, nil), nil
+	return r.procFor(sr, "attempt", argv, sr.def.Timeout, sr.st.Attempt, nil, vars), nil
 }
 
 // NewChildRunID names a child run like every run:

@@ -659,7 +659,7 @@ func (r *Runner) invokeHandler(sr *stepRun, out outcome) {
 		return
 	}
 	timeout := firstDur(of.HandlerTimeout, sr.def.HandlerTimeout, r.Plan.HandlerTimeout, 30*time.Minute)
-	ps := r.procFor(sr, "handler", argv, timeout, sr.failedN, &out)
+	ps := r.procFor(sr, "handler", argv, timeout, sr.failedN, &out, vars)
 	go func() {
 		o := runProc(ps, ctrl)
 		r.msgs <- msg{kind: mHandlerDone, sr: sr, out: o, argv: argv, hType: hType, invoked: invoked}

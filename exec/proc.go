@@ -341,7 +341,7 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 	o.stderrTail = tail.Bytes()
 	if ps.slurmJob != "" {
 		o.slurm = true
-		o.slurmReason = slurmFinish(ps.slurmJob, ps.argv, &o)
+		o.slurmReason = slurmFinish(ps.slurmJob, ps.argv, &o, slurmJobState)
 	}
 	if ps.resultPath != "" {
 		o.resultStatus, o.resultMessage = readResult(ps.resultPath)

@@ -271,7 +271,12 @@ var (
 // preemption, node failure, a cancel from outside faber) to an exit code. It
 // returns the reason, which becomes {error}, when Slurm rather than the step
 // decided how the attempt ended.
-func slurmFinish(job string, argv []string, o *outcome) (reason string) {
+//
+// srun forwards slurmstepd's "CANCELLED ... DUE TO ..." line only when it
+// arrives before srun exits, which it sometimes does not; when srun failed
+// and its stderr does not say why, jobState (slurmJobState outside tests)
+// asks the controller how the job ended.
+func slurmFinish(job string, argv []string, o *outcome, jobState func(job string) (state, node string)) (reason string) {
 	if o.startErr != nil {
 		return ""
 	}
@@ -322,6 +327,15 @@ func slurmFinish(job string, argv []string, o *outcome) (reason string) {
 		}
 		return reason
 	}
+	if o.exitCode != 0 && cancelled == "" && nodeFail == "" && !withdrawn && (ran || len(srunErrs) == 0) {
+		state, n := jobState(job)
+		if d, ok := slurmStateDue[state]; ok {
+			due, node = d, n
+			if state == "CANCELLED" {
+				cancelled = state
+			}
+		}
+	}
 	failed := func(r string) string {
 		if o.exitCode == 0 {
 			o.exitCode = 1 // srun may report 0 when Slurm, not the step, ended the job
@@ -357,6 +371,31 @@ func slurmFinish(job string, argv []string, o *outcome) (reason string) {
 		return failed(reason)
 	}
 	return ""
+}
+
+// slurmStateDue maps the job states (squeue %T) of jobs that Slurm ended to
+// the words slurmstepd uses for them in "CANCELLED ... DUE TO ...".
+var slurmStateDue = map[string]string{
+	"PREEMPTED": "PREEMPTION",
+	"TIMEOUT":   "TIME LIMIT",
+	"NODE_FAIL": "NODE FAILURE",
+	"CANCELLED": "",
+}
+
+// slurmJobState asks the controller for the state and node of the job named
+// job, which it remembers for a while after the job ended (MinJobAge, 300 s
+// by default). It returns "" when Slurm cannot say.
+func slurmJobState(job string) (state, node string) {
+	out, err := slurmCmd("squeue", append([]string{"--noheader", "--states=all", "--format=%T %N", "--name=" + job}, slurmUser()...)...)
+	if err != nil {
+		return "", ""
+	}
+	last := strings.TrimSpace(out)
+	if i := strings.LastIndexByte(last, '\n'); i >= 0 {
+		last = last[i+1:]
+	}
+	state, node, _ = strings.Cut(strings.TrimSpace(last), " ")
+	return state, strings.TrimSpace(node)
 }
 
 // flagValue returns the value of --flag=value among srun's own options.

@@ -166,11 +166,51 @@ func TestSlurmFinish(t *testing.T) {
 		{"faber stopped it", outcome{exitCode: 143, stoppedBy: reasonInterrupt, stderrTail: []byte(
 			"slurmstepd-vm: error: *** STEP 5.0 ON vm CANCELLED AT 2026-11-22T10:53:32 ***\n")},
 			143, ""},
+		// srun exited before slurmstepd's line reached it (seen in CI): the
+		// controller's job state says why.
+		{"preempted, slurmstepd's line lost", outcome{exitCode: 143, stderrTail: []byte(
+			"srun: Job step aborted: Waiting up to 7 seconds for job step to finish.\nsrun: error: vm: task 0: Terminated\n")},
+			143, "slurm preempted the job on vm"},
+		{"time limit, slurmstepd's line lost", outcome{exitCode: 143, stderrTail: []byte("srun: error: vm: task 0: Terminated\n")},
+			124, "slurm time limit reached (--time=1)"},
+		{"node failure, no line", outcome{exitCode: 137, stderrTail: []byte("working\n")},
+			137, "slurm: node failure on vm"},
+		{"scancel from outside, line lost", outcome{exitCode: 143, stderrTail: []byte("srun: error: vm: task 0: Terminated\n")},
+			143, "slurm canceled the job on vm (scancel or an administrator)"},
+		{"step's own failure, controller agrees", outcome{exitCode: 3, stderrTail: []byte("srun: error: vm: task 0: Exited with exit code 3\n")},
+			3, ""},
+		{"stderr's reason wins over the state", outcome{exitCode: 143, stderrTail: []byte(
+			"slurmstepd-vm: error: *** STEP 9.0 ON vm CANCELLED AT 2026-11-22T10:53:32 DUE TO PREEMPTION ***\n")},
+			143, "slurm preempted the job on vm"},
+		{"queued then canceled: not asked", outcome{exitCode: 1, stderrTail: []byte("srun: job 6 queued and waiting for resources\n" +
+			"srun: Job has been cancelled\n")},
+			1, "slurm canceled the job while it was queued"},
+		{"rejected: not asked", outcome{exitCode: 1, stderrTail: []byte("srun: error: invalid partition specified: nope\n")},
+			1, "slurm rejected the job: invalid partition specified: nope (srun --partition=nope --time=1)"},
+	}
+	// What the controller says of the job (squeue's state), asked only when
+	// stderr does not say; "" for the cases not listed.
+	states := map[string]string{
+		"faber stopped it":                      "CANCELLED",
+		"preempted, slurmstepd's line lost":     "PREEMPTED",
+		"time limit, slurmstepd's line lost":    "TIMEOUT",
+		"node failure, no line":                 "NODE_FAIL",
+		"scancel from outside, line lost":       "CANCELLED",
+		"step's own failure, controller agrees": "FAILED",
+		"stderr's reason wins over the state":   "CANCELLED",
+		"queued then canceled: not asked":       "CANCELLED",
+		"rejected: not asked":                   "FAILED",
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			o := c.o
-			got := slurmFinish("j", argv, &o)
+			state := func(job string) (string, string) {
+				if job != "j" {
+					t.Errorf("asked for job %q", job)
+				}
+				return states[c.name], "vm"
+			}
+			got := slurmFinish("j", argv, &o, state)
 			if got != c.want || o.exitCode != c.wantCode {
 				t.Fatalf("got exit %d %q\nwant exit %d %q", o.exitCode, got, c.wantCode, c.want)
 			}

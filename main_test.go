@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -33,9 +34,20 @@ func TestMain(m *testing.M) {
 
 // TestScripts runs testdata/script/*.txtar: one CLI behaviour per script.
 func TestScripts(t *testing.T) {
+	// The Slurm scripts share one single-node cluster: they run one at a
+	// time, each on an idle cluster (a job still completing holds every new
+	// job back for seconds, longer than the timeouts some scripts test).
+	var slurmMu sync.Mutex
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
+			if strings.HasPrefix(filepath.Base(env.WorkDir), "script-slurm_") && os.Getenv("FABER_SLURM") == "1" {
+				slurmMu.Lock()
+				env.Defer(slurmMu.Unlock)
+				if err := waitSlurmIdle(); err != nil {
+					env.T().Log(err)
+				}
+			}
 			env.Setenv("FABER_STATE_DIR", filepath.Join(env.WorkDir, ".faber"))
 			env.Setenv("NO_COLOR", "1")
 			env.Setenv("TERM", "dumb")

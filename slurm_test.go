@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // slurmShapePlan exercises the paths a run records: a success, a retry by
@@ -59,6 +61,9 @@ func TestSlurmStatusLikeLocal(t *testing.T) {
 		t.Fatalf("FABER_SLURM=1 but sinfo fails: %v\n%s", err, out)
 	}
 	local := runForStatus(t, "local")
+	if err := waitSlurmIdle(); err != nil {
+		t.Log(err)
+	}
 	slurm := runForStatus(t, "slurm")
 	if !reflect.DeepEqual(local, slurm) {
 		l, _ := json.MarshalIndent(local, "", "  ")
@@ -133,4 +138,27 @@ func normalizeStatus(v any) any {
 		}
 	}
 	return v
+}
+
+// waitSlurmIdle waits (at most slurmIdleWait) until this user has no job
+// in the test cluster, in any state: a job still completing (for up to
+// KillWait seconds after a cancel or time limit) keeps every new job of the
+// single node waiting, longer than the timeouts the Slurm tests use.
+func waitSlurmIdle() error {
+	const slurmIdleWait = 90 * time.Second
+	deadline := time.Now().Add(slurmIdleWait)
+	for {
+		out, err := osexec.Command("squeue", "--noheader", "--format=%i %j %T", "--user="+strconv.Itoa(os.Getuid())).Output()
+		if err != nil {
+			return fmt.Errorf("squeue: %v", err)
+		}
+		jobs := strings.TrimSpace(string(out))
+		if jobs == "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the Slurm cluster is still busy after %s:\n%s", slurmIdleWait, jobs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

@@ -10,6 +10,10 @@ import (
 	"time"
 )
 
+// groupRecordDelay: an attempt's process group is recorded once the attempt
+// has run this long. Resume finds younger leftovers by FABER_RUN_ID here.
+const groupRecordDelay = 20 * time.Millisecond
+
 // KillRunProcesses terminates every process whose environment says it
 // belongs to run runID (FABER_RUN_ID), and its process group: the leftovers
 // of a faber that died. Step attempts, handlers and recovery scripts all

@@ -261,8 +261,19 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 	grp := newGroup(cmd)
 	defer grp.release()
 	pgid := grp.id
+	// The group is recorded for resume to kill if faber dies meanwhile. An
+	// attempt that ends within groupRecordDelay is never recorded: on Linux
+	// resume finds such leftovers by FABER_RUN_ID, and a short step saves a
+	// state commit and a read of /proc.
+	var record <-chan time.Time
 	if ps.onStart != nil {
-		ps.onStart(pgid, ProcStart(cmd.Process.Pid))
+		if groupRecordDelay <= 0 {
+			ps.onStart(pgid, ProcStart(cmd.Process.Pid))
+		} else {
+			t := time.NewTimer(groupRecordDelay)
+			defer t.Stop()
+			record = t.C
+		}
 	}
 
 	var tail tailBuf
@@ -299,19 +310,26 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 			_ = grp.signal(true)
 		}
 	}
-	select {
-	case <-done:
-		done <- nil
-	case <-timer:
-		o.timedOut = true
-		terminate()
-	case <-ctrl.stop:
+	for ended := false; !ended; {
 		select {
-		case <-ctrl.kill:
-			_ = grp.signal(true)
-		default:
+		case <-record:
+			ps.onStart(pgid, ProcStart(cmd.Process.Pid))
+			record = nil
+			continue
+		case <-done:
+			done <- nil
+		case <-timer:
+			o.timedOut = true
 			terminate()
+		case <-ctrl.stop:
+			select {
+			case <-ctrl.kill:
+				_ = grp.signal(true)
+			default:
+				terminate()
+			}
 		}
+		ended = true
 	}
 	<-done
 	// The leader is gone; no process of the step may outlive it.

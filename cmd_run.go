@@ -243,7 +243,7 @@ func (a storeAdapter) Commit(run *exec.RunState, steps []*exec.StepState, events
 		}
 	}
 	for _, e := range events {
-		b, err := json.Marshal(e)
+		b, err := e.Marshal()
 		if err != nil {
 			return err
 		}

@@ -77,7 +77,7 @@ func (a storeAdapter) Commit(run *exec.RunState, steps []*exec.StepState, events
 		}
 	}
 	for _, e := range events {
-		b, err := json.Marshal(e)
+		b, err := e.Marshal()
 		if err != nil {
 			return err
 		}
@@ -94,7 +94,7 @@ func (j jsonSink) Event(e exec.Event) {
 	if e.Type == exec.EvStepOutput {
 		return
 	}
-	b, _ := json.Marshal(e)
+	b, _ := e.Marshal()
 	j.w.Write(b)
 }
 

@@ -959,8 +959,19 @@ func (r *Runner) commitWith(run *RunState, steps []*StepState, evs []Event) {
 		evs[i].Seq = r.seq
 		evs[i].Time = now
 		evs[i].RunID = r.RunID
+		evs[i].JSON = nil
 	}
-	if err := r.Store.Commit(run, steps, evs); err != nil {
+	var err error
+	for i := range evs {
+		if evs[i].JSON, err = evs[i].MarshalJSON(); err != nil {
+			err = fmt.Errorf("event %s: %w", evs[i].Type, err)
+			break
+		}
+	}
+	if err == nil {
+		err = r.Store.Commit(run, steps, evs)
+	}
+	if err != nil {
 		r.seq -= int64(len(evs))
 		r.fatal = fmt.Errorf("cannot record the run's state: %w", err)
 		for _, sr := range r.all() {

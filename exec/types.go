@@ -142,6 +142,18 @@ type Event struct {
 	Line []byte
 	// Child is set on EvChildEvent events only: the child run's event.
 	Child *Event
+	// JSON is the event as MarshalJSON writes it, set on every committed
+	// event, so that the store and the JSON renderer do not marshal it
+	// again. It is not part of the JSON.
+	JSON []byte
+}
+
+// Marshal returns e.JSON when set, else the event marshaled.
+func (e Event) Marshal() ([]byte, error) {
+	if e.JSON != nil {
+		return e.JSON, nil
+	}
+	return e.MarshalJSON()
 }
 
 // MarshalJSON writes the common fields first, in a stable order, then Fields

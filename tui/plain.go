@@ -168,7 +168,7 @@ type JSON struct {
 func NewJSON(w io.Writer) *JSON {
 	j := &JSON{w: bufio.NewWriterSize(w, 64<<10)}
 	j.q = newQueue(func(e exec.Event) {
-		b, err := json.Marshal(e)
+		b, err := e.Marshal()
 		if err != nil {
 			return
 		}

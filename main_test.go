@@ -302,6 +302,16 @@ func fabertest(args []string) int {
 			return 0
 		}
 		return 1
+	case "kill": // kill PIDFILE: SIGKILL the process whose pid the file holds
+		b, err := os.ReadFile(args[1])
+		if err != nil {
+			return 1
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || syscall.Kill(pid, syscall.SIGKILL) != nil {
+			return 1
+		}
+		return 0
 	case "stamp":
 		f, err := os.OpenFile(args[1], os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		if err != nil {

@@ -223,9 +223,10 @@ func (r *Runner) procFor(sr *stepRun, kind string, argv []string, timeout time.D
 		timeout:    timeout,
 		grace:      r.grace(sr),
 	}
-	if r.Sink != nil {
+	// A child run (faber --ui json) reports its events on stdout.
+	child := sr.def.PlanPath != "" && kind == "attempt"
+	if r.Sink != nil && (child || r.WantOutput) {
 		id, sink := sr.def.ID, r.Sink
-		child := sr.def.PlanPath != "" && kind == "attempt"
 		want := r.WantOutput
 		ps.onLine = func(stream string, line []byte) {
 			// A child run (faber --ui json) reports its events on stdout:

@@ -2,7 +2,6 @@ package exec
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -181,18 +180,19 @@ func (c *procCtrl) Reason() string {
 	return c.reason
 }
 
-// openLog creates a log file; it never truncates an existing file. The
+// openLog creates a log file (open for reading too: the stderr tail may be
+// read back); it never truncates an existing file. The
 // step's log directory is made only when it is missing: on a slow file
 // system each extra metadata call costs a step measurably.
 func openLog(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
 	if err == nil || !errors.Is(err, os.ErrNotExist) {
 		return f, err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
-	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	return os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
 }
 
 // runProc runs one process to its end. It never returns before every process
@@ -208,7 +208,7 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 		return o
 	}
 	defer outF.Close()
-	errF, err := openLog(ps.stderrPath)
+	errF, err := openLog(ps.stderrPath) // read back by fileTail
 	if err != nil {
 		o.startErr, o.exitCode = err, 127
 		return o
@@ -223,17 +223,29 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 		return o
 	}
 
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		o.startErr, o.exitCode = err, 127
-		return o
+	// Nobody wants the lines as they come: the process writes to its log
+	// files itself, and {error} comes from the end of the stderr file.
+	// Otherwise pipes, pumped into the files and to onLine.
+	direct := ps.onLine == nil
+	var outR, outW, errR, errW *os.File
+	closePipes := func() {
+		for _, f := range []*os.File{outR, outW, errR, errW} {
+			if f != nil {
+				f.Close()
+			}
+		}
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		o.startErr, o.exitCode = err, 127
-		return o
+	if direct {
+		outW, errW = outF, errF
+	} else {
+		if outR, outW, err = os.Pipe(); err == nil {
+			errR, errW, err = os.Pipe()
+		}
+		if err != nil {
+			closePipes()
+			o.startErr, o.exitCode = err, 127
+			return o
+		}
 	}
 	cmd := osexec.Command(ps.argv[0], ps.argv[1:]...)
 	cmd.Dir = ps.dir
@@ -243,10 +255,9 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 	cmd.Stderr = errW
 	setGroup(cmd)
 	if err := cmd.Start(); err != nil {
-		outR.Close()
-		outW.Close()
-		errR.Close()
-		errW.Close()
+		if !direct {
+			closePipes()
+		}
 		o.startErr, o.exitCode = err, 127
 		if errors.Is(err, osexec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			o.exitCode = 127
@@ -256,8 +267,10 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 		fmt.Fprintf(errF, "faber: cannot start %s: %v\n", ps.argv[0], err)
 		return o
 	}
-	outW.Close()
-	errW.Close()
+	if !direct {
+		outW.Close()
+		errW.Close()
+	}
 	grp := newGroup(cmd)
 	defer grp.release()
 	pgid := grp.id
@@ -278,9 +291,11 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 
 	var tail tailBuf
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); pump(outR, outF, "stdout", ps.onLine, nil) }()
-	go func() { defer wg.Done(); pump(errR, errF, "stderr", ps.onLine, &tail) }()
+	if !direct {
+		wg.Add(2)
+		go func() { defer wg.Done(); pump(outR, outF, "stdout", ps.onLine, nil) }()
+		go func() { defer wg.Done(); pump(errR, errF, "stderr", ps.onLine, &tail) }()
+	}
 
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -335,19 +350,24 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 	// The leader is gone; no process of the step may outlive it.
 	_ = grp.signal(true)
 
-	// Output pipes close when the last writer dies. A process that left the
-	// group (setsid) could hold them open: do not wait for it forever.
-	waitCh := make(chan struct{})
-	go func() { wg.Wait(); close(waitCh) }()
-	select {
-	case <-waitCh:
-	case <-time.After(2 * time.Second):
-		_ = outR.SetReadDeadline(time.Now())
-		_ = errR.SetReadDeadline(time.Now())
-		<-waitCh
+	if direct {
+		o.stderrTail = fileTail(errF, tailSize)
+	} else {
+		// Output pipes close when the last writer dies. A process that left
+		// the group (setsid) could hold them open: do not wait for it forever.
+		waitCh := make(chan struct{})
+		go func() { wg.Wait(); close(waitCh) }()
+		select {
+		case <-waitCh:
+		case <-time.After(2 * time.Second):
+			_ = outR.SetReadDeadline(time.Now())
+			_ = errR.SetReadDeadline(time.Now())
+			<-waitCh
+		}
+		outR.Close()
+		errR.Close()
+		o.stderrTail = tail.Bytes()
 	}
-	outR.Close()
-	errR.Close()
 
 	o.exitCode, o.signal = exitStatus(cmd.ProcessState)
 	if o.timedOut {
@@ -356,7 +376,6 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 	if r := ctrl.Reason(); r != "" && !o.timedOut {
 		o.stoppedBy = r
 	}
-	o.stderrTail = tail.Bytes()
 	if ps.slurmJob != "" {
 		o.slurm = true
 		o.slurmReason = slurmFinish(ps.slurmJob, ps.argv, &o, slurmJobState)
@@ -388,7 +407,8 @@ func readResult(path string) (status, message string) {
 
 // pump copies a pipe to its log file, handing complete lines to onLine.
 func pump(r io.Reader, w io.Writer, stream string, onLine func(string, []byte), tail *tailBuf) {
-	buf := make([]byte, 32<<10)
+	// Most steps write little: the buffer grows only when reads fill it.
+	buf := make([]byte, 2<<10)
 	var partial []byte
 	for {
 		n, err := r.Read(buf)
@@ -422,10 +442,25 @@ func pump(r io.Reader, w io.Writer, stream string, onLine func(string, []byte), 
 		if err != nil {
 			break
 		}
+		if n == len(buf) && len(buf) < 32<<10 {
+			buf = make([]byte, 32<<10) // onLine got copies; the log has the bytes
+		}
 	}
 	if onLine != nil && len(partial) > 0 {
 		onLine(stream, partial)
 	}
+}
+
+// fileTail reads the last n bytes of a log file (opened for reading too).
+func fileTail(f *os.File, n int64) []byte {
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		return nil
+	}
+	off := max(fi.Size()-n, 0)
+	b := make([]byte, fi.Size()-off)
+	m, _ := f.ReadAt(b, off)
+	return b[:m]
 }
 
 // tailBuf keeps the last tailSize bytes written to it.
@@ -447,4 +482,3 @@ func (t *tailBuf) Bytes() []byte {
 
 func sleepMs(n int) { time.Sleep(time.Duration(n) * time.Millisecond) }
 
-var _ = context.Background

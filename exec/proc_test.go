@@ -1,0 +1,85 @@
+//go:build unix
+
+package exec
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestRunProcOutputModes: an attempt whose lines nobody watches writes to
+// its log files directly; one with onLine goes through pipes. Both give the
+// same logs, exit code and stderr tail (the last tailSize bytes, from which
+// {error} and stderr_matches read).
+func TestRunProcOutputModes(t *testing.T) {
+	script := `echo out1; printf 'e%.0s' $(seq 70000) >&2; echo >&2; echo out2; echo "the real error" >&2; exit 3`
+	run := func(t *testing.T, watch bool) (outcome, string, string, []string) {
+		dir := t.TempDir()
+		ps := procSpec{
+			argv:       []string{"/bin/sh", "-c", script},
+			dir:        dir,
+			env:        os.Environ(),
+			stdoutPath: filepath.Join(dir, "logs", "s", "attempt-1.out"),
+			stderrPath: filepath.Join(dir, "logs", "s", "attempt-1.err"),
+			timeout:    time.Minute,
+		}
+		var mu sync.Mutex
+		var lines []string
+		if watch {
+			ps.onLine = func(stream string, line []byte) {
+				mu.Lock()
+				defer mu.Unlock()
+				if len(line) < 100 {
+					lines = append(lines, stream+": "+string(line))
+				}
+			}
+		}
+		o := runProc(ps, newCtrl())
+		out, _ := os.ReadFile(ps.stdoutPath)
+		errb, _ := os.ReadFile(ps.stderrPath)
+		return o, string(out), string(errb), lines
+	}
+	direct, dOut, dErr, dLines := run(t, false)
+	piped, pOut, pErr, pLines := run(t, true)
+
+	if dOut != "out1\nout2\n" || pOut != dOut {
+		t.Errorf("stdout logs: direct %q, piped %q", dOut, pOut)
+	}
+	if len(dErr) != 70000+1+len("the real error\n") || pErr != dErr {
+		t.Errorf("stderr logs differ or are short: direct %d bytes, piped %d", len(dErr), len(pErr))
+	}
+	for _, o := range []outcome{direct, piped} {
+		if o.exitCode != 3 || o.startErr != nil {
+			t.Errorf("exit %d, start error %v; want 3", o.exitCode, o.startErr)
+		}
+		if len(o.stderrTail) != tailSize || !bytes.HasSuffix(o.stderrTail, []byte("e\nthe real error\n")) {
+			t.Errorf("stderr tail: %d bytes ending %q", len(o.stderrTail), o.stderrTail[max(0, len(o.stderrTail)-20):])
+		}
+		if got := o.errorText(); got != "the real error" {
+			t.Errorf("{error} = %q", got)
+		}
+	}
+	if len(dLines) != 0 {
+		t.Errorf("direct mode handed on lines: %q", dLines)
+	}
+	want := "stdout: out1|stdout: out2|stderr: |stderr: the real error"
+	// stdout and stderr are pumped concurrently: compare per stream.
+	if g := strings.Join(filter(pLines, "stdout"), "|") + "|" + strings.Join(filter(pLines, "stderr"), "|"); g != want {
+		t.Errorf("lines handed on: %q, want %q", g, want)
+	}
+}
+
+func filter(lines []string, stream string) []string {
+	var out []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, stream+": ") {
+			out = append(out, l)
+		}
+	}
+	return out
+}

@@ -481,4 +481,3 @@ func (t *tailBuf) Bytes() []byte {
 }
 
 func sleepMs(n int) { time.Sleep(time.Duration(n) * time.Millisecond) }
-

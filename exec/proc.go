@@ -184,15 +184,17 @@ func (c *procCtrl) Reason() string {
 // read back); it never truncates an existing file. The
 // step's log directory is made only when it is missing: on a slow file
 // system each extra metadata call costs a step measurably.
-func openLog(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
+// newDir reports that the directory was made just now.
+func openLog(path string) (f *os.File, newDir bool, err error) {
+	f, err = os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
 	if err == nil || !errors.Is(err, os.ErrNotExist) {
-		return f, err
+		return f, false, err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
+	f, err = os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
+	return f, true, err
 }
 
 // runProc runs one process to its end. It never returns before every process
@@ -202,20 +204,22 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 	o.started = time.Now()
 	defer func() { o.finished = time.Now() }()
 
-	outF, err := openLog(ps.stdoutPath)
+	outF, newDir, err := openLog(ps.stdoutPath)
 	if err != nil {
 		o.startErr, o.exitCode = err, 127
 		return o
 	}
 	defer outF.Close()
-	errF, err := openLog(ps.stderrPath) // read back by fileTail
+	errF, _, err := openLog(ps.stderrPath) // read back by fileTail
 	if err != nil {
 		o.startErr, o.exitCode = err, 127
 		return o
 	}
 	defer errF.Close()
-	if ps.resultPath != "" {
-		_ = os.Remove(ps.resultPath) // a fresh path each attempt; never trust a stale one
+	if ps.resultPath != "" && !newDir {
+		// A fresh path each attempt; never trust a stale one (a new log
+		// directory holds none).
+		_ = os.Remove(ps.resultPath)
 	}
 	if ctrl.Reason() != "" {
 		o.stoppedBy = ctrl.Reason()

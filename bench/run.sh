@@ -8,10 +8,14 @@
 # round, alternating, REPS times. Then the scale checks: validate, run, status
 # and resume of big plans. Prints markdown tables on stdout; progress on stderr.
 #
+# The comparison runs with the state dir in up to three places: on disk in the
+# repository (where a project's .faber would be), on disk under TMPDISK (/tmp:
+# on a machine whose test suites create and delete files there all day,
+# creating a file there can cost ten times more), and on tmpfs.
+#
 #   bash bench/run.sh                       # defaults: N=2000 J=8 CHAIN=300 REPS=3
 #   N=1000 REPS=5 bash bench/run.sh
-#   STATE_BASE=/dev/shm bash bench/run.sh   # state dirs on tmpfs (no disk cost)
-#   SCALE="" bash bench/run.sh              # skip the scale section
+#   SCALE="" TMPDISK="" TMPFS="" bash bench/run.sh   # only the repository's disk
 #
 # Environment:
 #   N           steps of the parallel plan (2000)
@@ -20,8 +24,11 @@
 #   REPS        rounds; figures are medians over them (3, at least 3 advised)
 #   SCALE       plan sizes of the scale section ("1000 5000 10000"); the largest
 #               is also used for validate, status and resume
-#   STATE_BASE  directory for state dirs and plans (default: a new temp dir)
-#   KEEP        1 keeps the work dir
+#   STATE_BASE  where the work dir (binary, plans, the "disk" state dirs) goes
+#               (default: bench/.work in the repository)
+#   TMPDISK     a second disk directory to compare ("/tmp"; empty skips it)
+#   TMPFS       a tmpfs to compare ("/dev/shm"; empty skips it)
+#   KEEP        1 keeps the work dirs
 set -euo pipefail
 
 N=${N:-2000}
@@ -30,6 +37,7 @@ CHAIN=${CHAIN:-300}
 REPS=${REPS:-3}
 SCALE=${SCALE-1000 5000 10000}
 TMPFS=${TMPFS-/dev/shm}
+TMPDISK=${TMPDISK-/tmp}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 say() { printf '%s\n' "$*" >&2; }
@@ -43,22 +51,32 @@ if [[ ! -x /usr/bin/time ]]; then
 	fi
 fi
 
-WORK=$(mktemp -d "${STATE_BASE:-${TMPDIR:-/tmp}}/faber-bench.XXXXXX")
+mkdir -p "${STATE_BASE:=$REPO/bench/.work}"
+WORK=$(mktemp -d "$STATE_BASE/faber-bench.XXXXXX")
+TMPFS_DIR=
+TMPDISK_DIR=
 cleanup() {
 	if [[ ${KEEP:-} == 1 ]]; then
-		say "work dir kept: $WORK"
+		say "work dirs kept: $WORK $TMPDISK_DIR $TMPFS_DIR"
 	else
-		rm -rf "$WORK"
+		rm -rf "$WORK" ${TMPDISK_DIR:+"$TMPDISK_DIR"} ${TMPFS_DIR:+"$TMPFS_DIR"}
 	fi
 }
 trap cleanup EXIT
-TMPFS_DIR=
 if [[ -n $TMPFS ]]; then
 	if [[ $(df -T "$TMPFS" 2>/dev/null | awk 'NR==2 {print $2}') == tmpfs ]] && TMPFS_DIR=$(mktemp -d "$TMPFS/faber-bench.XXXXXX"); then
-		trap 'cleanup; rm -rf "$TMPFS_DIR"' EXIT
+		:
 	else
 		say "bench: $TMPFS is not a writable tmpfs; skipping the tmpfs comparison"
 		TMPFS=
+	fi
+fi
+if [[ -n $TMPDISK ]]; then
+	if [[ $(df -T "$TMPDISK" 2>/dev/null | awk 'NR==2 {print $2}') != tmpfs ]] && TMPDISK_DIR=$(mktemp -d "$TMPDISK/faber-bench.XXXXXX"); then
+		:
+	else
+		say "bench: $TMPDISK is not a writable directory on disk; skipping that comparison"
+		TMPDISK=
 	fi
 fi
 
@@ -172,11 +190,12 @@ FLOOR_CHAIN="for i in \$(seq $CHAIN); do sh -c true; done"
 # Per-round ratios, paired with the floor of the same round, then the median.
 ratio() { paste -d' ' <(col 1 "$1") "$2" | awk '{print $1/$2}' | median; }
 
-# compare NAME BASE: REPS rounds with state dirs under BASE, then the table.
+# compare NAME BASE WHERE: REPS rounds with state dirs under BASE, then the
+# table, headed "State dir WHERE".
 # Sets PAR_RATIO_<NAME>, CHAIN_RATIO_<NAME>, PAR_RSS_<NAME>, TINY_RSS_<NAME>,
 # PAR_ALLOC_<NAME>.
 compare() {
-	local name=$1 base=$2 R=$WORK/results/$1 rep probe
+	local name=$1 base=$2 where=$3 R=$WORK/results/$1 rep probe
 	mkdir -p "$R" "$base"
 	probe=$(create_cost "$base")
 	for rep in $(seq "$REPS"); do
@@ -200,7 +219,7 @@ compare() {
 		run_faber "$R/tiny.plain" "$base" plain "$TINY"
 	done
 
-	echo "### State dir on $name ($(df -T "$base" | awk 'NR==2 {print $2}'); creating a file took $probe µs before the rounds)"
+	echo "### State dir $where ($(df -T "$base" | awk 'NR==2 {print $2}'); creating a file took $probe µs before the rounds)"
 	echo
 	echo "| plan | runner | wall s | floor s | ratio | overhead ms/step | peak RSS MB | state B/step-attempt (apparent / allocated) |"
 	echo "|---|---|---|---|---|---|---|---|"
@@ -235,10 +254,14 @@ echo
 echo "$(nproc) CPUs, $CPU; load average at start $LOAD_START; N=$N J=$J CHAIN=$CHAIN REPS=$REPS; medians, ratios are medians of each round's faber/floor."
 echo
 NAMES=disk
-compare disk "$WORK/disk"
+compare disk "$WORK/disk" "on disk, in the repository"
+if [[ -n $TMPDISK ]]; then
+	NAMES+=" tmp"
+	compare tmp "$TMPDISK_DIR" "on disk, in $TMPDISK"
+fi
 if [[ -n $TMPFS ]]; then
-	NAMES="disk tmpfs"
-	compare tmpfs "$TMPFS_DIR"
+	NAMES+=" tmpfs"
+	compare tmpfs "$TMPFS_DIR" "on tmpfs"
 fi
 
 # ---------------------------------------------------------------- scale
@@ -249,7 +272,7 @@ if [[ -n $SCALE ]]; then
 	mkdir -p "$R"
 	BIG=0
 	for n in $SCALE; do ((n > BIG)) && BIG=$n; done
-	echo "## Scale (state dir on disk)"
+	echo "## Scale (state dir on disk, in the repository)"
 	echo
 	echo "| steps | faber run --jobs $J --ui json, s | ms/step | peak RSS MB |"
 	echo "|---|---|---|---|"
@@ -341,7 +364,11 @@ echo
 head="| goal |"
 sep="|---|"
 for n in $NAMES; do
-	head+=" state on $n |"
+	case $n in
+	disk) head+=" state on disk (repository) |" ;;
+	tmp) head+=" state on disk ($TMPDISK) |" ;;
+	*) head+=" state on $n |" ;;
+	esac
 	sep+="---|"
 done
 echo "$head"

@@ -1,5 +1,8 @@
 //go:build unix
 
+// Package bench holds bench/run.sh, which compares the faber binary with the
+// process-spawn floor, and its test. The in-process benchmark of the runner
+// (BenchmarkRunner) is in package main, next to the store adapter it uses.
 package bench
 
 import (

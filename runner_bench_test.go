@@ -1,21 +1,21 @@
 //go:build unix
 
-// Package bench measures faber's orchestration overhead. run.sh compares the
-// faber binary with the process-spawn floor (xargs, a shell loop); the
-// benchmarks here run exec.Runner in-process over a real state.Store, so that
-// `go test -cpuprofile` (or -trace) sees faber's own costs without the CLI
-// around them:
+package main
+
+// BenchmarkRunner measures faber's orchestration overhead in-process: it runs
+// exec.Runner over a real state.Store, with the store adapter and the
+// --ui json renderer that `faber run` uses, so that `go test -cpuprofile` (or
+// -trace) sees faber's own costs without the CLI around them. bench/run.sh
+// compares the faber binary with the process-spawn floor.
 //
-//	go test -run '^$' -bench Runner/par -benchtime 1x -cpuprofile cpu.out ./bench
-//	go tool pprof -top -cum bench.test cpu.out
+//	go test -run '^$' -bench Runner/par -benchtime 1x -cpuprofile cpu.out -o faber.test .
+//	go tool pprof -top -cum faber.test cpu.out
 //
 // The benchmarks spawn thousands of processes, so `go test ./...` does not run
 // them (benchmarks run only with -bench).
-package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -31,6 +31,7 @@ import (
 	"github.com/faber-run/faber/exec"
 	"github.com/faber-run/faber/spec"
 	"github.com/faber-run/faber/state"
+	"github.com/faber-run/faber/tui"
 )
 
 // parPlan is N independent `true` steps in one parallel phase.
@@ -51,51 +52,6 @@ func chainPlan(n int) string {
 		fmt.Fprintf(&b, "  - {id: s%d, run: \"true\"}\n", i)
 	}
 	return b.String()
-}
-
-// storeAdapter is what main hands the runner (cmd_run.go's storeAdapter):
-// every record and event marshalled to JSON and committed in one Change.
-type storeAdapter struct{ s *state.Store }
-
-func (a storeAdapter) Commit(run *exec.RunState, steps []*exec.StepState, events []exec.Event) error {
-	var c state.Change
-	if run != nil {
-		b, err := json.Marshal(run)
-		if err != nil {
-			return err
-		}
-		c.Run = b
-	}
-	if len(steps) > 0 {
-		c.Steps = make(map[string][]byte, len(steps))
-		for _, st := range steps {
-			b, err := json.Marshal(st)
-			if err != nil {
-				return err
-			}
-			c.Steps[st.ID] = b
-		}
-	}
-	for _, e := range events {
-		b, err := e.Marshal()
-		if err != nil {
-			return err
-		}
-		c.Events = append(c.Events, state.Event{Seq: e.Seq, JSON: b})
-	}
-	return a.s.Commit(c)
-}
-
-// jsonSink marshals every event once more, as `--ui json` does (in the
-// renderer's goroutine there; inline here, which costs the same CPU).
-type jsonSink struct{ w io.Writer }
-
-func (j jsonSink) Event(e exec.Event) {
-	if e.Type == exec.EvStepOutput {
-		return
-	}
-	b, _ := e.Marshal()
-	j.w.Write(b)
 }
 
 // runOnce parses plan text, creates a run in a fresh state dir under base and
@@ -124,15 +80,17 @@ func runOnce(tb testing.TB, base, text string, jobs int) time.Duration {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	sink := tui.NewJSON(io.Discard) // what --ui json renders, in its own goroutine
 	r := &exec.Runner{
 		Plan:   plan,
 		RunID:  runID,
 		RunDir: st.Dir(),
 		Store:  storeAdapter{st},
-		Sink:   jsonSink{io.Discard},
+		Sink:   sink,
 		Jobs:   jobs,
 	}
 	status, err := r.Run(context.Background(), nil)
+	sink.Close()
 	if err != nil || status != exec.RunSuccess {
 		tb.Fatalf("run: %s, %v", status, err)
 	}

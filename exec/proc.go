@@ -180,11 +180,11 @@ func (c *procCtrl) Reason() string {
 	return c.reason
 }
 
-// openLog creates a log file (open for reading too: the stderr tail may be
-// read back); it never truncates an existing file. The
-// step's log directory is made only when it is missing: on a slow file
-// system each extra metadata call costs a step measurably.
-// newDir reports that the directory was made just now.
+// openLog creates a log file, open for reading too (the stderr tail may be
+// read back); it never truncates an existing file. The step's log directory
+// is made only when it is missing, and newDir reports that it was made just
+// now: on a slow file system each extra metadata call costs a step
+// measurably.
 func openLog(path string) (f *os.File, newDir bool, err error) {
 	f, err = os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
 	if err == nil || !errors.Is(err, os.ErrNotExist) {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/faber-run/faber/spec"
 )
 
 // TestRunProcOutputModes: an attempt whose lines nobody watches writes to
@@ -82,4 +84,53 @@ func filter(lines []string, stream string) []string {
 		}
 	}
 	return out
+}
+
+// memStore records the step records of every commit.
+type memStore struct {
+	mu    sync.Mutex
+	steps []StepState
+}
+
+func (m *memStore) Commit(_ *RunState, steps []*StepState, _ []Event) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, st := range steps {
+		m.steps = append(m.steps, *st)
+	}
+	return nil
+}
+
+// TestGroupRecorded: a running attempt's process group is committed once
+// (for resume to kill if faber dies), with its leader's start time, while the
+// step is in_progress. (That a short attempt skips the commit is a matter of
+// timing, which tests do not assert.)
+func TestGroupRecorded(t *testing.T) {
+	dir := t.TempDir()
+	text := "name: g\nsteps:\n  - id: quick\n    run: \"true\"\n  - id: slow\n    run: sleep 0.5\n"
+	file := filepath.Join(dir, "plan.yaml")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := spec.Parse(file, []byte(text), spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &memStore{}
+	r := &Runner{Plan: p, RunID: "g-20260101T000000-abcd", RunDir: dir, Store: store, Jobs: 1}
+	if status, err := r.Run(t.Context(), nil); status != RunSuccess || err != nil {
+		t.Fatalf("run: %s %v", status, err)
+	}
+	groups := map[string]int{}
+	for _, st := range store.steps {
+		if st.PGID != 0 {
+			groups[st.ID]++
+			if st.Status != StatusInProgress || st.PStart == "" {
+				t.Errorf("step %s: group recorded with status %s, start %q", st.ID, st.Status, st.PStart)
+			}
+		}
+	}
+	if groups["slow"] != 1 {
+		t.Errorf("slow (0.5 s): its group was recorded %d times, want once", groups["slow"])
+	}
 }

@@ -414,6 +414,7 @@ func pump(r io.Reader, w io.Writer, stream string, onLine func(string, []byte), 
 	// Most steps write little: the buffer grows only when reads fill it.
 	buf := make([]byte, 2<<10)
 	var partial []byte
+	split := false // the current line was handed on in pieces already
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
@@ -429,7 +430,7 @@ func pump(r io.Reader, w io.Writer, stream string, onLine func(string, []byte), 
 						partial = append(partial, chunk...)
 						if len(partial) > 64<<10 { // a very long line: hand it on in pieces
 							onLine(stream, partial)
-							partial = nil
+							partial, split = nil, true
 						}
 						break
 					}
@@ -438,7 +439,11 @@ func pump(r io.Reader, w io.Writer, stream string, onLine func(string, []byte), 
 						line = append(partial, line...)
 						partial = nil
 					}
-					onLine(stream, bytes.Clone(bytes.TrimSuffix(line, []byte("\r"))))
+					// The end of a line handed on in pieces is no line of its own.
+					if !split || len(line) > 0 {
+						onLine(stream, bytes.Clone(bytes.TrimSuffix(line, []byte("\r"))))
+					}
+					split = false
 					chunk = chunk[i+1:]
 				}
 			}

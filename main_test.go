@@ -216,6 +216,7 @@ func cmdGaps(ts *testscript.TestScript, neg bool, args []string) {
 //	fail-until FILE N CODE      count runs in FILE; exit CODE while the count is below N, else 0
 //	ticker N D                  print N numbered lines, D apart
 //	alive PIDFILE               exit 0 if the process in PIDFILE is alive, else 1
+//	kill PIDFILE                SIGKILL the process in PIDFILE
 //	result STATUS MESSAGE       write {"status","message"} to $FABER_RESULT
 //	stamp FILE                  append the current time (RFC 3339) to FILE
 func fabertest(args []string) int {
@@ -286,11 +287,7 @@ func fabertest(args []string) int {
 		}
 		return 0
 	case "alive":
-		b, err := os.ReadFile(args[1])
-		if err != nil {
-			return 1
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		pid, err := readPIDFile(args[1])
 		if err != nil {
 			return 1
 		}
@@ -302,12 +299,8 @@ func fabertest(args []string) int {
 			return 0
 		}
 		return 1
-	case "kill": // kill PIDFILE: SIGKILL the process whose pid the file holds
-		b, err := os.ReadFile(args[1])
-		if err != nil {
-			return 1
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	case "kill":
+		pid, err := readPIDFile(args[1])
 		if err != nil || syscall.Kill(pid, syscall.SIGKILL) != nil {
 			return 1
 		}
@@ -393,4 +386,13 @@ func scriptCondition(cond string) (bool, error) {
 		return true, nil
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
+}
+
+// readPIDFile reads the process id a file holds (as `echo $! > f` writes it).
+func readPIDFile(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
 }

@@ -100,6 +100,14 @@ func TestErrorText(t *testing.T) {
 			stderrTail: []byte("slurmstepd-vm: error: *** STEP 5.0 ON vm CANCELLED AT 2026-11-22T10:53:32 ***\nsrun: error: vm: task 0: Terminated\n")}, "timed out after 2s"},
 		{"slurm: Slurm's reason before stderr", outcome{slurm: true, slurmReason: "slurm preempted the job on vm", exitCode: 143, stderrTail: []byte("working\n")}, "slurm preempted the job on vm"},
 		{"slurm: result message first", outcome{slurm: true, slurmReason: "r", resultMessage: "m", exitCode: 1}, "m"},
+		{"slurm: a shell's report of faber's signal skipped", outcome{slurm: true, timedOut: true, exitCode: 124, timeout: time.Second,
+			stderrTail: []byte("working\nTerminated\nsrun: error: vm: task 0: Terminated\n")}, "working"},
+		{"slurm: bash's report skipped", outcome{slurm: true, stoppedBy: reasonCancel, exitCode: 143,
+			stderrTail: []byte("sh: line 1: 4242 Terminated              sleep 30\n")}, "exit status 143"},
+		{"slurm: zsh's report skipped", outcome{slurm: true, timedOut: true, exitCode: 124, timeout: time.Second,
+			stderrTail: []byte("zsh: killed     sleep 30\nKilled\n")}, "timed out after 1s"},
+		{"slurm: Terminated is the step's when Slurm ended it", outcome{slurm: true, exitCode: 143, stderrTail: []byte("Terminated\n")}, "Terminated"},
+		{"local: a shell's report is the step's", outcome{timedOut: true, exitCode: 124, timeout: time.Second, stderrTail: []byte("Terminated\n")}, "Terminated"},
 		{"local: srun-like lines are the step's", outcome{exitCode: 1, stderrTail: []byte("srun: mine\n")}, "srun: mine"},
 	}
 	for _, c := range cases {

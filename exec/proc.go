@@ -76,7 +76,10 @@ func (o *outcome) errorText() string {
 		return clip(o.slurmReason)
 	}
 	var skip func([]byte) bool
-	if o.slurm {
+	switch {
+	case o.slurm && (o.timedOut || o.stoppedBy != ""):
+		skip = func(l []byte) bool { return slurmLine(l) || shellKillReport(l) }
+	case o.slurm:
 		skip = slurmLine
 	}
 	if l := lastLine(o.stderrTail, skip); l != "" {

@@ -107,6 +107,22 @@ func slurmLine(line []byte) bool {
 		bytes.HasPrefix(line, []byte("slurmstepd-"))
 }
 
+// reShellKillReport matches a shell's report that a command it waited for
+// was killed: dash and busybox print "Terminated" or "Killed", bash
+// "sh: line 1: 123 Terminated   sleep 30", zsh "zsh: terminated  sleep 30".
+var reShellKillReport = regexp.MustCompile(`^(?:(?:.*: line [0-9]+: +[0-9]+ +)?(?:Terminated|Killed)(?:\s.*)?|zsh: (?:terminated|killed)\s.*)$`)
+
+// shellKillReport reports whether a stderr line of an attempt faber stopped
+// (timeout, stop, cancel) is a shell's report of the signal faber sent. A
+// local process group gets the signal all at once, so its shell dies
+// without a word; Slurm signals a job's processes one by one, children
+// first, so a waiting shell can print "Terminated" before its own signal
+// arrives. Such trailing lines are skipped for {error} under Slurm, which
+// then says "timed out after D" as it would locally.
+func shellKillReport(line []byte) bool {
+	return reShellKillReport.Match(line)
+}
+
 // slurmUser limits squeue and scancel to the jobs of this user.
 func slurmUser() []string {
 	if uid := os.Getuid(); uid >= 0 {

@@ -45,7 +45,7 @@ steps:
     needs: [broken]
     run: echo after
   - id: slow
-    timeout: 1s
+    timeout: 4s
     kill_grace: 1s
     run: sleep 30
 `

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	osexec "os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -219,6 +220,8 @@ func cmdGaps(ts *testscript.TestScript, neg bool, args []string) {
 //	kill PIDFILE                SIGKILL the process in PIDFILE
 //	result STATUS MESSAGE       write {"status","message"} to $FABER_RESULT
 //	stamp FILE                  append the current time (RFC 3339) to FILE
+//	onterm FILE D [READY]       sleep D, but on SIGTERM create FILE and exit 3; create
+//	                            READY once SIGTERM is caught
 func fabertest(args []string) int {
 	if len(args) == 0 {
 		fmt.Fprintln(os.Stderr, "fabertest: missing command")
@@ -314,6 +317,33 @@ func fabertest(args []string) int {
 		fmt.Fprintln(f, time.Now().Format(time.RFC3339Nano))
 		f.Close()
 		return 0
+	case "onterm":
+		// A step's own SIGTERM handling, without a shell between it and
+		// the signal: under Slurm a shell can see its child die and exit
+		// before its own SIGTERM (and so its trap) arrives.
+		d, err := time.ParseDuration(args[2])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		term := make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
+		if len(args) > 3 {
+			if err := os.WriteFile(args[3], nil, 0o644); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 2
+			}
+		}
+		select {
+		case <-term:
+			if err := os.WriteFile(args[1], nil, 0o644); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 2
+			}
+			return 3
+		case <-time.After(d):
+			return 0
+		}
 	case "result":
 		msg := fmt.Sprintf(`{"status":%q,"message":%q}`, args[1], strings.Join(args[2:], " "))
 		if err := os.WriteFile(os.Getenv("FABER_RESULT"), []byte(msg), 0o644); err != nil {

@@ -221,7 +221,7 @@ func cmdGaps(ts *testscript.TestScript, neg bool, args []string) {
 //	result STATUS MESSAGE       write {"status","message"} to $FABER_RESULT
 //	stamp FILE                  append the current time (RFC 3339) to FILE
 //	onterm FILE D [READY]       sleep D, but on SIGTERM create FILE and exit 3; create
-//	                            READY once SIGTERM is caught
+//	                            READY as soon as SIGTERM would be caught
 func fabertest(args []string) int {
 	if len(args) == 0 {
 		fmt.Fprintln(os.Stderr, "fabertest: missing command")

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -42,10 +41,6 @@ agent, e.g.: claude mcp add faber -- faber mcp`
 
 // Run serves until stdin closes.
 func (c *McpCmd) Run(g *Globals) error {
-	// Absolute paths in answers: the agent's working directory is not ours.
-	if abs, err := filepath.Abs(g.StateDir); err == nil {
-		g.StateDir = abs
-	}
 	ctx, _, _, stop := signalContext()
 	defer stop()
 	server := newMCPServer(g)

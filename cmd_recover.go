@@ -77,10 +77,7 @@ func (c *RecoverCmd) Run(g *Globals) error {
 	if err != nil {
 		return withCode(exitUsage, agentNotFound(argv[0], err))
 	}
-	stateDir, err := filepath.Abs(g.StateDir)
-	if err != nil {
-		return withCode(exitState, err)
-	}
+	stateDir := g.StateDir // absolute (Main)
 
 	ids := make([]string, len(ps))
 	for i, p := range ps {

@@ -134,10 +134,9 @@ func runSession(g *Globals, a sessionArgs) error {
 		fmt.Fprintf(g.stderr, "faber: warning: no control channel (faber classify will wait for the run to end): %v\n", err)
 	}
 	self, _ := os.Executable()
-	stateDir, _ := filepath.Abs(g.StateDir)
 	r := &exec.Runner{
 		Self:       []string{self},
-		StateDir:   stateDir,
+		StateDir:   g.StateDir,
 		OutDir:     a.outputDir,
 		Plan:       a.plan,
 		RunID:      a.runID,

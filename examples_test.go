@@ -2,7 +2,11 @@ package main
 
 import (
 	"bytes"
+	"os"
+	osexec "os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -20,16 +24,65 @@ func TestExamplesValidate(t *testing.T) {
 	}
 }
 
-// TestHelp checks that help for every command renders and exits 0.
-func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"resume", "--help"}, {"validate", "--help"}, {"classify", "--help"}} {
-		var out, errb bytes.Buffer
-		if code := Main(args, nil, &out, &errb); code != 0 || !bytes.Contains(out.Bytes(), []byte("Usage: faber")) {
-			t.Errorf("faber %v: exit %d, stdout %q, stderr %q", args, code, out.String(), errb.String())
+// readmeRun matches a README line that runs an example plan, as a user
+// would copy it: "go run . run examples/x.yaml ..." or "faber run ...".
+var readmeRun = regexp.MustCompile(`^(?:go run \.|faber) run (examples/\S+\.ya?ml)([^#]*)`)
+
+// TestExamplesRunAsREADME runs every examples/ plan the way a new user
+// does: from the repository root (a copy of it), with the default, relative
+// state dir, every command line exactly as the README prints it, and every
+// plan in examples/ at least once. Each must end success (exit 0); the
+// README's --set table=broken demo ends success through its handler.
+func TestExamplesRunAsREADME(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs [][]string
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(readme), "\n") {
+		m := readmeRun.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		runs = append(runs, append([]string{"run", m[1]}, strings.Fields(m[2])...))
+		seen[m[1]] = true
+	}
+	plans, _ := filepath.Glob("examples/*.y*ml")
+	for _, p := range plans {
+		if !seen[filepath.ToSlash(p)] {
+			runs = append(runs, []string{"run", filepath.ToSlash(p)})
 		}
 	}
-	var out, errb bytes.Buffer
-	if code := Main([]string{"run"}, nil, &out, &errb); code != 2 {
-		t.Errorf("faber run without a plan: exit %d, want 2", code)
+	if len(runs) < 3 {
+		t.Fatalf("found only %d example runs in README.md and examples/", len(runs))
+	}
+	root := t.TempDir()
+	if err := osexec.Command("cp", "-r", "examples", root).Run(); err != nil {
+		t.Fatalf("copying examples: %v", err)
+	}
+	self, _ := os.Executable()
+	env := []string{"FABER_TEST_AS_FABER=1", "CI=1", "NO_COLOR=1"}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "FABER_") && !strings.HasPrefix(kv, "CI=") {
+			env = append(env, kv)
+		}
+	}
+	for _, args := range runs {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			cmd := osexec.Command(self, args...)
+			cmd.Dir, cmd.Env = root, env
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("faber %s from the repository root: %v\n%s", strings.Join(args, " "), err, out)
+			}
+			if strings.Contains(strings.Join(args, " "), "table=broken") &&
+				!bytes.Contains(out, []byte("on_failure")) {
+				t.Errorf("the broken-table demo succeeded without its handler:\n%s", out)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(root, ".faber", "runs")); err != nil {
+		t.Errorf("the runs are not in the default state dir: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -165,6 +166,18 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	if os.Getenv("NO_COLOR") != "" {
 		cli.NoColor = true
 	}
+	// The state dir is resolved once, here: every path faber hands a step,
+	// handler, recovery script, end step or child run derives from it, and
+	// those processes run in other directories (the plan's, or dir:).
+	if cli.StateDir == "" {
+		cli.StateDir = ".faber" // FABER_STATE_DIR set but empty: the default
+	}
+	abs, err := filepath.Abs(cli.StateDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "faber: cannot resolve the state dir %q: %v\n", cli.StateDir, err)
+		return exitState
+	}
+	cli.StateDir = abs
 	err = kctx.Run(&cli.Globals)
 	if err == nil {
 		return exitOK

@@ -80,7 +80,11 @@ func cmdLastRun(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) > 0 {
 		name = args[0]
 	}
-	metas, err := state.List(ts.Getenv("FABER_STATE_DIR"))
+	dir := ts.Getenv("FABER_STATE_DIR")
+	if dir == "" {
+		dir = ts.MkAbs(".faber") // faber's default, in the script's current directory
+	}
+	metas, err := state.List(dir)
 	if err != nil || len(metas) == 0 {
 		if neg {
 			return
@@ -222,6 +226,8 @@ func cmdGaps(ts *testscript.TestScript, neg bool, args []string) {
 //	stamp FILE                  append the current time (RFC 3339) to FILE
 //	onterm FILE D [READY]       sleep D, but on SIGTERM create FILE and exit 3; create
 //	                            READY as soon as SIGTERM would be caught
+//	abspaths FILE VAR...        write "VAR=value: absolute|RELATIVE|MISSING" per
+//	                            variable, a path's kind as this process sees it
 func fabertest(args []string) int {
 	if len(args) == 0 {
 		fmt.Fprintln(os.Stderr, "fabertest: missing command")
@@ -344,6 +350,24 @@ func fabertest(args []string) int {
 		case <-time.After(d):
 			return 0
 		}
+	case "abspaths":
+		var b strings.Builder
+		for _, v := range args[2:] {
+			val, ok := os.LookupEnv(v)
+			kind := "absolute"
+			switch {
+			case !ok || val == "":
+				kind = "MISSING"
+			case !filepath.IsAbs(val):
+				kind = "RELATIVE"
+			}
+			fmt.Fprintf(&b, "%s=%s: %s\n", v, val, kind)
+		}
+		if err := os.WriteFile(args[1], []byte(b.String()), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		return 0
 	case "result":
 		msg := fmt.Sprintf(`{"status":%q,"message":%q}`, args[1], strings.Join(args[2:], " "))
 		if err := os.WriteFile(os.Getenv("FABER_RESULT"), []byte(msg), 0o644); err != nil {

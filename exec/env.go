@@ -66,13 +66,9 @@ func (r *Runner) env(sr *stepRun, attempt int, vars map[string]string, result st
 	}
 	add(p.EnvKeys, p.Env)
 	add(sr.def.EnvKeys, sr.def.Env)
-	plan := p.File
-	if abs, err := filepath.Abs(plan); err == nil {
-		plan = abs
-	}
 	e = append(e,
 		"FABER_RUN_ID="+r.RunID,
-		"FABER_PLAN="+plan,
+		"FABER_PLAN="+absPath(p.File),
 		"FABER_STEP_ID="+sr.def.ID,
 		"FABER_STEP_NAME="+sr.def.Name,
 		"FABER_PHASE="+sr.def.Phase,
@@ -80,6 +76,11 @@ func (r *Runner) env(sr *stepRun, attempt int, vars map[string]string, result st
 		"FABER_OUTPUT_DIR="+r.outDir,
 		"FABER_RESULT="+result,
 	)
+	if r.StateDir != "" {
+		// A step that calls faber (status, events) finds this run's state
+		// dir whatever its working directory.
+		e = append(e, "FABER_STATE_DIR="+r.StateDir)
+	}
 	for _, k := range p.ContextKeys {
 		e = append(e, "FABER_CTX_"+strings.ToUpper(k)+"="+p.Context[k])
 	}
@@ -295,4 +296,16 @@ func NewChildRunID(planName string, now time.Time) string {
 		name = "run"
 	}
 	return fmt.Sprintf("%s-%s-%x", name, now.UTC().Format("20060102T150405"), b)
+}
+
+// absPath is path made absolute against faber's working directory (left as
+// it is in the rare case the working directory cannot be read).
+func absPath(path string) string {
+	if path == "" || filepath.IsAbs(path) {
+		return path
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }

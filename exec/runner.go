@@ -170,9 +170,14 @@ func (r *Runner) setup(prior *Prior) {
 	}
 	r.cancel = r.FailFast || p.StopMode == spec.StopCancel
 	r.baseEnv = os.Environ()
+	// Every path handed to a process must hold in that process's working
+	// directory (the plan's, or dir:), so each is made absolute here, once,
+	// whatever the caller passed.
+	r.RunDir = absPath(r.RunDir)
+	r.StateDir = absPath(r.StateDir)
 	r.outDir = filepath.Join(r.RunDir, "outputs")
 	if r.OutDir != "" {
-		r.outDir = r.OutDir
+		r.outDir = absPath(r.OutDir)
 	}
 	_ = os.MkdirAll(r.outDir, 0o755)
 

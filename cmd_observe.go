@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -213,6 +214,7 @@ func (c *EventsCmd) Run(g *Globals) error {
 		return stateErr(err, c.RunID, g.StateDir)
 	}
 	s := tui.NewStyles(useColor(g, g.stdout))
+	out := bufio.NewWriter(g.stdout)
 	var after int64
 	for {
 		lines, err := state.ReadEvents(g.StateDir, c.RunID, after)
@@ -227,19 +229,20 @@ func (c *EventsCmd) Run(g *Globals) error {
 			}
 			after = e.Seq
 			if c.JSON {
-				g.stdout.Write(l)
-				g.stdout.Write([]byte{'\n'})
+				out.Write(l)
+				out.WriteByte('\n')
 			} else if line := tui.PlainLine(normalize(e), s); line != "" {
-				fmt.Fprintf(g.stdout, "%4d %s\n", e.Seq, line)
+				fmt.Fprintf(out, "%4d %s\n", e.Seq, line)
 			} else {
-				fmt.Fprintf(g.stdout, "%4d %s %s %s\n", e.Seq, e.Time.Local().Format("15:04:05"), e.Type, e.StepID)
+				fmt.Fprintf(out, "%4d %s %s %s\n", e.Seq, e.Time.Local().Format("15:04:05"), e.Type, e.StepID)
 			}
 			if e.Type == exec.EvWorkflowCompleted || e.Type == exec.EvWorkflowFailed {
 				ended = true
 			}
 		}
-		if !c.Follow {
-			return nil
+		// A write error (a full disk, a closed pipe) ends the command.
+		if err := out.Flush(); err != nil || !c.Follow {
+			return err
 		}
 		if ended {
 			if o, err := state.OwnerOf(g.StateDir, c.RunID); err != nil || !o.Alive {

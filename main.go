@@ -122,6 +122,14 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 			code = exitState
 		}
 	}()
+	// A closed stdout (faber run plan.yaml | head -1) must not kill faber
+	// mid-run: with SIGPIPE caught, a write to it fails with EPIPE instead,
+	// the renderers stop writing, and the run finishes and is recorded
+	// truthfully. (Caught, not ignored: an ignored signal would be inherited
+	// by the steps, and a step's own pipeline would no longer end on it.)
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
 	var cli CLI
 	cli.stdout, cli.stderr, cli.stdin = stdout, stderr, stdin
 	exited := -1
@@ -182,7 +190,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	if err == nil {
 		return exitOK
 	}
-	code = exitUsage
+	// The one place an error becomes an exit code: a command marks usage
+	// errors (2), state problems (4) and run outcomes; anything it did not
+	// classify is a plain failure (1), never a usage error.
+	code = exitFailed
 	var xe *exitError
 	if errors.As(err, &xe) {
 		code = xe.code

@@ -11,8 +11,8 @@ import (
 
 // ValidateCmd checks plans.
 type ValidateCmd struct {
-	Plans  []string `arg:"" name:"plan" help:"Plan files (.yaml, .yml or .json); several may be given."`
-	Set    []string `name:"set" placeholder:"KEY=VALUE" help:"Override a context variable (repeatable)."`
+	Plans  []string `arg:"" sep:"none" name:"plan" help:"Plan files (.yaml, .yml or .json); several may be given."`
+	Set    []string `name:"set" sep:"none" placeholder:"KEY=VALUE" help:"Override a context variable (repeatable; one --set is one KEY=VALUE, commas included)."`
 	Strict bool     `help:"Treat warnings (such as an invalid on_failure value) as errors."`
 	JSON   bool     `name:"json" help:"Print {valid, errors, warnings} as JSON (one object per plan, one per line when several)."`
 }
@@ -78,13 +78,17 @@ func (c *ValidateCmd) one(g *Globals, path string, opts spec.Options) error {
 		return nil
 	}
 	if err != nil {
-		e := planError(inv)
-		if len(c.Plans) > 1 {
-			// Several plans: report each invalid one as it comes.
-			fmt.Fprintf(g.stderr, "faber: %s\n", e)
-			return codeOnly(exitUsage)
+		// Every error, one line each, in plan order (run shows the first).
+		for _, w := range inv.Warnings {
+			fmt.Fprintf(g.stderr, "faber: warning: %s\n", w.Error())
 		}
-		return withCode(exitUsage, e)
+		if len(inv.Errors) == 0 {
+			fmt.Fprintf(g.stderr, "faber: %s\n", inv.Error())
+		}
+		for _, d := range inv.Errors {
+			fmt.Fprintf(g.stderr, "faber: %s\n", d.Error())
+		}
+		return codeOnly(exitUsage)
 	}
 	for _, w := range plan.Warnings {
 		fmt.Fprintf(g.stderr, "faber: warning: %s\n", w.Error())

@@ -224,7 +224,69 @@ func (p *parser) yamlError(err error) {
 			line, _ = strconv.Atoi(m[1])
 		}
 	}
-	p.errorf(Pos{Line: line}, "%s", msg)
+	hint, col := yamlHint(msg, p.lineText(line)), 0
+	if line > 0 && hint != "" {
+		// The errors with a hint are about indentation or an open
+		// structure: the column is where this line's content starts.
+		col = p.lineIndentEnd(line)
+		if t := p.lineText(line); strings.Contains(msg, "cannot start any token") && !strings.Contains(t, "\t") {
+			if i := strings.IndexAny(t, "@`%"); i >= 0 {
+				col = i + 1 // the character itself
+			}
+		}
+	}
+	p.errorf(Pos{Line: line, Col: col}, "%s%s", msg, hint)
+}
+
+// lineText is line n (1-based) of the plan, without its line ending.
+func (p *parser) lineText(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	lines := bytes.SplitN(p.data, []byte("\n"), n+1)
+	if len(lines) < n {
+		return ""
+	}
+	return strings.TrimRight(string(lines[n-1]), "\r")
+}
+
+// lineIndentEnd is the column (1-based, in bytes) where a YAML syntax error
+// on line n is best looked for: a tab in the indentation, else the first
+// character after it.
+func (p *parser) lineIndentEnd(n int) int {
+	t := p.lineText(n)
+	for i := 0; i < len(t); i++ {
+		if t[i] == '\t' || t[i] != ' ' {
+			return i + 1
+		}
+	}
+	return 1
+}
+
+// yamlHint says what usually causes a yaml.v3 syntax error, as
+// " (hint: ...)", or "".
+func yamlHint(msg, line string) string {
+	var h string
+	switch {
+	case strings.Contains(msg, "cannot start any token") && strings.Contains(line, "\t"):
+		h = "YAML indents with spaces, not tabs"
+	case strings.Contains(msg, "expected '-' indicator"), strings.Contains(msg, "did not find expected key"),
+		strings.Contains(msg, "block sequence entries are not allowed"):
+		h = "check this line's indentation against the lines above: keys of one mapping line up, list items start with '- '"
+	case strings.Contains(msg, "mapping values are not allowed"):
+		h = "a value that holds ': ' needs quotes, or this line is indented too far"
+	case strings.Contains(msg, "could not find expected ':'"):
+		h = "a key needs ': ' after it; a value on its own line belongs to the key above"
+	case strings.Contains(msg, "unexpected end of stream"), strings.Contains(msg, "did not find expected node content"),
+		strings.Contains(msg, "did not find expected ',' or"):
+		h = "is a quote or a bracket left open above? values starting with {, [, *, &, !, |, >, %, @ or ` need quotes"
+	case strings.Contains(msg, "cannot start any token"):
+		h = "values starting with @, ` or % need quotes"
+	}
+	if h == "" {
+		return ""
+	}
+	return " (hint: " + h + ")"
 }
 
 // yamlMessage returns a yaml.v3 error without its "yaml: line N: " prefix.

@@ -698,7 +698,8 @@ func (b *builder) onFailure(s *Step, rs *rawStepBody, where string) {
 			b.checkCommand(o.Str.V, o.Str.Pos, where+" command")
 			return
 		}
-		b.invalidOnFailure(s, o.Pos, where, fmt.Sprintf("%q is not stop, continue, retry or a /command", o.Str.V), o.Str.V)
+		b.invalidOnFailure(s, o.Pos, where, fmt.Sprintf("%q is not stop, continue, retry or a /command%s", o.Str.V,
+			suggest(v, []string{OnStop, OnContinue, OnRetry})), o.Str.V)
 	case o.Scalar:
 		b.invalidOnFailure(s, o.Pos, where, "is empty, not stop, continue, retry or a /command", "")
 	case o.Obj != nil:

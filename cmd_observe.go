@@ -135,7 +135,8 @@ func printJSON(w io.Writer, v any) error {
 
 // StatusCmd shows one run.
 type StatusCmd struct {
-	RunID string `arg:"" name:"run-id" help:"The run (see faber list)."`
+	RunID string `arg:"" optional:"" name:"run-id" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
+	Last  bool   `name:"last" help:"The newest run in the state dir."`
 	JSON  bool   `name:"json" help:"Print the run and every step as JSON."`
 }
 
@@ -165,6 +166,9 @@ func statusJSON(g *Globals, runID string) (statusOut, error) {
 
 // Run prints the run's status.
 func (c *StatusCmd) Run(g *Globals) error {
+	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
+		return err
+	}
 	out, err := statusJSON(g, c.RunID)
 	if err != nil {
 		return err
@@ -203,13 +207,17 @@ func firstLine(s string) string {
 
 // EventsCmd prints the audit trail.
 type EventsCmd struct {
-	RunID  string `arg:"" name:"run-id" help:"The run (see faber list)."`
+	RunID  string `arg:"" optional:"" name:"run-id" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
+	Last   bool   `name:"last" help:"The newest run in the state dir."`
 	JSON   bool   `name:"json" help:"One JSON object per line, exactly as stored."`
 	Follow bool   `short:"f" help:"Keep printing new events until the run ends."`
 }
 
 // Run prints events oldest first.
 func (c *EventsCmd) Run(g *Globals) error {
+	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
+		return err
+	}
 	if _, err := state.ReadMeta(g.StateDir, c.RunID); err != nil {
 		return stateErr(err, c.RunID, g.StateDir)
 	}
@@ -279,8 +287,9 @@ func normalize(e exec.Event) exec.Event {
 
 // LogsCmd prints a step's logs.
 type LogsCmd struct {
-	RunID    string `arg:"" name:"run-id" help:"The run (see faber list)."`
-	Step     string `arg:"" name:"step" help:"The step id."`
+	RunID    string `arg:"" optional:"" name:"run-id" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
+	Last     bool   `name:"last" help:"The newest run in the state dir."`
+	Step     string `arg:"" optional:"" name:"step" help:"The step id."`
 	Attempt  int    `name:"attempt" placeholder:"N" help:"Which attempt (default: the latest); for --handler/--recovery, the failed attempt that triggered it."`
 	Stderr   bool   `name:"stderr" help:"Print stderr instead of stdout."`
 	Handler  bool   `name:"handler" help:"The on_failure handler's log."`
@@ -290,6 +299,12 @@ type LogsCmd struct {
 
 // Run prints the log file.
 func (c *LogsCmd) Run(g *Globals) error {
+	if err := lastWithStep(c.Last, &c.RunID, &c.Step); err != nil {
+		return err
+	}
+	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
+		return err
+	}
 	if c.Handler && c.Recovery {
 		return withCode(exitUsage, fmt.Errorf("--handler and --recovery exclude each other"))
 	}

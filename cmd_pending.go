@@ -14,7 +14,8 @@ import (
 
 // PendingCmd lists pending_failed steps.
 type PendingCmd struct {
-	RunID string `arg:"" name:"run-id" help:"The run."`
+	RunID string `arg:"" optional:"" name:"run-id" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
+	Last  bool   `name:"last" help:"The newest run in the state dir."`
 	JSON  bool   `name:"json" help:"Print a JSON array of {step_id, name, phase, attempt, exit_code, error, hint, stderr_tail}."`
 }
 
@@ -79,6 +80,9 @@ func tailLines(path string, n int) []string {
 
 // Run prints the pending steps.
 func (c *PendingCmd) Run(g *Globals) error {
+	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
+		return err
+	}
 	ps, err := pendingSteps(g, c.RunID)
 	if err != nil {
 		return err
@@ -109,8 +113,9 @@ func (c *PendingCmd) Run(g *Globals) error {
 
 // ClassifyCmd classifies a pending_failed step.
 type ClassifyCmd struct {
-	RunID  string `arg:"" name:"run-id" help:"The run."`
-	Step   string `arg:"" name:"step" help:"The pending_failed step."`
+	RunID  string `arg:"" optional:"" name:"run-id" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
+	Last   bool   `name:"last" help:"The newest run in the state dir."`
+	Step   string `arg:"" optional:"" name:"step" help:"The pending_failed step."`
 	Retry  bool   `name:"retry" xor:"action" required:"" help:"Run the step again on resume (next attempt number)."`
 	Fail   bool   `name:"fail" xor:"action" required:"" help:"Fail the step for good; its dependents are canceled."`
 	Reason string `name:"reason" placeholder:"TEXT" help:"Why: recorded in the step_classified event."`
@@ -126,6 +131,12 @@ continues. On a run that is still active, the running faber applies it.`
 
 // Run classifies the step, through the live owner if there is one.
 func (c *ClassifyCmd) Run(g *Globals) error {
+	if err := lastWithStep(c.Last, &c.RunID, &c.Step); err != nil {
+		return err
+	}
+	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
+		return err
+	}
 	action := exec.ClassifiedRetry
 	if c.Fail {
 		action = exec.ClassifiedFail

@@ -20,7 +20,8 @@ import (
 
 // RecoverCmd lets an agent classify pending steps, then resumes.
 type RecoverCmd struct {
-	RunID string `arg:"" name:"run-id" help:"The run."`
+	RunID string `arg:"" optional:"" name:"run-id" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
+	Last  bool   `name:"last" help:"The newest run in the state dir."`
 	Agent string `name:"agent" placeholder:"CMD" help:"Agent command line (default: the plan's agent:, else 'claude -p')."`
 }
 
@@ -50,6 +51,9 @@ Examples:
 
 // Run runs the agent, then resumes.
 func (c *RecoverCmd) Run(g *Globals) error {
+	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
+		return err
+	}
 	v, _, err := loadView(g, c.RunID)
 	if err != nil {
 		return err

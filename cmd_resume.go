@@ -13,7 +13,7 @@ import (
 
 // ResumeCmd continues a run.
 type ResumeCmd struct {
-	RunID        string `arg:"" optional:"" name:"run-id" help:"The run to continue (see faber list)."`
+	RunID        string `arg:"" optional:"" name:"run-id" help:"The run to continue: its id, a unique prefix of it, or --last (see faber list)."`
 	Last         bool   `name:"last" help:"Continue the newest run in the state dir."`
 	Plan         string `name:"plan" placeholder:"PLAN" help:"Resume with an edited plan: changed steps re-run with everything downstream."`
 	RetryPending bool   `name:"retry-pending" help:"Also retry steps that wait as pending_failed."`
@@ -44,10 +44,10 @@ Examples:
 
 // Run resumes the run.
 func (c *ResumeCmd) Run(g *Globals) error {
-	runID, err := pickRun(g, c.RunID, c.Last)
-	if err != nil {
+	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
 		return err
 	}
+	runID := c.RunID
 	store, err := openRun(g, runID)
 	if err != nil {
 		return err
@@ -118,26 +118,6 @@ func (c *ResumeCmd) Run(g *Globals) error {
 		parentRun: c.parentRun, outputDir: c.outputDir})
 }
 
-// pickRun resolves RUN_ID or --last.
-func pickRun(g *Globals, id string, last bool) (string, error) {
-	switch {
-	case id != "" && last:
-		return "", withCode(exitUsage, fmt.Errorf("give a run id or --last, not both"))
-	case id != "":
-		return id, nil
-	case !last:
-		return "", withCode(exitUsage, fmt.Errorf("which run? give its id (see faber list) or --last"))
-	}
-	metas, err := state.List(g.StateDir)
-	if err != nil {
-		return "", withCode(exitState, err)
-	}
-	if len(metas) == 0 {
-		return "", withCode(exitState, fmt.Errorf("no runs in %s", g.StateDir))
-	}
-	return metas[0].RunID, nil
-}
-
 // openRun takes ownership of a run, mapping store errors to exit 4.
 func openRun(g *Globals, runID string) (*state.Store, error) {
 	store, err := state.Open(g.StateDir, runID, storeOptions(g))
@@ -182,7 +162,8 @@ func allSuccess(p *exec.Prior) bool {
 
 // ResetCmd resets steps of a run.
 type ResetCmd struct {
-	RunID      string   `arg:"" name:"run-id" help:"The run."`
+	RunID      string   `arg:"" optional:"" name:"run-id" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
+	Last       bool     `name:"last" help:"The newest run in the state dir."`
 	FailedOnly bool     `name:"failed-only" help:"Only failed, canceled and pending_failed steps (and their downstream)."`
 	Step       []string `name:"step" placeholder:"ID" help:"Reset this step and everything downstream (repeatable)."`
 }
@@ -199,6 +180,9 @@ numbers continue and logs are kept. Refused while the run is active.
 
 // Run resets the steps and records why.
 func (c *ResetCmd) Run(g *Globals) error {
+	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
+		return err
+	}
 	store, err := openRun(g, c.RunID)
 	if err != nil {
 		return err

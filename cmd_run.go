@@ -129,7 +129,7 @@ func runSession(g *Globals, a sessionArgs) error {
 	default:
 		sink = tui.NewPlain(g.stdout, tui.NewStyles(useColor(g, g.stdout)), true)
 	}
-	ctl, err := startControl(a.store.Dir())
+	ctl, err := startControl(a.store.Dir(), trigger)
 	if err != nil {
 		fmt.Fprintf(g.stderr, "faber: warning: no control channel (faber classify will wait for the run to end): %v\n", err)
 	}

@@ -34,6 +34,7 @@ type controlMsg struct {
 	Step   string `json:"step"`
 	Action string `json:"action"`
 	Reason string `json:"reason"`
+	Hard   bool   `json:"hard,omitempty"` // stop: terminate at once
 }
 
 type controlReply struct {
@@ -49,9 +50,11 @@ type controlServer struct {
 	path string
 	reqs chan exec.ControlReq
 	done chan struct{}
+	// interrupt does what Ctrl-C in the owner does (faber stop).
+	interrupt func(hard bool)
 }
 
-func startControl(runDir string) (*controlServer, error) {
+func startControl(runDir string, interrupt func(hard bool)) (*controlServer, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -73,7 +76,7 @@ func startControl(runDir string) (*controlServer, error) {
 		ln.Close()
 		return nil, err
 	}
-	s := &controlServer{ln: ln, path: path, reqs: make(chan exec.ControlReq), done: make(chan struct{})}
+	s := &controlServer{ln: ln, path: path, reqs: make(chan exec.ControlReq), done: make(chan struct{}), interrupt: interrupt}
 	go s.serve(info.Token)
 	return s, nil
 }
@@ -95,6 +98,9 @@ func (s *controlServer) serve(token string) {
 			switch {
 			case m.Token != token:
 				rep.Error = "bad token"
+			case m.Op == "stop":
+				s.interrupt(m.Hard)
+				rep.OK = true
 			case m.Op != "classify":
 				rep.Error = "unknown request " + m.Op
 			default:
@@ -124,7 +130,7 @@ func (s *controlServer) stop() {
 	os.Remove(s.path)
 }
 
-// sendControl asks a run's owner to classify a step. ok=false means no owner
+// sendControl sends a run's owner a request (classify a step, stop). ok=false means no owner
 // answered (the caller then opens the store itself).
 func sendControl(runDir string, m controlMsg) (rep controlReply, ok bool, err error) {
 	b, err := os.ReadFile(filepath.Join(runDir, controlFile))

@@ -226,6 +226,7 @@ func cmdGaps(ts *testscript.TestScript, neg bool, args []string) {
 //	stamp FILE                  append the current time (RFC 3339) to FILE
 //	onterm FILE D [READY]       sleep D, but on SIGTERM create FILE and exit 3; create
 //	                            READY as soon as SIGTERM would be caught
+//	gone PIDFILE D              wait until the process in PIDFILE has ended, at most D
 //	abspaths FILE VAR...        write "VAR=value: absolute|RELATIVE|MISSING" per
 //	                            variable, a path's kind as this process sees it
 func fabertest(args []string) int {
@@ -350,6 +351,15 @@ func fabertest(args []string) int {
 		case <-time.After(d):
 			return 0
 		}
+	case "gone":
+		d, _ := time.ParseDuration(args[2])
+		for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if fabertest([]string{"alive", args[1]}) != 0 {
+				return 0
+			}
+		}
+		fmt.Fprintf(os.Stderr, "fabertest: the process in %s is still running after %s\n", args[1], d)
+		return 1
 	case "abspaths":
 		var b strings.Builder
 		for _, v := range args[2:] {

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/state"
+)
+
+// StopCmd stops an active run from another terminal.
+type StopCmd struct {
+	RunID  string `arg:"" optional:"" name:"run-id" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
+	Last   bool   `name:"last" help:"The newest run in the state dir."`
+	Hard   bool   `name:"hard" help:"Kill the run's processes at once (SIGKILL), like a second Ctrl-C."`
+	NoWait bool   `name:"no-wait" help:"Return once the run has the request, without waiting for it to end."`
+}
+
+// Help explains stop.
+func (c *StopCmd) Help() string {
+	return `Does to a run that another faber process owns what Ctrl-C does in that
+process: running steps get SIGTERM, then SIGKILL after their kill_grace; they
+become interrupted, nothing new starts, and the run ends interrupted and
+resumable. --hard is the second Ctrl-C: every process of the run is killed
+at once. stop waits for the run to end and exits as its owner does (130 for
+an interrupted run; the run's own code if it ended first); --no-wait returns
+0 as soon as the owner has the request. A run that is not active exits 4.
+
+Examples:
+  faber stop --last
+  faber stop dataset-create-2026 --hard`
+}
+
+// Run sends the owner the request and waits for the run to end.
+func (c *StopCmd) Run(g *Globals) error {
+	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
+		return err
+	}
+	o, err := state.OwnerOf(g.StateDir, c.RunID)
+	if err != nil {
+		return stateErr(err, c.RunID, g.StateDir)
+	}
+	if !o.Alive {
+		v, _, err := loadView(g, c.RunID)
+		if err != nil {
+			return err
+		}
+		return withCode(exitState, fmt.Errorf("run %s is not active (it ended %s): nothing to stop", c.RunID, v.Run.Status))
+	}
+	rep, ok, err := sendControl(state.RunDir(g.StateDir, c.RunID), controlMsg{Op: "stop", Hard: c.Hard})
+	switch {
+	case err != nil:
+		return withCode(exitState, err)
+	case !ok:
+		// No channel, or the owner is already ending: wait for it below.
+	case !rep.OK:
+		return withCode(exitState, fmt.Errorf("run %s (process %d) refused to stop: %s", c.RunID, o.PID, rep.Error))
+	}
+	how := "stopping"
+	if c.Hard {
+		how = "killing"
+	}
+	fmt.Fprintf(g.stderr, "%s run %s (process %d)\n", how, c.RunID, o.PID)
+	if c.NoWait {
+		return nil
+	}
+	for {
+		if o, err := state.OwnerOf(g.StateDir, c.RunID); err != nil || !o.Alive {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	v, _, err := loadView(g, c.RunID)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(g.stdout, "run %s %s\n", c.RunID, v.Run.Status)
+	if v.Run.Status != exec.RunSuccess {
+		fmt.Fprintf(g.stderr, "resume with: faber resume %s\n", c.RunID)
+	}
+	return codeOnly(exitCodeFor(v.Run.Status))
+}

@@ -137,6 +137,7 @@ func runSession(g *Globals, a sessionArgs) error {
 	r := &exec.Runner{
 		Self:       []string{self},
 		StateDir:   g.StateDir,
+		NewRunID:   func(name string, now time.Time) string { return state.NewRunID(g.StateDir, name, now) },
 		OutDir:     a.outputDir,
 		Plan:       a.plan,
 		RunID:      a.runID,

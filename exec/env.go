@@ -1,7 +1,6 @@
 package exec
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	osexec "os/exec"
@@ -277,26 +276,6 @@ func (r *Runner) childSpec(sr *stepRun, vars map[string]string) (procSpec, error
 	return r.procFor(sr, "attempt", argv, sr.def.Timeout, sr.st.Attempt, nil, vars), nil
 }
 
-// NewChildRunID names a child run like every run:
-// <plan-name>-<YYYYMMDDTHHMMSS>-<4 hex>.
-func NewChildRunID(planName string, now time.Time) string {
-	var b [2]byte
-	_, _ = rand.Read(b[:])
-	name := strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
-			return r
-		case r >= 'A' && r <= 'Z':
-			return r + 'a' - 'A'
-		}
-		return '-'
-	}, planName)
-	name = strings.Trim(name, ".-")
-	if name == "" {
-		name = "run"
-	}
-	return fmt.Sprintf("%s-%s-%x", name, now.UTC().Format("20060102T150405"), b)
-}
 
 // absPath is path made absolute against faber's working directory (left as
 // it is in the rare case the working directory cannot be read).

@@ -57,6 +57,9 @@ type Runner struct {
 	// their child plan through it); StateDir is the absolute state dir.
 	Self     []string
 	StateDir string
+	// NewRunID names a sub-plan step's child run: the caller's run-id maker
+	// (state.NewRunID), so parents and children are named by one rule.
+	NewRunID func(planName string, now time.Time) string
 	// OutDir overrides runs/<run-id>/outputs (a child run shares its
 	// parent's, so that later parent steps see the child's outputs).
 	OutDir string
@@ -345,7 +348,7 @@ func (r *Runner) startAttempt(sr *stepRun) {
 	st.PGID, st.PStart = 0, ""
 	st.Hash = StepHash(r.Plan, sr.def)
 	if sr.def.PlanPath != "" && st.ChildRunID == "" {
-		st.ChildRunID = NewChildRunID(sr.def.ChildName, now)
+		st.ChildRunID = r.NewRunID(sr.def.ChildName, now)
 	}
 	r.takeSlot(sr)
 	r.commit([]*StepState{st}, r.statusEvent(sr))

@@ -111,10 +111,12 @@ type Snapshot struct {
 // Options configures a Store.
 type Options struct {
 	// Sync fsyncs every commit (Badger SyncWrites), so committed events survive
-	// a power loss and not only a crash of faber. faber turns it on by default.
+	// a power loss and not only a crash of faber. It is off unless the user
+	// asks for it (FABER_SYNC=1): a commit survives a crash of faber either way.
 	Sync bool
 	// Logger receives Badger's log lines and the store's own warnings (the debug
-	// log). nil discards them. They never go to stdout or stderr, where they
+	// log). nil discards them, which is what faber passes unless -v asks for
+	// them on stderr: by default they never reach the terminal, where they
 	// would land in the middle of the TUI.
 	Logger io.Writer
 }

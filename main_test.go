@@ -226,6 +226,8 @@ func cmdGaps(ts *testscript.TestScript, neg bool, args []string) {
 //	stamp FILE                  append the current time (RFC 3339) to FILE
 //	onterm FILE D [READY]       sleep D, but on SIGTERM create FILE and exit 3; create
 //	                            READY as soon as SIGTERM would be caught
+//	exitcode FILE PROG ARGS...  run PROG, passing on SIGINT/SIGTERM, and write its
+//	                            exact exit code to FILE (for background commands)
 //	gone PIDFILE D              wait until the process in PIDFILE has ended, at most D
 //	abspaths FILE VAR...        write "VAR=value: absolute|RELATIVE|MISSING" per
 //	                            variable, a path's kind as this process sees it
@@ -351,6 +353,27 @@ func fabertest(args []string) int {
 		case <-time.After(d):
 			return 0
 		}
+	case "exitcode":
+		cmd := osexec.Command(args[2], args[3:]...)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		sigs := make(chan os.Signal, 2)
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		go func() {
+			for sig := range sigs {
+				cmd.Process.Signal(sig)
+			}
+		}()
+		cmd.Wait()
+		code := cmd.ProcessState.ExitCode()
+		if err := os.WriteFile(args[1], []byte(strconv.Itoa(code)+"\n"), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		return code
 	case "gone":
 		d, _ := time.ParseDuration(args[2])
 		for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {

@@ -276,7 +276,6 @@ func (r *Runner) childSpec(sr *stepRun, vars map[string]string) (procSpec, error
 	return r.procFor(sr, "attempt", argv, sr.def.Timeout, sr.st.Attempt, nil, vars), nil
 }
 
-
 // absPath is path made absolute against faber's working directory (left as
 // it is in the rare case the working directory cannot be read).
 func absPath(path string) string {

@@ -9,6 +9,7 @@ import (
 	osexec "os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,6 +69,7 @@ func TestScripts(t *testing.T) {
 			"gaps":     cmdGaps,
 			"code":     cmdCode,
 			"seqcheck": cmdSeqCheck,
+			"normjson": cmdNormJSON,
 		},
 	})
 }
@@ -436,6 +438,29 @@ func cmdCode(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if (got == want) == neg {
 		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+	}
+}
+
+// Volatile parts of event JSON: times, durations, run-id suffixes, process
+// ids, and the script's work dir.
+var (
+	normTime  = regexp.MustCompile(`"(time|[a-z_]*_at)":"[^"]*"`)
+	normDur   = regexp.MustCompile(`"(duration_ms|pid|pgid)":\d+`)
+	normRunID = regexp.MustCompile(`-\d{8}T\d{6}-[0-9a-f]{4}\b`)
+)
+
+// cmdNormJSON writes a JSON-lines file with its volatile parts replaced by
+// fixed text, the rest byte for byte, for golden comparisons.
+//
+//	normjson IN OUT
+func cmdNormJSON(ts *testscript.TestScript, neg bool, args []string) {
+	s := ts.ReadFile(args[0])
+	s = strings.ReplaceAll(s, ts.Getenv("WORK"), "$WORK")
+	s = normTime.ReplaceAllString(s, `"$1":"TIME"`)
+	s = normDur.ReplaceAllString(s, `"$1":0`)
+	s = normRunID.ReplaceAllString(s, "-RUNID")
+	if err := os.WriteFile(ts.MkAbs(args[1]), []byte(s), 0o644); err != nil {
+		ts.Fatalf("normjson: %v", err)
 	}
 }
 

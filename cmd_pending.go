@@ -210,11 +210,7 @@ func classifyStep(g *Globals, runID, step, action, reason string) error {
 		if err != nil {
 			return withCode(exitUsage, err)
 		}
-		seq := snap.LastSeq
-		for i := range evs {
-			seq++
-			evs[i].Seq, evs[i].Time, evs[i].RunID = seq, nowFunc(), runID
-		}
+		exec.Stamp(evs, snap.LastSeq, runID, nowFunc())
 		if err := (storeAdapter{store}).Commit(nil, changed, evs); err != nil {
 			return withCode(exitState, err)
 		}

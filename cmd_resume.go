@@ -203,13 +203,7 @@ func (c *ResetCmd) Run(g *Globals) error {
 	if prior.Run.Status == exec.RunSuccess {
 		prior.Run.Status = exec.RunFailed // a run with pending steps has not succeeded
 	}
-	seq := snap.LastSeq
-	for i := range evs {
-		seq++
-		evs[i].Seq = seq
-		evs[i].Time = nowFunc()
-		evs[i].RunID = c.RunID
-	}
+	exec.Stamp(evs, snap.LastSeq, c.RunID, nowFunc())
 	if err := (storeAdapter{store}).Commit(prior.Run, changed, evs); err != nil {
 		return withCode(exitState, err)
 	}

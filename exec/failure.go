@@ -1,0 +1,406 @@
+package exec
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/faber-run/faber/spec"
+	"github.com/faber-run/faber/spec/subst"
+)
+
+// The failure pipeline: exit-code rules with recovery scripts and delays
+// (SPEC §5), then on_failure handlers (SPEC §4).
+
+// failure is the failure pipeline (SPEC §4, §5): exit-code rules first, then
+// on_failure. It is entered for every failed attempt that faber did not stop
+// itself.
+func (r *Runner) failure(sr *stepRun, out outcome) {
+	st, def := sr.st, sr.def
+	sr.failed, sr.failedN = &out, st.Attempt
+	matched := false
+	if def.FailureHandler != "" {
+		fh := r.Plan.FailureHandlers[def.FailureHandler]
+		if rule := MatchRule(fh, out.exitCode, out.resultStatus == "failure" && out.exitCode == 0, out.stderrTail); rule != nil {
+			matched = true
+			if sr.ruleUsed[rule.Index] < rule.MaxRetries {
+				r.reserveRetry(sr, fh, rule, out)
+				return
+			}
+		}
+	}
+	of := def.OnFailure
+	if r.Plan.UsePendingFailed && !matched && !of.Explicit && !sr.isEnd && !r.intr {
+		r.freeSlot(sr)
+		st.Status = StatusPendingFailed
+		r.commit([]*StepState{st}, r.statusEvent(sr))
+		return
+	}
+	switch of.Kind {
+	case spec.OnContinue:
+		r.freeSlot(sr)
+		st.Status = StatusFailure
+		sr.continued = true
+		r.commit([]*StepState{st}, r.statusEvent(sr), Event{Type: EvWarning, StepID: def.ID, Attempt: st.Attempt,
+			Fields: map[string]any{"message": fmt.Sprintf("step %q failed (%s); on_failure: continue, dependents run anyway", def.ID, st.Error)}})
+		r.release(sr)
+	case spec.OnRetry:
+		if sr.onFailUsed < of.MaxRetries && !r.intr {
+			sr.onFailUsed++
+			r.freeSlot(sr)
+			st.Status = StatusRetrying
+			st.Attempt++
+			r.commit([]*StepState{st}, r.statusEvent(sr))
+			r.push(sr)
+			return
+		}
+		r.stopStep(sr, StatusFailure)
+	case spec.OnCommand, spec.OnStructured:
+		if sr.handlerN > 0 && sr.remRetries >= of.MaxRetries {
+			st.Error = fmt.Sprintf("%s (still failing after %d handler %s)", st.Error, sr.remRetries, plural(sr.remRetries, "retry", "retries"))
+			r.remediationFailed(sr)
+			return
+		}
+		r.invokeHandler(sr, out)
+	default:
+		r.stopStep(sr, StatusFailure)
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// stopStep finalises a failed step and stops the run (SPEC §4 `stop`).
+func (r *Runner) stopStep(sr *stepRun, status string) {
+	r.freeSlot(sr)
+	sr.st.Status = status
+	r.commit([]*StepState{sr.st}, r.statusEvent(sr))
+	if !sr.isEnd {
+		r.stop()
+	}
+}
+
+func (r *Runner) remediationFailed(sr *stepRun) {
+	r.stopStep(sr, StatusRemediationFailed)
+}
+
+// stop makes the run stop: no new steps start; under stop_mode cancel (or
+// --fail-fast) running steps are terminated and become canceled.
+func (r *Runner) stop() {
+	if r.stopping {
+		return
+	}
+	r.stopping = true
+	if !r.cancel {
+		return
+	}
+	for _, sr := range r.steps {
+		switch sr.st.Status {
+		case StatusInProgress, StatusRetrying:
+			if sr.ctrl != nil && sr.inFlight() {
+				sr.ctrl.Stop(reasonCancel, false)
+			} else if sr.st.Status == StatusRetrying && sr.queued {
+				sr.st.Status = StatusCanceled
+				sr.st.Error = "stopped: another step failed (stop_mode: cancel)"
+				r.commit([]*StepState{sr.st}, r.statusEvent(sr))
+			}
+		}
+	}
+}
+
+// inFlight reports whether a worker is busy for the step (its ctrl is live).
+func (sr *stepRun) inFlight() bool { return sr.ctrl != nil && !sr.queued }
+
+// reserveRetry reserves the retry in one commit (status retrying, attempt+1,
+// step_retry_reserved), then runs the recovery script, then waits the delay.
+func (r *Runner) reserveRetry(sr *stepRun, fh *spec.FailureHandler, rule *spec.Rule, out outcome) {
+	st := sr.st
+	sr.ruleUsed[rule.Index]++
+	k := sr.ruleUsed[rule.Index]
+	delay := RetryDelay(rule, k)
+	failedN := st.Attempt
+	r.freeSlot(sr)
+	st.Status = StatusRetrying
+	st.Attempt++
+	fields := map[string]any{
+		"failure_handler":  fh.Name,
+		"rule":             rule.Index,
+		"retry_count":      k,
+		"max_retries":      rule.MaxRetries,
+		"failed_attempt":   failedN,
+		"delay_ms":         delay.Milliseconds(),
+		"error":            st.Error,
+		"failed_exit_code": out.exitCode,
+	}
+	r.commit([]*StepState{st}, r.statusEvent(sr), Event{Type: EvRetryReserved, StepID: st.ID, Attempt: st.Attempt, Fields: fields})
+	if r.fatal != nil {
+		return
+	}
+	sr.ctrl = newCtrl()
+	ctrl := sr.ctrl
+	r.inflight++
+	if rule.RecoveryScript == "" {
+		go func() { r.msgs <- msg{kind: mRecoveryDone, sr: sr, out: outcome{exitCode: -1}, delay: delay} }()
+		return
+	}
+	ps, err := r.auxSpec(sr, "recovery", rule.RecoveryScript, 10*time.Minute)
+	go func() {
+		if err != nil {
+			r.msgs <- msg{kind: mRecoveryDone, sr: sr, err: err, out: outcome{exitCode: 127}, delay: delay}
+			return
+		}
+		o := runProc(ps, ctrl)
+		r.msgs <- msg{kind: mRecoveryDone, sr: sr, out: o, delay: delay, argv: ps.argv}
+	}()
+}
+
+func (r *Runner) recoveryDone(sr *stepRun, m msg) {
+	st := sr.st
+	delay := m.delay
+	if m.out.exitCode != -1 {
+		f := map[string]any{"failed_attempt": sr.failedN, "error": m.out.errorText()}
+		if m.err != nil {
+			f["error"] = m.err.Error()
+		}
+		ev := Event{Type: EvRecoveryFinished, StepID: st.ID, Attempt: sr.failedN, ExitCode: intp(m.out.exitCode), Fields: f}
+		if m.out.exitCode == 0 && m.err == nil {
+			delete(f, "error")
+		}
+		r.commit(nil, ev)
+	}
+	if r.retryStopped(sr) {
+		return
+	}
+	if delay <= 0 {
+		r.retryReady(sr)
+		return
+	}
+	r.inflight++
+	ctrl := sr.ctrl
+	go func() {
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctrl.stop:
+		}
+		r.msgs <- msg{kind: mRetryReady, sr: sr}
+	}()
+}
+
+func (r *Runner) endRetry(sr *stepRun, status, errText string) {
+	sr.st.Status = status
+	sr.st.Error = errText
+	r.commit([]*StepState{sr.st}, r.statusEvent(sr))
+}
+
+// retryStopped ends a reserved retry that an interrupt or a cancel stopped
+// during its recovery script or delay; it reports whether it did.
+func (r *Runner) retryStopped(sr *stepRun) bool {
+	switch reason := sr.ctrl.Reason(); {
+	case reason == reasonInterrupt || r.intr:
+		r.endRetry(sr, StatusInterrupted, "interrupted")
+		return true
+	case reason == reasonCancel:
+		r.endRetry(sr, StatusCanceled, "stopped: another step failed (stop_mode: cancel)")
+		return true
+	}
+	return false
+}
+
+// retryReady queues a reserved retry for a job slot.
+func (r *Runner) retryReady(sr *stepRun) {
+	if !r.retryStopped(sr) {
+		r.push(sr)
+	}
+}
+
+// invokeHandler runs the step's on_failure command (SPEC §4). The step keeps
+// its job slot while the handler runs.
+func (r *Runner) invokeHandler(sr *stepRun, out outcome) {
+	st, of := sr.st, sr.def.OnFailure
+	hType := "command"
+	var args []spec.Arg
+	if of.Kind == spec.OnStructured {
+		hType = "structured"
+		args = of.Args
+	}
+	vars := r.vars(sr, sr.failedN, &out)
+	argv, _, err := r.Plan.ResolveCommand(of.Command, args, vars)
+	st.Status = StatusRemediating
+	ev := r.statusEvent(sr)
+	if err == nil {
+		ev.Fields["handler_command"] = subst.Join(argv)
+	}
+	r.commit([]*StepState{st}, ev)
+	if r.fatal != nil {
+		return
+	}
+	sr.ctrl = newCtrl()
+	ctrl := sr.ctrl
+	r.inflight++
+	invoked := r.now()
+	if err != nil {
+		go func() {
+			r.msgs <- msg{kind: mHandlerDone, sr: sr, err: err, hType: hType, invoked: invoked, out: outcome{exitCode: 127}}
+		}()
+		return
+	}
+	timeout := firstDur(of.HandlerTimeout, sr.def.HandlerTimeout, r.Plan.HandlerTimeout, 30*time.Minute)
+	ps := r.procFor(sr, "handler", argv, timeout, sr.failedN, &out, vars)
+	go func() {
+		o := runProc(ps, ctrl)
+		r.msgs <- msg{kind: mHandlerDone, sr: sr, out: o, argv: argv, hType: hType, invoked: invoked}
+	}()
+}
+
+func (r *Runner) handlerDone(sr *stepRun, m msg) {
+	st, of := sr.st, sr.def.OnFailure
+	sr.handlerN++
+	out := m.out
+	ok := m.err == nil && !out.failed()
+	msgText := ""
+	if m.err != nil {
+		msgText = m.err.Error()
+	} else if out.resultMessage != "" {
+		msgText = clip(out.resultMessage)
+	} else if !ok {
+		msgText = out.errorText()
+	} else {
+		msgText = "handler succeeded"
+	}
+	res := &HandlerResult{Status: "success", Message: msgText, ExitCode: out.exitCode, ActionTaken: "stop"}
+	if !ok {
+		res.Status = "failure"
+	}
+	reason := sr.ctrl.Reason()
+	retry := ok && of.RetryOnSuccess && sr.remRetries < of.MaxRetries && reason == "" && !r.intr
+	if retry {
+		sr.remRetries++
+		res.ActionTaken = "retry_step"
+	}
+	invoked := m.invoked
+	st.Remediation = &Remediation{
+		HandlerType:      m.hType,
+		HandlerCommand:   subst.Join(m.argv),
+		HandlerInvokedAt: &invoked,
+		HandlerResult:    res,
+		RetryCount:       sr.remRetries,
+		MaxRetries:       of.MaxRetries,
+	}
+	hev := Event{Type: EvHandlerInvoked, StepID: st.ID, Attempt: sr.failedN, Fields: map[string]any{
+		"phase":           st.Phase,
+		"original_status": StatusFailure,
+		"handler_type":    m.hType,
+		"handler_command": st.Remediation.HandlerCommand,
+		"handler_argv":    m.argv,
+		"handler_result":  res,
+		"retry_count":     sr.remRetries,
+		"max_retries":     of.MaxRetries,
+		"error":           st.Error,
+	}}
+	switch {
+	case reason == reasonInterrupt || r.intr:
+		r.freeSlot(sr)
+		st.Status = StatusInterrupted
+		r.commit([]*StepState{st}, hev, r.statusEvent(sr))
+	case reason == reasonCancel:
+		r.freeSlot(sr)
+		st.Status = StatusCanceled
+		r.commit([]*StepState{st}, hev, r.statusEvent(sr))
+	case retry:
+		r.freeSlot(sr)
+		st.Status = StatusRetrying
+		st.Attempt++
+		r.commit([]*StepState{st}, hev, r.statusEvent(sr))
+		r.push(sr)
+	case ok:
+		// Handler succeeded but grants no retry: the step stays failed.
+		r.freeSlot(sr)
+		st.Status = StatusFailure
+		r.commit([]*StepState{st}, hev, r.statusEvent(sr))
+		if !sr.isEnd {
+			r.stop()
+		}
+	default:
+		r.freeSlot(sr)
+		st.Status = StatusRemediationFailed
+		st.Error = fmt.Sprintf("%s; on_failure handler %s failed: %s", st.Error, firstWord(of.Command), msgText)
+		r.commit([]*StepState{st}, hev, r.statusEvent(sr))
+		if !sr.isEnd {
+			r.stop()
+		}
+	}
+}
+
+func firstWord(s string) string {
+	if f := strings.Fields(s); len(f) > 0 {
+		return f[0]
+	}
+	return s
+}
+
+func firstDur(ds ...time.Duration) time.Duration {
+	for _, d := range ds {
+		if d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// MatchRule returns the rule of fh that handles a failure (SPEC §5): the first
+// rule listing the exit code (and whose stderr_matches, if any, matches) wins
+// wherever it stands; else the first matching catch-all. A failure reported
+// only through the result file (exit code 0) matches catch-alls only.
+func MatchRule(fh *spec.FailureHandler, code int, resultOnly bool, stderr []byte) *spec.Rule {
+	if fh == nil {
+		return nil
+	}
+	ok := func(rule *spec.Rule) bool {
+		return rule.StderrMatches == nil || rule.StderrMatches.Match(stderr)
+	}
+	if !resultOnly {
+		for _, rule := range fh.Rules {
+			for _, c := range rule.ExitCodes {
+				if c == code && ok(rule) {
+					return rule
+				}
+			}
+		}
+	}
+	for _, rule := range fh.Rules {
+		if rule.MatchAll && ok(rule) {
+			return rule
+		}
+	}
+	return nil
+}
+
+// RetryDelay is the wait before the k-th retry (k from 1) under a rule:
+// delay for fixed backoff; delay·2^(k−1) for exponential, capped at max_delay.
+func RetryDelay(rule *spec.Rule, k int) time.Duration {
+	d := rule.Delay
+	if d <= 0 {
+		return 0
+	}
+	if rule.Backoff == spec.BackoffExponential {
+		for i := 1; i < k; i++ {
+			if rule.MaxDelay > 0 && d >= rule.MaxDelay {
+				break
+			}
+			if d > time.Duration(1<<62)/2 {
+				break
+			}
+			d *= 2
+		}
+	}
+	if rule.MaxDelay > 0 && d > rule.MaxDelay {
+		d = rule.MaxDelay
+	}
+	return d
+}

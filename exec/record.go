@@ -1,0 +1,91 @@
+package exec
+
+import (
+	"fmt"
+	"time"
+)
+
+// Recording: every transition is committed, with its event, before the
+// action that depends on it (SPEC §8). Sequence numbers are assigned here only.
+
+// statusEvent is the step_status event for the step's current record. It
+// carries what a reader needs to rebuild `faber status` from the log alone.
+func (r *Runner) statusEvent(sr *stepRun) Event {
+	st := sr.st
+	f := map[string]any{"phase": st.Phase}
+	if st.Error != "" {
+		f["error"] = st.Error
+	}
+	if st.StartedAt != nil {
+		f["started_at"] = st.StartedAt.UTC().Format(time.RFC3339Nano)
+	}
+	if st.FinishedAt != nil && st.Status != StatusInProgress {
+		f["finished_at"] = st.FinishedAt.UTC().Format(time.RFC3339Nano)
+		f["duration_ms"] = st.DurationMs
+	}
+	if st.ChildRunID != "" {
+		f["child_run_id"] = st.ChildRunID
+	}
+	ev := Event{Type: EvStepStatus, StepID: st.ID, Attempt: st.Attempt, Status: st.Status, Fields: f}
+	if st.ExitCode != nil && st.Status != StatusInProgress {
+		ev.ExitCode = intp(*st.ExitCode)
+	}
+	return ev
+}
+
+func (r *Runner) commit(steps []*StepState, evs ...Event) {
+	r.commitWith(nil, steps, evs)
+}
+
+func (r *Runner) commitRun(steps []*StepState, evs ...Event) {
+	r.commitWith(r.run, steps, evs)
+}
+
+func (r *Runner) commitWith(run *RunState, steps []*StepState, evs []Event) {
+	if r.fatal != nil {
+		return
+	}
+	r.seq = Stamp(evs, r.seq, r.RunID, r.now())
+	var err error
+	for i := range evs {
+		if evs[i].JSON, err = evs[i].MarshalJSON(); err != nil {
+			err = fmt.Errorf("event %s: %w", evs[i].Type, err)
+			break
+		}
+	}
+	if err == nil {
+		err = r.Store.Commit(run, steps, evs)
+	}
+	if err != nil {
+		r.seq -= int64(len(evs))
+		r.fatal = fmt.Errorf("cannot record the run's state: %w", err)
+		for _, sr := range r.all() {
+			if sr.ctrl != nil {
+				sr.ctrl.Stop(reasonInterrupt, true)
+			}
+		}
+		r.intr = true
+		return
+	}
+	if r.Sink != nil {
+		for _, e := range evs {
+			r.Sink.Event(e)
+		}
+	}
+}
+
+// Stamp numbers events for a commit that follows the event with seq after:
+// seq after+1, after+2, ... (SPEC §1: from 1 within a run, across resumes),
+// with their time and run id. It returns the last seq given. This is the one
+// place events get their numbers, whether the runner or a command (classify,
+// reset) commits them.
+func Stamp(evs []Event, after int64, runID string, now time.Time) int64 {
+	for i := range evs {
+		after++
+		evs[i].Seq = after
+		evs[i].Time = now
+		evs[i].RunID = runID
+		evs[i].JSON = nil
+	}
+	return after
+}

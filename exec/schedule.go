@@ -1,0 +1,263 @@
+package exec
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+)
+
+// The scheduler (SPEC §2, §3): dependencies, job slots, starting attempts and
+// settling what can no longer run. One goroutine (loop) owns all step state.
+
+// satisfied reports whether a dependency lets its dependents start.
+func satisfied(d *stepRun) bool {
+	return d.st.Status == StatusSuccess || (d.st.Status == StatusFailure && d.continued)
+}
+
+func (r *Runner) push(sr *stepRun) {
+	if !sr.queued {
+		sr.queued = true
+		heap.Push(&r.ready, sr)
+	}
+}
+
+// loop is the scheduler: one goroutine owns all step state; workers report
+// back over r.msgs.
+func (r *Runner) loop(ctx context.Context) {
+	done := ctx.Done()
+	hard := r.HardStop
+	for {
+		r.fill()
+		if r.inflight == 0 {
+			return
+		}
+		select {
+		case m := <-r.msgs:
+			r.handle(m)
+		case <-done:
+			done = nil
+			r.interrupt(false)
+		case <-hard:
+			hard = nil
+			r.interrupt(true)
+		case req := <-r.Control:
+			req.Reply <- r.classify(req)
+		}
+	}
+}
+
+// fill starts ready steps while job slots are free.
+func (r *Runner) fill() {
+	for r.ready.Len() > 0 && r.running < r.jobs && !r.intr && r.fatal == nil {
+		sr := heap.Pop(&r.ready).(*stepRun)
+		sr.queued = false
+		if sr.st.Status == StatusPending && r.stopping {
+			continue // no new steps start after a stop; settlePending cancels them
+		}
+		if sr.st.Status != StatusPending && sr.st.Status != StatusRetrying {
+			continue
+		}
+		r.startAttempt(sr)
+	}
+}
+
+func (r *Runner) handle(m msg) {
+	sr := m.sr
+	switch m.kind {
+	case mStarted:
+		sr.st.PGID, sr.st.PStart = m.pgid, m.pstart
+		r.commit([]*StepState{sr.st})
+	case mAttemptDone:
+		r.inflight--
+		r.attemptDone(sr, m.out)
+	case mRecoveryDone:
+		r.inflight--
+		r.recoveryDone(sr, m)
+	case mRetryReady:
+		r.inflight--
+		r.retryReady(sr)
+	case mHandlerDone:
+		r.inflight--
+		r.handlerDone(sr, m)
+	}
+}
+
+func (r *Runner) takeSlot(sr *stepRun) {
+	if !sr.slot {
+		sr.slot = true
+		r.running++
+	}
+}
+
+func (r *Runner) freeSlot(sr *stepRun) {
+	if sr.slot {
+		sr.slot = false
+		r.running--
+	}
+}
+
+// startAttempt records the step in_progress, then starts its process.
+func (r *Runner) startAttempt(sr *stepRun) {
+	st := sr.st
+	if st.Status != StatusRetrying {
+		st.Attempt++
+	}
+	now := r.now()
+	st.Status = StatusInProgress
+	st.StartedAt = timep(now)
+	st.FinishedAt = nil
+	st.ExitCode = nil
+	st.Error = ""
+	st.DurationMs = 0
+	st.PGID, st.PStart = 0, ""
+	st.Hash = StepHash(r.Plan, sr.def)
+	if sr.def.PlanPath != "" && st.ChildRunID == "" {
+		st.ChildRunID = r.NewRunID(sr.def.ChildName, now)
+	}
+	r.takeSlot(sr)
+	r.commit([]*StepState{st}, r.statusEvent(sr))
+	if r.fatal != nil {
+		r.freeSlot(sr)
+		return
+	}
+	ps, err := r.attemptSpec(sr)
+	sr.ctrl = newCtrl()
+	r.inflight++
+	ctrl := sr.ctrl
+	if err != nil {
+		// Cannot happen for a validated plan; record it as a failed attempt
+		// rather than losing the step.
+		go func() {
+			r.msgs <- msg{kind: mAttemptDone, sr: sr, out: outcome{startErr: err, exitCode: 127, started: now, finished: now}}
+		}()
+		return
+	}
+	go func() {
+		out := runProc(ps, ctrl)
+		r.msgs <- msg{kind: mAttemptDone, sr: sr, out: out}
+	}()
+}
+
+func (r *Runner) attemptDone(sr *stepRun, out outcome) {
+	st := sr.st
+	st.FinishedAt = timep(out.finished)
+	if st.StartedAt != nil {
+		st.DurationMs = out.finished.Sub(*st.StartedAt).Milliseconds()
+	}
+	st.ExitCode = intp(out.exitCode)
+	st.PGID, st.PStart = 0, ""
+	switch {
+	case out.stoppedBy == reasonInterrupt:
+		r.freeSlot(sr)
+		st.Status = StatusInterrupted
+		st.Error = "interrupted"
+		r.commit([]*StepState{st}, r.statusEvent(sr))
+		return
+	case out.stoppedBy == reasonCancel:
+		r.freeSlot(sr)
+		st.Status = StatusCanceled
+		st.Error = "stopped: another step failed (stop_mode: cancel)"
+		r.commit([]*StepState{st}, r.statusEvent(sr))
+		return
+	case !out.failed():
+		r.freeSlot(sr)
+		st.Status = StatusSuccess
+		st.Error = ""
+		r.commit([]*StepState{st}, r.statusEvent(sr))
+		r.release(sr)
+		return
+	}
+	st.Error = out.errorText()
+	if sr.def.PlanPath != "" && out.exitCode == childPendingExit && out.stoppedBy == "" {
+		// A child run waiting for classification: the step waits too,
+		// whatever the parent's settings (SPEC §10).
+		r.freeSlot(sr)
+		st.Status = StatusPendingFailed
+		r.commit([]*StepState{st}, r.statusEvent(sr))
+		return
+	}
+	r.failure(sr, out)
+}
+
+// childPendingExit is faber's exit code for a run that ends pending_failed.
+const childPendingExit = 3
+
+// release lets dependents of a done step start.
+func (r *Runner) release(sr *stepRun) {
+	for _, d := range sr.dependents {
+		d.waiting--
+		if d.waiting == 0 && d.st.Status == StatusPending {
+			r.push(d)
+		}
+	}
+}
+
+// interrupt terminates everything running (SIGTERM, or SIGKILL when hard).
+func (r *Runner) interrupt(hard bool) {
+	r.intr = true
+	r.hard = r.hard || hard
+	for _, sr := range r.all() {
+		if sr.ctrl != nil {
+			sr.ctrl.Stop(reasonInterrupt, hard)
+		}
+		if sr.queued && sr.st.Status == StatusRetrying {
+			sr.queued = false
+			r.endRetry(sr, StatusInterrupted, "interrupted")
+		}
+	}
+}
+
+func (r *Runner) all() []*stepRun {
+	if r.end == nil {
+		return r.steps
+	}
+	return append(append([]*stepRun{}, r.steps...), r.end)
+}
+
+// settlePending decides the steps that never started: canceled when the run
+// stopped or an upstream step failed for good; left pending when they wait
+// only on a pending_failed step (they run after classification and resume).
+func (r *Runner) settlePending() {
+	var changed []*StepState
+	var evs []Event
+	blockedByPF := map[*stepRun]bool{}
+	var visit func(sr *stepRun) bool
+	visit = func(sr *stepRun) bool {
+		if v, ok := blockedByPF[sr]; ok {
+			return v
+		}
+		blockedByPF[sr] = false
+		for _, d := range sr.deps {
+			if d.st.Status == StatusPendingFailed || (d.st.Status == StatusPending && visit(d)) {
+				blockedByPF[sr] = true
+				return true
+			}
+		}
+		return false
+	}
+	for _, sr := range r.steps {
+		if sr.st.Status != StatusPending {
+			continue
+		}
+		if !r.stopping && visit(sr) {
+			continue
+		}
+		sr.st.Status = StatusCanceled
+		sr.st.Error = r.cancelReason(sr)
+		changed = append(changed, sr.st)
+		evs = append(evs, r.statusEvent(sr))
+	}
+	if len(changed) > 0 {
+		r.commit(changed, evs...)
+	}
+}
+
+func (r *Runner) cancelReason(sr *stepRun) string {
+	for _, d := range sr.deps {
+		switch d.st.Status {
+		case StatusFailure, StatusRemediationFailed, StatusCanceled, StatusPendingFailed:
+			return fmt.Sprintf("upstream step %q is %s", d.def.ID, d.st.Status)
+		}
+	}
+	return "the run stopped"
+}

@@ -192,9 +192,12 @@ func (r *Runner) attemptSpec(sr *stepRun) (procSpec, error) {
 		}
 		argv, extra = r.shellArgv(sr, script), env
 	}
-	argv = r.slurmWrap(sr, argv, n)
+	launch := r.launcherFor(sr, n, vars)
+	if launch != nil {
+		argv = launch.wrap(argv)
+	}
 	ps := r.procFor(sr, "attempt", argv, sr.def.Timeout, n, nil, vars, extra...)
-	ps.slurmJob = r.slurmJobName(sr, n)
+	ps.launch = launch
 	return ps, nil
 }
 

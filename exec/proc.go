@@ -35,11 +35,9 @@ type procSpec struct {
 	// onStart is called once the process runs, with its group id and the
 	// leader's start token, before the process can have done much.
 	onStart func(pgid int, pstart string)
-	// slurmJob is the Slurm job name when argv runs the attempt through
-	// srun, else "": a stop then signals the job's tasks, the job is gone
-	// before the attempt ends, and Slurm's own failures and stderr lines are
-	// read (slurm.go).
-	slurmJob string
+	// launch runs the process where its step's executor says (launcher.go);
+	// nil is this machine.
+	launch launcher
 }
 
 // outcome is what happened to a process.
@@ -55,10 +53,11 @@ type outcome struct {
 	timeout       time.Duration
 	started       time.Time
 	finished      time.Time
-	// slurm is set for an attempt run through srun: {error} skips Slurm's
-	// own stderr lines, and slurmReason, when set, says how Slurm ended it.
-	slurm       bool
-	slurmReason string
+	// launch is the executor that ran the attempt (nil: this machine):
+	// {error} skips its own stderr lines, and launchReason, when set, says
+	// how the executor ended the attempt.
+	launch       launcher
+	launchReason string
 }
 
 // failed reports whether the process counts as failed (SPEC §3).
@@ -72,15 +71,13 @@ func (o *outcome) errorText() string {
 	if o.resultMessage != "" {
 		return clip(o.resultMessage)
 	}
-	if o.slurmReason != "" {
-		return clip(o.slurmReason)
+	if o.launchReason != "" {
+		return clip(o.launchReason)
 	}
 	var skip func([]byte) bool
-	switch {
-	case o.slurm && (o.timedOut || o.stoppedBy != ""):
-		skip = func(l []byte) bool { return slurmLine(l) || shellKillReport(l) }
-	case o.slurm:
-		skip = slurmLine
+	if o.launch != nil {
+		stopped := o.timedOut || o.stoppedBy != ""
+		skip = func(l []byte) bool { return o.launch.ownLine(l, stopped) }
 	}
 	if l := lastLine(o.stderrTail, skip); l != "" {
 		return l
@@ -318,7 +315,7 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 		grace = 10 * time.Second
 	}
 	terminate := func() {
-		if ps.slurmJob == "" || !slurmTerminate(ps.slurmJob) {
+		if ps.launch == nil || !ps.launch.terminate() {
 			_ = grp.signal(false)
 		}
 		g := time.NewTimer(grace)
@@ -383,9 +380,9 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 	if r := ctrl.Reason(); r != "" && !o.timedOut {
 		o.stoppedBy = r
 	}
-	if ps.slurmJob != "" {
-		o.slurm = true
-		o.slurmReason = slurmFinish(ps.slurmJob, ps.argv, &o, slurmJobState)
+	if ps.launch != nil {
+		o.launch = ps.launch
+		o.launchReason = ps.launch.finish(ps.argv, &o)
 	}
 	if ps.resultPath != "" {
 		o.resultStatus, o.resultMessage = readResult(ps.resultPath)

@@ -34,37 +34,44 @@ func SlurmJobName(runID, stepID string, attempt int) string {
 	return "faber-" + runID + "-" + stepID + "-a" + strconv.Itoa(attempt)
 }
 
-// slurmJobName is the job name of the step's attempt, or "" when the step
-// runs locally.
-func (r *Runner) slurmJobName(sr *stepRun, attempt int) string {
-	if sr.def.Executor != executorSlurm || sr.def.PlanPath != "" {
-		return ""
-	}
-	return SlurmJobName(r.RunID, sr.def.ID, attempt)
-}
-
-// slurmWrap turns a local argv into the argv that runs it as a Slurm job
-// step (srun, blocking) for steps with executor: slurm. It returns argv
-// unchanged for local steps.
+// slurmLauncher runs a step attempt as a Slurm job step through srun.
 //
 // srun blocks until the job ends and hands back its exit code, stdout and
 // stderr, so the attempt's logs, exit-code rules and handlers work as for a
 // local process. The environment faber built for the srun process is the
 // job's (--export=ALL). --unbuffered is not used: it runs the task on a
 // pseudo-terminal, which would merge its stderr into stdout.
-func (r *Runner) slurmWrap(sr *stepRun, argv []string, attempt int) []string {
-	name := r.slurmJobName(sr, attempt)
-	if name == "" {
-		return argv
-	}
-	dir := r.workDir(sr, r.vars(sr, attempt, nil))
+type slurmLauncher struct {
+	job  string // faber-<run-id>-<step>-a<N>: leftover jobs are found by it
+	dir  string // absolute: srun resolves a relative --chdir against its own, changed, directory
+	opts []string
+}
+
+func newSlurmLauncher(runID, stepID string, attempt int, dir string, s *spec.Slurm, timeout time.Duration) *slurmLauncher {
 	if abs, err := filepath.Abs(dir); err == nil {
-		dir = abs // srun resolves a relative --chdir against its own, already changed, directory
+		dir = abs
 	}
-	out := []string{"srun", "--job-name=" + name, "--chdir=" + dir, "--export=ALL"}
-	out = append(out, slurmOptions(sr.def.Slurm, sr.def.Timeout)...)
+	return &slurmLauncher{job: SlurmJobName(runID, stepID, attempt), dir: dir, opts: slurmOptions(s, timeout)}
+}
+
+func (l *slurmLauncher) wrap(argv []string) []string {
+	out := []string{"srun", "--job-name=" + l.job, "--chdir=" + l.dir, "--export=ALL"}
+	out = append(out, l.opts...)
 	out = append(out, "--")
 	return append(out, argv...)
+}
+
+func (l *slurmLauncher) terminate() bool { return slurmTerminate(l.job) }
+
+func (l *slurmLauncher) finish(argv []string, o *outcome) string {
+	return slurmFinish(l.job, argv, o, slurmJobState)
+}
+
+// ownLine: srun's and slurmstepd's lines are Slurm's; when faber stopped the
+// attempt, so is a waiting shell's report of the kill (Slurm signals a job's
+// processes one by one, so the shell can see its child die first).
+func (l *slurmLauncher) ownLine(line []byte, stopped bool) bool {
+	return slurmLine(line) || (stopped && shellKillReport(line))
 }
 
 // slurmOptions are the srun options of a slurm: block. The time limit is

@@ -74,16 +74,19 @@ commands:
 				t.Fatalf("no step %q", c.step)
 			}
 			sr := &stepRun{def: def, st: &StepState{ID: def.ID, Attempt: 3}}
-			got := r.slurmWrap(sr, c.argv, 3)
+			l := r.launcherFor(sr, 3, r.vars(sr, 3, nil))
+			if c.step == "plain" {
+				if l != nil {
+					t.Fatalf("a local step got a launcher: %#v", l)
+				}
+				return
+			}
+			got := l.wrap(c.argv)
 			if !reflect.DeepEqual(got, c.want) {
 				t.Fatalf("got  %q\nwant %q", got, c.want)
 			}
-			wantJob := ""
-			if c.step != "plain" {
-				wantJob = "faber-p-20260101T000000-abcd-" + c.step + "-a3"
-			}
-			if j := r.slurmJobName(sr, 3); j != wantJob {
-				t.Fatalf("job name %q, want %q", j, wantJob)
+			if j, want := l.(*slurmLauncher).job, "faber-p-20260101T000000-abcd-"+c.step+"-a3"; j != want {
+				t.Fatalf("job name %q, want %q", j, want)
 			}
 		})
 	}

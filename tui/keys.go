@@ -37,6 +37,7 @@ type KeyMap struct {
 	Follow    Binding
 	Help      Binding
 	Close     Binding
+	Detach    Binding
 	Quit      Binding
 	Retry     Binding
 	Fail      Binding
@@ -52,12 +53,13 @@ func DefaultKeyMap() KeyMap {
 		Top:       Binding{Keys: []string{"home", "g"}, Help: "g/home", Desc: "first step (log: oldest line)"},
 		Bottom:    Binding{Keys: []string{"end", "G"}, Help: "G/end", Desc: "last step (log: follow newest)"},
 		ToggleLog: Binding{Keys: []string{"enter"}, Help: "enter", Desc: "full-height log"},
-		Follow:    Binding{Keys: []string{"f"}, Help: "f", Desc: "follow the running step"},
+		Follow:    Binding{Keys: []string{"f"}, Help: "f", Desc: "follow running step"},
 		Help:      Binding{Keys: []string{"?"}, Help: "?", Desc: "help"},
 		Close:     Binding{Keys: []string{"esc"}, Help: "esc", Desc: "close log or help"},
-		Quit:      Binding{Keys: []string{"q", "ctrl+c"}, Help: "q/ctrl+c", Desc: "interrupt (twice: kill now)"},
-		Retry:     Binding{Keys: []string{"r"}, Help: "r", Desc: "classify pending_failed: retry"},
-		Fail:      Binding{Keys: []string{"x"}, Help: "x", Desc: "classify pending_failed: fail"},
+		Detach:    Binding{Keys: []string{"q"}, Help: "q", Desc: "leave (the run goes on)"},
+		Quit:      Binding{Keys: []string{"ctrl+c"}, Help: "ctrl+c", Desc: "interrupt (twice: kill now)"},
+		Retry:     Binding{Keys: []string{"r"}, Help: "r", Desc: "retry pending_failed"},
+		Fail:      Binding{Keys: []string{"x"}, Help: "x", Desc: "fail pending_failed"},
 	}
 }
 
@@ -68,6 +70,7 @@ func (k KeyMap) ShortHelp() []Binding {
 		{Help: k.ToggleLog.Help, Desc: "log"},
 		{Help: k.Follow.Help, Desc: "follow"},
 		{Help: k.Help.Help, Desc: "help"},
+		{Help: k.Detach.Help, Desc: "leave"},
 		{Help: k.Quit.Help, Desc: "interrupt"},
 	}
 }
@@ -75,5 +78,5 @@ func (k KeyMap) ShortHelp() []Binding {
 // FullHelp is every binding, for the help screen.
 func (k KeyMap) FullHelp() []Binding {
 	return []Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.ToggleLog,
-		k.Follow, k.Retry, k.Fail, k.Help, k.Close, k.Quit}
+		k.Follow, k.Retry, k.Fail, k.Help, k.Close, k.Detach, k.Quit}
 }

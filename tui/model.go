@@ -48,6 +48,9 @@ type Options struct {
 	// OnClassify, when set, classifies a pending_failed step (retry or fail);
 	// when nil, the view tells how to do it with `faber classify`.
 	OnClassify func(stepID string, retry bool) error
+	// Attached is a view of a run that another process owns (faber attach):
+	// q and Ctrl-C leave the view and do nothing to the run.
+	Attached bool
 	// ResumeHint adds "resume with: faber resume <id>" to the final summary
 	// (off when the caller prints it itself).
 	ResumeHint bool
@@ -201,6 +204,7 @@ type Model struct {
 	end        time.Time
 	runStatus  string // "" while running
 	interrupts int
+	detached   bool // q: the view was left, the run goes on
 	msg        string
 	msgAlert   bool
 	msgUntil   time.Time
@@ -434,6 +438,10 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 		m.msg = ""
 	}
 	switch {
+	case km.Detach.Matches(k) || (m.opt.Attached && km.Quit.Matches(k)):
+		// The run goes on; the caller tells how to come back (Detached).
+		m.detached = true
+		return tea.Quit
 	case km.Quit.Matches(k):
 		m.interrupts++
 		hard := m.interrupts > 1
@@ -446,9 +454,9 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 			m.opt.OnInterrupt(hard)
 		}
 		if hard {
-			m.msg, m.msgAlert, m.msgUntil = "killing the running steps… (q/ctrl+c again: leave the live view)", true, time.Time{}
+			m.msg, m.msgAlert, m.msgUntil = "killing the running steps… (ctrl+c again: leave the live view)", true, time.Time{}
 		} else {
-			m.msg, m.msgAlert, m.msgUntil = "interrupting: stopping the run, the run stays resumable — q/ctrl+c again to kill now", true, time.Time{}
+			m.msg, m.msgAlert, m.msgUntil = "interrupting: stopping the run, the run stays resumable — ctrl+c again to kill now", true, time.Time{}
 		}
 		return nil
 	case km.Help.Matches(k):
@@ -926,3 +934,6 @@ func fieldTime(x any, def time.Time) time.Time {
 	}
 	return def
 }
+
+// Detached reports whether the view was left with q while the run goes on.
+func (m *Model) Detached() bool { return m.detached }

@@ -325,19 +325,35 @@ func TestInterruptKeys(t *testing.T) {
 	if v := m.View(); !strings.Contains(v, "interrupting") {
 		t.Errorf("no interrupting state:\n%s", v)
 	}
-	key(m, "q")
-	key(m, "q")
+	key(m, "ctrl+c")
 	if fmt.Sprint(got) != "[false true]" {
 		t.Errorf("interrupts = %v, want [false true]", got)
 	}
 	if v := m.View(); !strings.Contains(v, "killing") {
 		t.Errorf("no killing state:\n%s", v)
 	}
-	if cmd := key(m, "q"); cmd == nil || fmt.Sprintf("%T", cmd()) != "tea.QuitMsg" {
-		t.Errorf("a third q does not leave the live view")
+	if cmd := key(m, "ctrl+c"); cmd == nil || fmt.Sprintf("%T", cmd()) != "tea.QuitMsg" {
+		t.Errorf("a third ctrl+c does not leave the live view")
 	}
 	if fmt.Sprint(got) != "[false true]" {
-		t.Errorf("interrupts after a third q = %v", got)
+		t.Errorf("interrupts after a third ctrl+c = %v", got)
+	}
+}
+
+// TestDetachKey: q leaves the view and never interrupts the run; in a view
+// of another process's run (attach), Ctrl-C only leaves too.
+func TestDetachKey(t *testing.T) {
+	var got []bool
+	m := NewModel(Options{RunID: "r1", Steps: defs("main", "a"), Styles: NewStyles(false), OnInterrupt: func(hard bool) { got = append(got, hard) }})
+	if cmd := key(m, "q"); cmd == nil || fmt.Sprintf("%T", cmd()) != "tea.QuitMsg" || !m.Detached() {
+		t.Errorf("q does not leave the live view")
+	}
+	if len(got) != 0 {
+		t.Errorf("q interrupted the run: %v", got)
+	}
+	a := NewModel(Options{RunID: "r1", Steps: defs("main", "a"), Styles: NewStyles(false), Attached: true, OnInterrupt: func(hard bool) { got = append(got, hard) }})
+	if cmd := key(a, "ctrl+c"); cmd == nil || fmt.Sprintf("%T", cmd()) != "tea.QuitMsg" || len(got) != 0 {
+		t.Errorf("ctrl+c in an attached view: interrupts %v, want it to leave only", got)
 	}
 }
 
@@ -379,7 +395,7 @@ func TestHelpView(t *testing.T) {
 	key(m, "?")
 	v := m.View()
 	checkSize(t, v, 120, 40)
-	for _, want := range []string{"keys", "full-height log", "interrupt (twice: kill now)", "pending_failed", "classify pending_failed: retry"} {
+	for _, want := range []string{"keys", "full-height log", "interrupt (twice: kill now)", "pending_failed", "retry pending_failed"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("help lacks %q:\n%s", want, v)
 		}
@@ -582,7 +598,7 @@ func TestNoSummaryWithoutEvents(t *testing.T) {
 	}
 }
 
-// TestLeavingTheViewFallsBackToPlain: after a third q the program ends
+// TestLeavingTheViewFallsBackToPlain: after a third Ctrl-C the program ends
 // before the run; the rest of the run shows as plain lines.
 func TestLeavingTheViewFallsBackToPlain(t *testing.T) {
 	var out syncBuffer
@@ -591,12 +607,12 @@ func TestLeavingTheViewFallsBackToPlain(t *testing.T) {
 	tu := New(&out, nil, Options{Plan: "demo", RunID: "demo-1", Steps: defs("main", "a"), Styles: NewStyles(false),
 		OnInterrupt: func(h bool) { mu.Lock(); hard = append(hard, h); mu.Unlock() }})
 	for i := 0; i < 3; i++ {
-		tu.prog.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")})
+		tu.prog.Send(tea.KeyMsg{Type: tea.KeyCtrlC})
 	}
 	select {
 	case <-tu.pumpDone:
 	case <-time.After(5 * time.Second):
-		t.Fatal("the view did not end after a third q")
+		t.Fatal("the view did not end after a third ctrl+c")
 	}
 	tu.Event(exec.Event{Type: exec.EvStepStatus, StepID: "a", Status: exec.StatusInterrupted, Attempt: 1, Time: t0})
 	if err := tu.Close(); err != nil {
@@ -610,6 +626,35 @@ func TestLeavingTheViewFallsBackToPlain(t *testing.T) {
 	defer mu.Unlock()
 	if fmt.Sprint(hard) != "[false true]" {
 		t.Errorf("interrupts = %v", hard)
+	}
+}
+
+// TestDetachPrintsHowToComeBack: q leaves the view while the run goes on:
+// a hint names attach and stop, and plain progress follows.
+func TestDetachPrintsHowToComeBack(t *testing.T) {
+	var out syncBuffer
+	var hard []bool
+	tu := New(&out, nil, Options{Plan: "demo", RunID: "demo-1", Steps: defs("main", "a"), Styles: NewStyles(false),
+		OnInterrupt: func(h bool) { hard = append(hard, h) }})
+	tu.prog.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")})
+	select {
+	case <-tu.Left():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the view did not end after q")
+	}
+	<-tu.pumpDone
+	tu.Event(exec.Event{Type: exec.EvStepStatus, StepID: "a", Status: exec.StatusSuccess, Attempt: 1, Time: t0})
+	if err := tu.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, want := range []string{"run demo-1 goes on in this process", "faber attach demo-1", "faber stop demo-1", "a success"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("no %q after q:\n%q", want, s)
+		}
+	}
+	if len(hard) != 0 {
+		t.Errorf("q interrupted the run: %v", hard)
 	}
 }
 

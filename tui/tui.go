@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -138,9 +139,20 @@ func (t *TUI) toPlain() {
 	if t.closed {
 		return
 	}
-	if t.runErr != nil {
+	switch {
+	case t.model.opt.Attached:
+		// faber attach: leaving the view is all there is to do.
+		t.closed = true
+		t.queue = nil
+		return
+	case t.runErr != nil:
 		fmt.Fprintf(t.out, "faber: the live view stopped (%v); plain progress follows\n", t.runErr)
-	} else {
+	case t.model.Detached():
+		id := t.model.opt.RunID
+		fmt.Fprintf(t.out, "faber: left the live view; run %s goes on in this process (pid %d), plain progress follows.\n"+
+			"  faber attach %s   shows the live view again, from any terminal\n"+
+			"  faber stop %s     or Ctrl-C here stops it (resumable)\n", id, os.Getpid(), id, id)
+	default:
 		fmt.Fprintln(t.out, "faber: left the live view; plain progress follows")
 	}
 	t.fallback = NewPlain(t.out, t.model.st, true)
@@ -190,3 +202,7 @@ func (t *TUI) Close() error {
 	})
 	return t.closeErr
 }
+
+// Left is closed when the live view has ended: the run's end, q, or a
+// terminal that failed. faber attach waits on it.
+func (t *TUI) Left() <-chan struct{} { return t.runDone }

@@ -44,7 +44,11 @@ func (m *Model) View() string {
 }
 
 // split shares the body between the step list and the log pane (whose first
-// line is its title). One line goes to a blank separator when there is room.
+// line is its title), so that no row stays empty while either has more to
+// show: a list that fits leaves the rest to the log; a list that does not
+// fit leaves the log what its step has printed (its title and at least one
+// line, at most two fifths), and takes every other row. One line goes to a
+// blank separator when there is room.
 func (m *Model) split(body int) (listH, logH int) {
 	if body >= 10 {
 		body-- // the blank line under the header
@@ -53,12 +57,15 @@ func (m *Model) split(body int) (listH, logH int) {
 	if body < 8 {
 		return max(body, 0), 0
 	}
-	listH = min(need, body*3/5)
-	listH = max(listH, min(need, 3))
-	if body-listH < 4 {
-		listH = body - 4
+	if need+4 <= body {
+		return need, body - need
 	}
-	return listH, body - listH
+	logH = 2 // the title and one line ("(no output)" when there is none)
+	if r := m.selected(); r != nil {
+		logH = max(logH, 1+r.log.len())
+	}
+	logH = min(logH, max(body*2/5, 2))
+	return body - logH, logH
 }
 
 // listHeight is the step list's height in the split view, for paging.
@@ -191,6 +198,11 @@ func (m *Model) phaseLine(p *phaseRow) string {
 func (m *Model) stepLine(r *stepRow, selected bool) string {
 	s := m.st
 	idW := min(m.idW, max(12, m.width*3/10))
+	if m.width < 64 {
+		// Narrow: the status column stays; the attempt column goes, and the
+		// id gets what a 60-column terminal can spare.
+		idW = min(m.idW, max(12, m.width-2-2-2-len(exec.StatusRemediationFailed)-1-7-2))
+	}
 	mark := "  "
 	if selected {
 		mark = s.Running.Render("›") + " "
@@ -205,9 +217,9 @@ func (m *Model) stepLine(r *stepRow, selected bool) string {
 	b.WriteByte(' ')
 	b.WriteString(id)
 	b.WriteString("  ")
+	b.WriteString(s.StatusStyle(r.status).Render(padRight(r.status, len(exec.StatusRemediationFailed))))
+	b.WriteByte(' ')
 	if m.width >= 64 {
-		b.WriteString(s.StatusStyle(r.status).Render(padRight(r.status, len(exec.StatusRemediationFailed))))
-		b.WriteByte(' ')
 		b.WriteString(padRight(attemptText(r), m.attW))
 		b.WriteByte(' ')
 	}
@@ -575,13 +587,23 @@ func (m *Model) footer() string {
 		}
 		parts = append(parts, s.Bold.Render(b.Help)+" "+s.Dim.Render(b.Desc))
 	}
+	// Narrow: drop hints from the middle (log, follow, ...) before the
+	// ones a person needs to get out: help, leave, interrupt.
+	for len(parts) > 4 && ansi.StringWidth(strings.Join(parts, " · ")) > m.width {
+		parts = append(parts[:len(parts)-4], parts[len(parts)-3:]...)
+	}
 	return strings.Join(parts, s.Dim.Render(" · "))
 }
 
 func (m *Model) helpLines(h int) []string {
 	s := m.st
+	keys := m.keys.FullHelp()
+	if len(keys)+2 > h {
+		// Small screen: the keys alone, in as many columns as they need.
+		return m.compactHelp(keys, h)
+	}
 	out := []string{"", s.Header.Render("keys")}
-	for _, b := range m.keys.FullHelp() {
+	for _, b := range keys {
 		out = append(out, "  "+s.Bold.Render(padRight(b.Help, 10))+" "+b.Desc)
 	}
 	out = append(out, "", s.Header.Render("statuses"))
@@ -601,6 +623,31 @@ func (m *Model) helpLines(h int) []string {
 		s.Dim.Render("  Every line is also in the log files: faber logs "+m.opt.RunID+" STEP"))
 	if len(out) > h {
 		out = out[:max(h, 0)]
+	}
+	return out
+}
+
+// compactHelp lays the keys out in columns so that all of them fit h lines
+// (a 60x15 terminal): short descriptions, the first clause of each.
+func (m *Model) compactHelp(keys []Binding, h int) []string {
+	s := m.st
+	out := []string{s.Header.Render("keys") + s.Dim.Render(" (esc closes)")}
+	rows := max(h-1, 1)
+	cols := (len(keys) + rows - 1) / rows
+	rows = (len(keys) + cols - 1) / cols
+	colW := max(m.width/cols, 12)
+	for r := 0; r < rows; r++ {
+		var line strings.Builder
+		for c := 0; c < cols; c++ {
+			i := c*rows + r
+			if i >= len(keys) {
+				break
+			}
+			desc, _, _ := strings.Cut(keys[i].Desc, " (")
+			cell := " " + s.Bold.Render(padRight(keys[i].Help, 7)) + " " + desc
+			line.WriteString(padRight(truncate(cell, colW-1), colW))
+		}
+		out = append(out, strings.TrimRight(line.String(), " "))
 	}
 	return out
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/faber-run/faber/state"
 )
 
 // Set by the release build (-ldflags "-X main.version=... -X main.commit=...").
@@ -170,6 +172,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		return exitOK
 	}
 	code = exitUsage
+	if errors.Is(err, state.ErrDamaged) {
+		code = exitState // a damaged store is a state problem wherever it surfaces
+	}
 	var xe *exitError
 	if errors.As(err, &xe) {
 		code = xe.code

@@ -21,17 +21,27 @@ import (
 // never opens the store of a run that another process owns. A run whose
 // owner died while it was in progress shows as interrupted (nothing is written).
 func loadView(g *Globals, runID string) (*exec.View, state.Meta, error) {
+	v, meta, _, err := loadViewLog(g, runID)
+	return v, meta, err
+}
+
+// loadViewLog is loadView that also returns the damage of the run's store
+// found on the way (nil if none): the view then comes from events.jsonl.
+func loadViewLog(g *Globals, runID string) (*exec.View, state.Meta, *state.DamagedError, error) {
 	meta, err := state.ReadMeta(g.StateDir, runID)
 	if err != nil {
-		return nil, meta, stateErr(err, runID, g.StateDir)
+		return nil, meta, nil, stateErr(err, runID, g.StateDir)
 	}
-	lines, err := state.ReadEvents(g.StateDir, runID, 0)
+	log, err := state.ReadLog(g.StateDir, runID, 0)
 	if err != nil {
-		return nil, meta, withCode(exitState, fmt.Errorf("cannot read run %s: %w", runID, err))
+		if errors.Is(err, state.ErrDamaged) {
+			return nil, meta, nil, stateErr(err, runID, g.StateDir)
+		}
+		return nil, meta, nil, withCode(exitState, fmt.Errorf("cannot read run %s: %w", runID, err))
 	}
-	v, err := exec.Replay(lines)
+	v, err := exec.Replay(log.Events)
 	if err != nil {
-		return nil, meta, withCode(exitState, fmt.Errorf("run %s: event log unreadable: %w", runID, err))
+		return nil, meta, nil, withCode(exitState, fmt.Errorf("run %s: event log unreadable: %w", runID, err))
 	}
 	if v.Run.RunID == "" {
 		v.Run.RunID = meta.RunID
@@ -44,7 +54,7 @@ func loadView(g *Globals, runID string) (*exec.View, state.Meta, error) {
 			v.Run.Status = exec.RunInterrupted
 		}
 	}
-	return v, meta, nil
+	return v, meta, log.Damaged, nil
 }
 
 // stateErr maps store errors to exit 4 with a helpful message.
@@ -52,7 +62,41 @@ func stateErr(err error, runID, dir string) error {
 	if errors.Is(err, state.ErrNotFound) {
 		return withCode(exitState, fmt.Errorf("run %q not found in %s (faber list shows the runs there)", runID, dir))
 	}
+	var de *state.DamagedError
+	if errors.As(err, &de) {
+		return withCode(exitState, fmt.Errorf("%s; %s", de, stillReadable(de, dir)))
+	}
 	return withCode(exitState, err)
+}
+
+// stillReadable says, for a run whose store is damaged, that it cannot go
+// on, and what of it can still be read: only what is, checked now.
+func stillReadable(de *state.DamagedError, stateDir string) string {
+	var can []string
+	dir := state.RunDir(stateDir, de.RunID)
+	events := filepath.Join(dir, "events.jsonl")
+	if _, err := state.ReadLog(stateDir, de.RunID, 0); err == nil {
+		can = append(can, fmt.Sprintf("its event log (faber events %s)", de.RunID))
+	} else if fi, err := os.Stat(events); err == nil && fi.Size() > 0 {
+		can = append(can, fmt.Sprintf("its event log (%s)", events))
+	}
+	logs := filepath.Join(dir, "logs")
+	if fi, err := os.Stat(logs); err == nil && fi.IsDir() {
+		can = append(can, fmt.Sprintf("its step logs (%s)", logs))
+	}
+	s := "it cannot be resumed, reset or classified"
+	if len(can) > 0 {
+		s += "; still readable: " + strings.Join(can, " and ")
+	}
+	return s
+}
+
+// warnDamaged tells, on stderr, that what a reader shows comes from the event
+// log because the run's store is damaged.
+func warnDamaged(g *Globals, de *state.DamagedError) {
+	if de != nil {
+		fmt.Fprintf(g.stderr, "faber: warning: %s; shown from its event log (events.jsonl); it cannot be resumed, reset or classified\n", de)
+	}
 }
 
 // ListCmd lists runs.
@@ -67,7 +111,14 @@ type listItem struct {
 	StartedAt   time.Time  `json:"started_at"`
 	FinishedAt  *time.Time `json:"finished_at"`
 	ParentRunID string     `json:"parent_run_id,omitempty"`
+	// Error says why Status is statusDamaged.
+	Error string `json:"error,omitempty"`
 }
+
+// statusDamaged is what list shows for a run whose store (or meta.json or
+// events.jsonl) is damaged: it cannot be continued, whatever its event log
+// last said.
+const statusDamaged = "damaged"
 
 // Run lists the runs, newest first.
 func (c *ListCmd) Run(g *Globals) error {
@@ -78,9 +129,19 @@ func (c *ListCmd) Run(g *Globals) error {
 	items := make([]listItem, 0, len(metas))
 	for _, m := range metas {
 		it := listItem{RunID: m.RunID, Plan: m.Plan, Status: exec.RunInProgress, StartedAt: m.StartedAt, ParentRunID: m.ParentRunID}
-		if v, _, err := loadView(g, m.RunID); err == nil {
+		v, _, de, err := loadViewLog(g, m.RunID)
+		if err == nil {
 			it.Status = v.Run.Status
 			it.FinishedAt = v.Run.FinishedAt
+		}
+		if de == nil && m.Damaged != nil {
+			de = m.Damaged
+		}
+		if de == nil && err != nil {
+			errors.As(err, &de)
+		}
+		if de != nil {
+			it.Status, it.Error = statusDamaged, de.Error()
 		}
 		items = append(items, it)
 	}
@@ -157,11 +218,16 @@ func statusJSON(g *Globals, runID string) (statusOut, error) {
 	if err != nil {
 		return statusOut{}, err
 	}
+	return statusOf(v), nil
+}
+
+// statusOf is the status object of a view.
+func statusOf(v *exec.View) statusOut {
 	steps := v.Steps
 	if steps == nil {
 		steps = []*exec.StepState{}
 	}
-	return statusOut{RunID: v.Run.RunID, Plan: v.Run.Plan, Status: v.Run.Status, StartedAt: v.Run.StartedAt, FinishedAt: v.Run.FinishedAt, Steps: steps}, nil
+	return statusOut{RunID: v.Run.RunID, Plan: v.Run.Plan, Status: v.Run.Status, StartedAt: v.Run.StartedAt, FinishedAt: v.Run.FinishedAt, Steps: steps}
 }
 
 // Run prints the run's status.
@@ -169,10 +235,12 @@ func (c *StatusCmd) Run(g *Globals) error {
 	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
 		return err
 	}
-	out, err := statusJSON(g, c.RunID)
+	v, _, de, err := loadViewLog(g, c.RunID)
 	if err != nil {
 		return err
 	}
+	warnDamaged(g, de)
+	out := statusOf(v)
 	if c.JSON {
 		return printJSON(g.stdout, out)
 	}
@@ -218,17 +286,25 @@ func (c *EventsCmd) Run(g *Globals) error {
 	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
 		return err
 	}
-	if _, err := state.ReadMeta(g.StateDir, c.RunID); err != nil {
-		return stateErr(err, c.RunID, g.StateDir)
-	}
+	// No meta.json needed: the event log is what is left to read of a run
+	// whose meta.json is damaged.
 	s := tui.NewStyles(useColor(g, g.stdout))
 	out := bufio.NewWriter(g.stdout)
 	var after int64
+	warned := false
 	for {
-		lines, err := state.ReadEvents(g.StateDir, c.RunID, after)
+		log, err := state.ReadLog(g.StateDir, c.RunID, after)
 		if err != nil {
+			if errors.Is(err, state.ErrDamaged) || errors.Is(err, state.ErrNotFound) {
+				return stateErr(err, c.RunID, g.StateDir)
+			}
 			return withCode(exitState, err)
 		}
+		if !warned {
+			warnDamaged(g, log.Damaged)
+			warned = true
+		}
+		lines := log.Events
 		ended := false
 		for _, l := range lines {
 			var e exec.Event
@@ -308,10 +384,11 @@ func (c *LogsCmd) Run(g *Globals) error {
 	if c.Handler && c.Recovery {
 		return withCode(exitUsage, fmt.Errorf("--handler and --recovery exclude each other"))
 	}
-	v, _, err := loadView(g, c.RunID)
+	v, _, de, err := loadViewLog(g, c.RunID)
 	if err != nil {
 		return err
 	}
+	warnDamaged(g, de)
 	var st *exec.StepState
 	for _, s := range v.Steps {
 		if s.ID == c.Step {

@@ -39,6 +39,11 @@ func pendingSteps(g *Globals, runID string) ([]PendingStep, error) {
 	if err != nil {
 		return nil, err
 	}
+	return pendingOf(g, runID, v), nil
+}
+
+// pendingOf lists the pending_failed steps of a run's view.
+func pendingOf(g *Globals, runID string, v *exec.View) []PendingStep {
 	out := []PendingStep{}
 	runDir := state.RunDir(g.StateDir, runID)
 	for _, st := range v.Steps {
@@ -52,7 +57,7 @@ func pendingSteps(g *Globals, runID string) ([]PendingStep, error) {
 			Error: st.Error, Hint: exec.Hint(st.Error + "\n" + strings.Join(tail, "\n")), StderrFile: path, StderrTail: tail,
 		})
 	}
-	return out, nil
+	return out
 }
 
 // tailLines returns the last n lines of a file (at most its last 256 KiB).
@@ -83,10 +88,12 @@ func (c *PendingCmd) Run(g *Globals) error {
 	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
 		return err
 	}
-	ps, err := pendingSteps(g, c.RunID)
+	v, _, de, err := loadViewLog(g, c.RunID)
 	if err != nil {
 		return err
 	}
+	warnDamaged(g, de)
+	ps := pendingOf(g, c.RunID, v)
 	if c.JSON {
 		return printJSON(g.stdout, ps)
 	}
@@ -202,7 +209,7 @@ func classifyStep(g *Globals, runID, step, action, reason string) error {
 			return stateErrLocked(err, runID, g.StateDir)
 		}
 		defer store.Close()
-		snap, prior, plan, err := loadOwned(store, runID)
+		snap, prior, plan, err := loadOwned(store, runID, g.StateDir)
 		if err != nil {
 			return err
 		}

@@ -61,6 +61,12 @@ func (c *RecoverCmd) Run(g *Globals) error {
 	if o, err := state.OwnerOf(g.StateDir, c.RunID); err == nil && o.Alive {
 		return withCode(exitState, fmt.Errorf("run %s is active in process %d: decide on its steps with faber classify (it goes on by itself), or wait for it to end", c.RunID, o.PID))
 	}
+	// The agent's decisions and the resume need the run's store: a damaged
+	// one is said now, before an agent spends its time on the run.
+	plan, err := checkOwnable(g, c.RunID)
+	if err != nil {
+		return err
+	}
 	ps, err := pendingSteps(g, c.RunID)
 	if err != nil {
 		return err
@@ -73,7 +79,7 @@ func (c *RecoverCmd) Run(g *Globals) error {
 		return resume()
 	}
 
-	argv, err := c.agentArgv(g)
+	argv, err := c.agentArgv(plan)
 	if err != nil {
 		return err
 	}
@@ -131,31 +137,27 @@ func (c *RecoverCmd) Run(g *Globals) error {
 	return resume()
 }
 
+// checkOwnable opens the run's store and loads it, as resume will, and
+// closes it again: the errors are resume's. It returns the stored plan.
+func checkOwnable(g *Globals, runID string) (*spec.Plan, error) {
+	store, err := openRun(g, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	_, _, plan, err := loadOwned(store, runID, g.StateDir)
+	return plan, err
+}
+
 // agentArgv is --agent split into words, else the stored plan's agent:, else
 // claude -p.
-func (c *RecoverCmd) agentArgv(g *Globals) ([]string, error) {
+func (c *RecoverCmd) agentArgv(plan *spec.Plan) ([]string, error) {
 	if strings.TrimSpace(c.Agent) != "" {
 		words, err := subst.Words(c.Agent)
 		if err != nil {
 			return nil, withCode(exitUsage, fmt.Errorf("--agent: %w", err))
 		}
 		return words, nil
-	}
-	meta, err := state.ReadMeta(g.StateDir, c.RunID)
-	if err != nil {
-		return nil, stateErr(err, c.RunID, g.StateDir)
-	}
-	b, err := state.ReadPlan(g.StateDir, c.RunID)
-	if err != nil {
-		return nil, stateErr(err, c.RunID, g.StateDir)
-	}
-	opts := spec.Options{Sets: meta.Sets}
-	for k := range meta.Sets {
-		opts.SetKeys = append(opts.SetKeys, k)
-	}
-	plan, err := spec.Parse(meta.PlanFile, b, opts)
-	if err != nil {
-		return nil, withCode(exitState, fmt.Errorf("run %s: stored plan unreadable: %w (pass --agent)", c.RunID, err))
 	}
 	if len(plan.Agent) > 0 && plan.Agent[0] != "" {
 		return plan.Agent, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/faber-run/faber/exec"
 	"github.com/faber-run/faber/spec"
@@ -60,11 +61,11 @@ func (c *ResumeCmd) Run(g *Globals) error {
 	}()
 	snap, err := store.Load()
 	if err != nil {
-		return withCode(exitState, fmt.Errorf("run %s: cannot load its state: %w", runID, err))
+		return loadErr(err, runID, g.StateDir)
 	}
-	prior, err := decodePrior(snap)
+	prior, err := decodePrior(snap, g.StateDir)
 	if err != nil {
-		return withCode(exitState, fmt.Errorf("run %s: %w", runID, err))
+		return stateErr(err, runID, g.StateDir)
 	}
 	if prior.Run.Status == exec.RunSuccess && allSuccess(prior) {
 		return withCode(exitState, fmt.Errorf("run %s already succeeded; nothing to resume (faber reset %s --step ID re-runs steps)", runID, runID))
@@ -131,12 +132,25 @@ func openRun(g *Globals, runID string) (*state.Store, error) {
 	return store, nil
 }
 
-// decodePrior reads the run and step records of a snapshot.
-func decodePrior(snap *state.Snapshot) (*exec.Prior, error) {
+// loadErr maps a failed Load to exit 4: a damaged store by stateErr.
+func loadErr(err error, runID, stateDir string) error {
+	if errors.Is(err, state.ErrDamaged) {
+		return stateErr(err, runID, stateDir)
+	}
+	return withCode(exitState, fmt.Errorf("run %s: cannot load its state: %w", runID, err))
+}
+
+// decodePrior reads the run and step records of a snapshot. The store
+// checksums what it returns, so a record that does not decode was written
+// wrong or changed on disk: the store is damaged.
+func decodePrior(snap *state.Snapshot, stateDir string) (*exec.Prior, error) {
+	bad := func(what string, err error) error {
+		return &state.DamagedError{RunID: snap.Meta.RunID, Path: filepath.Join(state.RunDir(stateDir, snap.Meta.RunID), "db"), Cause: what + " is unreadable", Err: err}
+	}
 	prior := &exec.Prior{Steps: map[string]*exec.StepState{}, LastSeq: snap.LastSeq, Run: &exec.RunState{}}
 	if len(snap.Run) > 0 {
 		if err := json.Unmarshal(snap.Run, prior.Run); err != nil {
-			return nil, fmt.Errorf("bad run record: %w", err)
+			return nil, bad("the run record", err)
 		}
 	} else {
 		prior.Run = &exec.RunState{RunID: snap.Meta.RunID, Plan: snap.Meta.Plan, StartedAt: snap.Meta.StartedAt}
@@ -144,7 +158,7 @@ func decodePrior(snap *state.Snapshot) (*exec.Prior, error) {
 	for id, b := range snap.Steps {
 		st := &exec.StepState{}
 		if err := json.Unmarshal(b, st); err != nil {
-			return nil, fmt.Errorf("bad record of step %q: %w", id, err)
+			return nil, bad(fmt.Sprintf("the record of step %q", id), err)
 		}
 		prior.Steps[id] = st
 	}
@@ -188,7 +202,7 @@ func (c *ResetCmd) Run(g *Globals) error {
 		return err
 	}
 	defer store.Close()
-	snap, prior, plan, err := loadOwned(store, c.RunID)
+	snap, prior, plan, err := loadOwned(store, c.RunID, g.StateDir)
 	if err != nil {
 		return err
 	}
@@ -213,14 +227,14 @@ func (c *ResetCmd) Run(g *Globals) error {
 
 // loadOwned loads an owned run's snapshot, its records and its stored plan,
 // for commands that change a run that is not active (reset, classify).
-func loadOwned(store *state.Store, runID string) (*state.Snapshot, *exec.Prior, *spec.Plan, error) {
+func loadOwned(store *state.Store, runID, stateDir string) (*state.Snapshot, *exec.Prior, *spec.Plan, error) {
 	snap, err := store.Load()
 	if err != nil {
-		return nil, nil, nil, withCode(exitState, fmt.Errorf("run %s: cannot load its state: %w", runID, err))
+		return nil, nil, nil, loadErr(err, runID, stateDir)
 	}
-	prior, err := decodePrior(snap)
+	prior, err := decodePrior(snap, stateDir)
 	if err != nil {
-		return nil, nil, nil, withCode(exitState, fmt.Errorf("run %s: %w", runID, err))
+		return nil, nil, nil, stateErr(err, runID, stateDir)
 	}
 	plan, err := spec.Parse(snap.Meta.PlanFile, snap.Plan, spec.Options{Sets: snap.Meta.Sets})
 	if err != nil {

@@ -73,7 +73,11 @@ func (c *RunCmd) Run(g *Globals) error {
 	if runID != "" {
 		// A parent run's sub-plan step: the child run exists after its first
 		// attempt, and a retry or resume of the step resumes it.
-		if _, err := state.ReadMeta(g.StateDir, runID); err == nil {
+		_, err := state.ReadMeta(g.StateDir, runID)
+		if errors.Is(err, state.ErrDamaged) {
+			return stateErr(err, runID, g.StateDir)
+		}
+		if err == nil {
 			if v, _, err := loadView(g, runID); err == nil && v.Run.Status == exec.RunSuccess {
 				fmt.Fprintf(g.stdout, "child run %s already succeeded\n", runID)
 				return nil

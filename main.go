@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/faber-run/faber/state"
 )
 
 // Set by the release build (-ldflags "-X main.version=... -X main.commit=...").
@@ -195,6 +197,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	// errors (2), state problems (4) and run outcomes; anything it did not
 	// classify is a plain failure (1), never a usage error.
 	code = exitFailed
+	if errors.Is(err, state.ErrDamaged) {
+		code = exitState // a damaged store is a state problem wherever it surfaces
+	}
 	var xe *exitError
 	if errors.As(err, &xe) {
 		code = xe.code

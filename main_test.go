@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	osexec "os/exec"
 	"os/signal"
@@ -70,6 +71,7 @@ func TestScripts(t *testing.T) {
 			"code":     cmdCode,
 			"seqcheck": cmdSeqCheck,
 			"normjson": cmdNormJSON,
+			"corrupt":  cmdCorrupt,
 		},
 	})
 }
@@ -208,6 +210,45 @@ func cmdGaps(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("gaps: line %d is only %s after the previous one", i+1, t.Sub(prev))
 		}
 		prev = t
+	}
+}
+
+// cmdCorrupt damages files the way a failing disk or a stray hand would:
+// scribble overwrites each whole file with random bytes (a fixed seed, so a
+// failure can be replayed), empty truncates it to 0 bytes, remove deletes it
+// (a directory with what it holds). Each GLOB must match something.
+//
+//	corrupt scribble|empty|remove GLOB...
+func cmdCorrupt(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: corrupt scribble|empty|remove GLOB...")
+	}
+	rng := rand.New(rand.NewPCG(13, 3))
+	for _, glob := range args[1:] {
+		paths, _ := filepath.Glob(ts.MkAbs(glob))
+		if len(paths) == 0 {
+			ts.Fatalf("corrupt: nothing matches %s", glob)
+		}
+		for _, p := range paths {
+			var err error
+			switch args[0] {
+			case "scribble":
+				var b []byte
+				if b, err = os.ReadFile(p); err == nil {
+					for i := range b {
+						b[i] = byte(rng.Uint32())
+					}
+					err = os.WriteFile(p, b, 0o644)
+				}
+			case "empty":
+				err = os.Truncate(p, 0)
+			case "remove":
+				err = os.RemoveAll(p)
+			default:
+				ts.Fatalf("corrupt: unknown mode %q", args[0])
+			}
+			ts.Check(err)
+		}
 	}
 }
 

@@ -129,3 +129,73 @@ steps:
 		t.Errorf("%d step_classified events, want 1:\n%s", n, out)
 	}
 }
+
+// TestMCPDamagedStore: with the run's store damaged, the read-only tools
+// still answer from the event log, and a classification is refused with the
+// one-line damage message — never an internal error or a panic.
+func TestMCPDamagedStore(t *testing.T) {
+	dir := t.TempDir()
+	stateDir := filepath.Join(dir, ".faber")
+	plan := filepath.Join(dir, "plan.yaml")
+	os.WriteFile(plan, []byte("name: mcpdamaged\nuse_pending_failed: true\nsteps:\n  - id: fetch\n    run: echo reset >&2; exit 4\n"), 0o644)
+	var out bytes.Buffer
+	if code := Main([]string{"--state-dir", stateDir, "run", plan, "--ui", "plain"}, strings.NewReader(""), &out, &out); code != exitPending {
+		t.Fatalf("run exited %d, want 3:\n%s", code, &out)
+	}
+	metas, _ := state.List(stateDir)
+	runID := metas[0].RunID
+	tables, _ := filepath.Glob(filepath.Join(state.RunDir(stateDir, runID), "db", "*.sst"))
+	if len(tables) == 0 {
+		t.Fatal("no tables in the store")
+	}
+	for _, f := range tables {
+		b, _ := os.ReadFile(f)
+		for i := range b {
+			b[i] ^= 0x5a
+		}
+		os.WriteFile(f, b, 0o644)
+	}
+
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := newMCPServer(&Globals{StateDir: stateDir}).Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tests := []struct {
+		tool    string
+		args    map[string]any
+		isError bool
+		want    string
+	}{
+		{"get_run_status", map[string]any{"run_id": runID}, false, `"status": "pending_failed"`},
+		{"list_pending_failed_jobs", map[string]any{"run_id": runID}, false, "- step fetch (phase main)"},
+		{"get_step_logs", map[string]any{"run_id": runID, "step_id": "fetch"}, false, "reset"},
+		{"classify_and_resolve_failures", map[string]any{"run_id": runID, "classifications": []any{
+			map[string]any{"step_id": "fetch", "action": "retry", "reason": "transient"},
+		}}, true, "refused: step fetch retry: run " + runID + ": store damaged (table 000"},
+	}
+	for _, tt := range tests {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tt.tool, Arguments: tt.args})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.tool, err)
+		}
+		var b strings.Builder
+		for _, c := range res.Content {
+			b.WriteString(c.(*mcp.TextContent).Text)
+		}
+		got := b.String()
+		if res.IsError != tt.isError || !strings.Contains(got, tt.want) {
+			t.Errorf("%s: error %v, want %v; want %q in:\n%s", tt.tool, res.IsError, tt.isError, tt.want, got)
+		}
+		if strings.Contains(got, "internal error") || strings.Contains(got, "panic") {
+			t.Errorf("%s: %s", tt.tool, got)
+		}
+	}
+}

@@ -90,6 +90,10 @@ func badgerOptions(dir string, opt Options, readOnly bool) badger.Options {
 		WithBaseTableSize(2 << 20).
 		WithBaseLevelSize(8 << 20).
 		WithValueThreshold(valueThreshold).
+		// Check each value read from the value log against its checksum, so
+		// that a big plan snapshot changed on disk is an error (damage), not
+		// a different plan. Tables are checked by checkTables on open.
+		WithVerifyValueChecksum(true).
 		WithValueLogFileSize(valueLogFileSize).
 		// ZSTD (level 1) on table blocks: step records and events are JSON that
 		// repeats its keys, run id and timestamps' prefixes, so tables shrink

@@ -148,12 +148,10 @@ func scanEvents(txn *badger.Txn, after int64, fn func([]byte) error) (int64, err
 }
 
 // readMirror returns the events after seq `after` from events.jsonl, complete
-// lines only. A missing file is an empty log (a run before its first event).
+// lines only. A run has the file from its creation on: a missing one is an
+// error (matching os.ErrNotExist).
 func readMirror(dir string, after int64) ([][]byte, error) {
 	data, err := os.ReadFile(filepath.Join(dir, fileEvents))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
 	if err != nil {
 		return nil, err
 	}

@@ -32,14 +32,15 @@ func validRunID(id string) bool {
 }
 
 // checkRun returns a not-found error unless the run exists and is complete
-// (meta.json is written last by Create).
+// (meta.json is written last by Create), and a *DamagedError for a run that
+// lost its meta.json (see missingMeta).
 func checkRun(stateDir, runID string) error {
 	if !validRunID(runID) {
 		return &notFoundError{runID, stateDir}
 	}
 	_, err := os.Stat(filepath.Join(RunDir(stateDir, runID), fileMeta))
 	if errors.Is(err, os.ErrNotExist) {
-		return &notFoundError{runID, stateDir}
+		return missingMeta(stateDir, runID)
 	}
 	if err != nil {
 		return fmt.Errorf("run %q: %w", runID, err)
@@ -47,32 +48,52 @@ func checkRun(stateDir, runID string) error {
 	return nil
 }
 
+// missingMeta is the error for a run directory without meta.json. Create
+// writes meta.json before the run's first event, so a directory whose
+// events.jsonl holds events had one, and lost it: that run is damaged.
+// Otherwise it is a run still being created, or whose creation never
+// finished: not found.
+func missingMeta(stateDir, runID string) error {
+	dir := RunDir(stateDir, runID)
+	if fi, err := os.Stat(filepath.Join(dir, fileEvents)); err == nil && fi.Size() > 0 {
+		return &DamagedError{RunID: runID, Path: dir, Cause: "meta.json is missing"}
+	}
+	return &notFoundError{runID, stateDir}
+}
+
 // ReadMeta returns a run's metadata; the error matches ErrNotFound if there is
-// no such run.
+// no such run, and ErrDamaged if its meta.json is lost or unreadable.
 func ReadMeta(stateDir, runID string) (Meta, error) {
 	var m Meta
 	if !validRunID(runID) {
 		return m, &notFoundError{runID, stateDir}
 	}
-	b, err := os.ReadFile(filepath.Join(RunDir(stateDir, runID), fileMeta))
+	path := filepath.Join(RunDir(stateDir, runID), fileMeta)
+	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return m, &notFoundError{runID, stateDir}
+		return m, missingMeta(stateDir, runID)
 	}
 	if err != nil {
 		return m, fmt.Errorf("run %q: read meta.json: %w", runID, err)
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return Meta{}, fmt.Errorf("run %q: meta.json is damaged: %w", runID, err)
+		return Meta{}, &DamagedError{RunID: runID, Path: path, Cause: "meta.json is not valid JSON", Err: err}
 	}
 	return m, nil
 }
 
-// ReadPlan returns the plan as it was when the run started.
+// ReadPlan returns the plan as it was when the run started (or as `resume
+// --plan` replaced it), from plan.snapshot. Create writes that file before the
+// run is complete: a missing one is a *DamagedError.
 func ReadPlan(stateDir, runID string) ([]byte, error) {
 	if err := checkRun(stateDir, runID); err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(filepath.Join(RunDir(stateDir, runID), filePlan))
+	path := filepath.Join(RunDir(stateDir, runID), filePlan)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, &DamagedError{RunID: runID, Path: path, Cause: "plan.snapshot is missing", Err: err}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("run %q: read plan snapshot: %w", runID, err)
 	}
@@ -82,7 +103,10 @@ func ReadPlan(stateDir, runID string) ([]byte, error) {
 // List returns the metadata of every run in stateDir, newest first (StartedAt
 // descending, then Created descending, then run id). A state dir that does not
 // exist holds no runs. A run still being created, or whose meta.json cannot be
-// read, is left out rather than failing the whole listing.
+// read (permissions), is left out rather than failing the whole listing. A run
+// that lost its meta.json or whose meta.json is damaged is listed with Damaged
+// set, and with what the first line of its events.jsonl tells: its plan name
+// and start time, if it can be read.
 func List(stateDir string) ([]Meta, error) {
 	entries, err := os.ReadDir(filepath.Join(stateDir, "runs"))
 	if errors.Is(err, os.ErrNotExist) {
@@ -97,7 +121,10 @@ func List(stateDir string) ([]Meta, error) {
 			continue
 		}
 		m, err := ReadMeta(stateDir, e.Name())
-		if err != nil {
+		var de *DamagedError
+		if errors.As(err, &de) {
+			m = damagedMeta(stateDir, e.Name(), de)
+		} else if err != nil {
 			continue
 		}
 		if m.RunID == "" {
@@ -115,6 +142,21 @@ func List(stateDir string) ([]Meta, error) {
 		return strings.Compare(b.RunID, a.RunID)
 	})
 	return metas, nil
+}
+
+// damagedMeta is what List shows of a run whose meta.json is damaged.
+func damagedMeta(stateDir, runID string, de *DamagedError) Meta {
+	m := Meta{RunID: runID, Damaged: de}
+	if evs, err := readMirror(RunDir(stateDir, runID), 0); err == nil && len(evs) > 0 {
+		var first struct {
+			Time time.Time `json:"time"`
+			Plan string    `json:"plan"`
+		}
+		if json.Unmarshal(evs[0], &first) == nil {
+			m.Plan, m.StartedAt = first.Plan, first.Time
+		}
+	}
+	return m
 }
 
 // OwnerOf returns who owns (or last owned) the run and whether it is alive.
@@ -173,17 +215,37 @@ func releaseReaderLock(f *os.File, locked bool) {
 }
 
 // ReadEvents returns the run's events with seq > afterSeq, oldest first, each
-// one JSON object without its newline.
+// one JSON object without its newline: ReadLog's events.
+func ReadEvents(stateDir, runID string, afterSeq int64) ([][]byte, error) {
+	l, err := ReadLog(stateDir, runID, afterSeq)
+	return l.Events, err
+}
+
+// Log is what ReadLog read.
+type Log struct {
+	// Events are the events asked for, each one JSON object without its
+	// newline, oldest first.
+	Events [][]byte
+	// Damaged is set when the run's store turned out damaged (see
+	// DamagedError) and the events came from events.jsonl instead.
+	Damaged *DamagedError
+}
+
+// ReadLog returns the run's events with seq > afterSeq.
 //
 // While the owner is alive they come from events.jsonl (complete lines only).
 // Once it is gone they come from Badger, opened read-only while holding a
 // shared lock so no new owner can open it meanwhile; if that fails — a store
-// left by a crash needs a recovery only its next owner may do, and Windows has
-// no read-only Badger — they come from events.jsonl, which may then lag the
-// store by the commits whose append the crash cut off.
-func ReadEvents(stateDir, runID string, afterSeq int64) ([][]byte, error) {
+// left by a crash needs a recovery only its next owner may do, Windows has
+// no read-only Badger, the store is damaged — they come from events.jsonl,
+// which may then lag the store by the commits whose append a crash cut off.
+// A damaged store is reported in Log.Damaged, not as an error, since the
+// events could still be read; a missing events.jsonl is an error matching
+// ErrDamaged (Create makes it before the run is complete).
+func ReadLog(stateDir, runID string, afterSeq int64) (Log, error) {
+	var l Log
 	if err := checkRun(stateDir, runID); err != nil {
-		return nil, err
+		return l, err
 	}
 	if afterSeq < 0 {
 		afterSeq = 0
@@ -191,44 +253,63 @@ func ReadEvents(stateDir, runID string, afterSeq int64) ([][]byte, error) {
 	dir := RunDir(stateDir, runID)
 	f, free, err := readerLock(dir)
 	if err != nil {
-		return nil, fmt.Errorf("run %q: test lock: %w", runID, err)
+		return l, fmt.Errorf("run %q: test lock: %w", runID, err)
 	}
 	if free {
-		evs, err := readStoreEvents(dir, afterSeq)
+		evs, err := readStoreEvents(runID, dir, afterSeq)
 		releaseReaderLock(f, true)
 		if err == nil {
-			return evs, nil
+			l.Events = evs
+			return l, nil
 		}
+		errors.As(err, &l.Damaged)
 	}
-	evs, err := readMirror(dir, afterSeq)
+	l.Events, err = readMirror(dir, afterSeq)
+	if errors.Is(err, os.ErrNotExist) {
+		return l, &DamagedError{RunID: runID, Path: filepath.Join(dir, fileEvents), Cause: "events.jsonl is missing", Err: err}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("run %q: read events.jsonl: %w", runID, err)
+		return l, fmt.Errorf("run %q: read events.jsonl: %w", runID, err)
 	}
-	return evs, nil
+	return l, nil
 }
 
 // readStoreEvents reads events from a run's Badger store, opened read-only.
-// The caller holds the shared lock, so no owner is writing it.
-func readStoreEvents(dir string, afterSeq int64) ([][]byte, error) {
+// The caller holds the shared lock, so no owner is writing it. The error is a
+// *DamagedError if the store is missing or damaged; other failures (a store
+// left by a crash, see readOnlyExpected) are not damage.
+func readStoreEvents(runID, dir string, afterSeq int64) ([][]byte, error) {
 	dbDir := filepath.Join(dir, dirDB)
 	// Badger would create a missing store even read-only; a reader must not.
-	if _, err := os.Stat(filepath.Join(dbDir, "MANIFEST")); err != nil {
-		return nil, err
+	if err := checkStore(runID, dbDir); err != nil {
+		return nil, damaged(runID, dbDir, "", err)
 	}
-	db, err := badger.Open(badgerOptions(dbDir, Options{}, true))
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	var out [][]byte
-	err = db.View(func(txn *badger.Txn) error {
-		_, err := scanEvents(txn, afterSeq, func(v []byte) error {
-			out = append(out, append([]byte(nil), v...))
-			return nil
-		})
+	var db *badger.DB
+	err := guard(func() error {
+		var err error
+		db, err = badger.Open(badgerOptions(dbDir, Options{}, true))
 		return err
 	})
-	return out, err
+	if err != nil {
+		for _, e := range readOnlyExpected {
+			if strings.Contains(err.Error(), e.Error()) {
+				return nil, err
+			}
+		}
+		return nil, damaged(runID, dbDir, "", err)
+	}
+	defer guard(db.Close)
+	var out [][]byte
+	err = guard(func() error {
+		return db.View(func(txn *badger.Txn) error {
+			_, err := scanEvents(txn, afterSeq, func(v []byte) error {
+				out = append(out, append([]byte(nil), v...))
+				return nil
+			})
+			return err
+		})
+	})
+	return out, damaged(runID, dbDir, "", err)
 }
 
 // NewRunID returns a new run id, "<plan-name>-<YYYYMMDDTHHMMSS>-<4 hex>", with

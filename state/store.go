@@ -81,6 +81,9 @@ type Meta struct {
 	Sets        map[string]string `json:"sets,omitempty"`
 	ParentRunID string            `json:"parent_run_id,omitempty"`
 	ParentStep  string            `json:"parent_step_id,omitempty"`
+	// Damaged is set by List, and only there, for a run whose meta.json is
+	// lost or damaged; the fields above are then what its event log tells.
+	Damaged *DamagedError `json:"-"`
 }
 
 // Event is one entry of a run's event log. Seq is assigned by the caller and
@@ -186,7 +189,7 @@ func Create(stateDir string, meta Meta, plan []byte, opt Options) (*Store, error
 		}
 		return nil, fmt.Errorf("run %q: create run dir: %w", meta.RunID, err)
 	}
-	s, err := openStore(stateDir, meta.RunID, opt)
+	s, err := openStore(stateDir, meta.RunID, opt, false)
 	if err == nil {
 		err = s.initRun(plan, metaJSON, opt.Sync)
 		if err != nil {
@@ -226,15 +229,20 @@ func (s *Store) initRun(plan, metaJSON []byte, sync bool) error {
 // live process owns it. A store left behind by a crashed process opens fine:
 // Badger replays its write-ahead log, a staged commit that reached its commit
 // point is completed, and events.jsonl is repaired to match the committed log.
+// A store that is missing or damaged gives a *DamagedError (never a panic, and
+// never a new empty store in its place); a failed open removes the files it
+// created, so that readers still see the store as it was.
 func Open(stateDir, runID string, opt Options) (*Store, error) {
 	if err := checkRun(stateDir, runID); err != nil {
 		return nil, err
 	}
-	return openStore(stateDir, runID, opt)
+	return openStore(stateDir, runID, opt, true)
 }
 
 // openStore takes ownership of the run directory and opens everything in it.
-func openStore(stateDir, runID string, opt Options) (_ *Store, err error) {
+// exists says that the store must be there already (Open), rather than be
+// made (Create); only then is a failure to read it damage.
+func openStore(stateDir, runID string, opt Options, exists bool) (_ *Store, err error) {
 	dir := RunDir(stateDir, runID)
 	lock, err := acquireOwnership(dir, runID)
 	if err != nil {
@@ -254,25 +262,65 @@ func openStore(stateDir, runID string, opt Options) (_ *Store, err error) {
 		return nil, fmt.Errorf("run %q: write owner.json: %w", runID, err)
 	}
 	dbDir := filepath.Join(dir, dirDB)
+	// fail classifies a failure to read an existing store: damage, or the
+	// system refusing (see DamagedError).
+	fail := func(what string, err error) error {
+		if exists {
+			err = damaged(runID, dbDir, "", err)
+			logDamage(opt.Logger, err)
+		}
+		if errors.Is(err, ErrDamaged) {
+			return err
+		}
+		return fmt.Errorf("run %q: %s: %w", runID, what, err)
+	}
+	if exists {
+		if err := checkStore(runID, dbDir); err != nil {
+			return nil, fail("open store", err)
+		}
+	}
 	removeEmptyMemtables(dbDir)
-	s.db, err = badger.Open(badgerOptions(dbDir, opt, false))
+	before := dirNames(dbDir)
+	var db *badger.DB
+	err = guard(func() error {
+		var err error
+		db, err = badger.Open(badgerOptions(dbDir, opt, false))
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("run %q: open store: %w", runID, err)
+		// Badger may return a half-closed DB with its error: never use it.
+		if exists {
+			removeNew(dbDir, before)
+		}
+		return nil, fail("open store", err)
 	}
-	if err := s.finishStaged(); err != nil {
-		return nil, fmt.Errorf("run %q: recover store: %w", runID, err)
+	s.db = db
+	if err := guard(s.finishStaged); err != nil {
+		return nil, fail("recover store", err)
 	}
-	if s.lastSeq, err = s.readSeq(); err != nil {
-		return nil, fmt.Errorf("run %q: read store: %w", runID, err)
+	if err := guard(func() (err error) { s.lastSeq, err = s.readSeq(); return err }); err != nil {
+		return nil, fail("read store", err)
 	}
 	s.mirror, err = os.OpenFile(filepath.Join(dir, fileEvents), os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("run %q: open events.jsonl: %w", runID, err)
 	}
-	if err := s.repairMirror(); err != nil {
-		return nil, fmt.Errorf("run %q: repair events.jsonl: %w", runID, err)
+	if err := guard(s.repairMirror); err != nil {
+		return nil, fail("repair events.jsonl", err)
 	}
 	return s, nil
+}
+
+// checkStore makes sure an existing run's store is there and that every table
+// in it reads back whole, before Badger opens it (see checkTables).
+func checkStore(runID, dbDir string) error {
+	if _, err := os.Stat(dbDir); errors.Is(err, os.ErrNotExist) {
+		return &DamagedError{RunID: runID, Path: dbDir, Cause: "the store is missing", Err: err}
+	}
+	if _, err := os.Stat(filepath.Join(dbDir, "MANIFEST")); errors.Is(err, os.ErrNotExist) {
+		return &DamagedError{RunID: runID, Path: dbDir, Cause: "MANIFEST is missing", Err: err}
+	}
+	return withRun(checkTables(dbDir), runID)
 }
 
 // readSeq returns the seq of the last committed event.
@@ -311,27 +359,40 @@ func (s *Store) Load() (*Snapshot, error) {
 		return nil, err
 	}
 	snap := &Snapshot{Meta: meta, Steps: make(map[string][]byte), LastSeq: s.lastSeq}
-	err = s.db.View(func(txn *badger.Txn) error {
-		var err error
-		if snap.Plan, err = getValue(txn, keyPlan); err != nil {
-			return err
-		}
-		if snap.Run, err = getValue(txn, keyRun); err != nil {
-			return err
-		}
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixStep})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			item := it.Item()
-			v, err := item.ValueCopy(nil)
-			if err != nil {
+	err = guard(func() error {
+		return s.db.View(func(txn *badger.Txn) error {
+			var err error
+			if snap.Plan, err = getValue(txn, keyPlan); err != nil {
 				return err
 			}
-			snap.Steps[string(item.Key()[len(prefixStep):])] = v
-		}
-		return nil
+			if snap.Run, err = getValue(txn, keyRun); err != nil {
+				return err
+			}
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixStep})
+			defer it.Close()
+			for it.Rewind(); it.Valid(); it.Next() {
+				item := it.Item()
+				v, err := item.ValueCopy(nil)
+				if err != nil {
+					return err
+				}
+				snap.Steps[string(item.Key()[len(prefixStep):])] = v
+			}
+			return nil
+		})
 	})
-	if err != nil {
+	dbDir := filepath.Join(s.dir, dirDB)
+	if err == nil && len(snap.Plan) == 0 {
+		// Create stores the plan before anything else, and a plan is never
+		// empty: this is loss. (Badger returns a value it fails to read from
+		// the value log as empty, logging the error but returning none.)
+		err = &DamagedError{RunID: s.runID, Path: dbDir, Cause: "the stored plan is missing or unreadable"}
+	}
+	if err = damaged(s.runID, dbDir, "", err); err != nil {
+		logDamage(s.log, err)
+		if errors.Is(err, ErrDamaged) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("run %q: load store: %w", s.runID, err)
 	}
 	return snap, nil
@@ -480,7 +541,7 @@ func (s *Store) Close() error {
 				errs = append(errs, fmt.Errorf("repair events.jsonl: %w", err))
 			}
 		}
-		if err := s.db.Close(); err != nil {
+		if err := guard(s.db.Close); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))
 		}
 		s.db = nil

@@ -18,6 +18,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/faber-run/faber/spec"
 	"github.com/faber-run/faber/state"
 )
 
@@ -193,22 +194,38 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	if err == nil {
 		return exitOK
 	}
-	// The one place an error becomes an exit code: a command marks usage
-	// errors (2), state problems (4) and run outcomes; anything it did not
-	// classify is a plain failure (1), never a usage error.
-	code = exitFailed
-	if errors.Is(err, state.ErrDamaged) {
-		code = exitState // a damaged store is a state problem wherever it surfaces
-	}
+	code = exitCode(err)
 	var xe *exitError
-	if errors.As(err, &xe) {
-		code = xe.code
-		if xe.err == nil {
-			return code
-		}
+	if errors.As(err, &xe) && xe.err == nil {
+		return code // the command's output said it all
 	}
 	fmt.Fprintf(stderr, "faber: %s\n", err.Error())
 	return code
+}
+
+// exitCode is the one map from an error to faber's exit code (SPEC §1).
+// Typed errors carry their meaning wherever they surface: an invalid plan
+// is a usage error (2); a run that is not there, held by another process,
+// or whose store is damaged is a state problem (4). A command may classify
+// an error itself (withCode: a bad flag, a run's outcome). Anything else is
+// a plain failure (1), never a usage error.
+func exitCode(err error) int {
+	var (
+		xe     *exitError
+		inv    *spec.Invalid
+		locked *state.LockedError
+	)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &xe):
+		return xe.code
+	case errors.As(err, &inv):
+		return exitUsage
+	case errors.Is(err, state.ErrNotFound), errors.Is(err, state.ErrDamaged), errors.As(err, &locked):
+		return exitState
+	}
+	return exitFailed
 }
 
 type kongExit struct{}

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/faber-run/faber/spec"
+	"github.com/faber-run/faber/state"
+)
+
+// TestExitCode: the one error -> exit code map (SPEC §1).
+func TestExitCode(t *testing.T) {
+	tests := []struct {
+		err  error
+		want int
+	}{
+		{nil, 0},
+		{errors.New("write /dev/stdout: no space left on device"), 1},
+		{fmt.Errorf("run x: %w", state.ErrNotFound), 4},
+		{fmt.Errorf("open: %w", state.ErrDamaged), 4},
+		{fmt.Errorf("resume: %w", &state.LockedError{PID: 7}), 4},
+		{fmt.Errorf("plan: %w", &spec.Invalid{}), 2},
+		{withCode(exitUsage, errors.New("--jobs must be at least 1")), 2},
+		{codeOnly(exitPending), 3},
+		{withCode(exitInterrupted, fmt.Errorf("x: %w", state.ErrNotFound)), 130}, // a command's own classification wins
+	}
+	for _, tt := range tests {
+		if got := exitCode(tt.err); got != tt.want {
+			t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
+		}
+	}
+}

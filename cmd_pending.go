@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/internal/control"
 	"github.com/faber-run/faber/state"
 )
 
@@ -186,7 +187,7 @@ func classifyStep(g *Globals, runID, step, action, reason string) error {
 	runDir := state.RunDir(g.StateDir, runID)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		rep, ok, err := sendControl(runDir, controlMsg{Op: "classify", Step: step, Action: action, Reason: reason})
+		rep, ok, err := control.Send(runDir, control.Msg{Op: "classify", Step: step, Action: action, Reason: reason})
 		if err != nil {
 			return withCode(exitState, err)
 		}

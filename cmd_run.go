@@ -13,6 +13,7 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/internal/control"
 	"github.com/faber-run/faber/spec"
 	"github.com/faber-run/faber/state"
 	"github.com/faber-run/faber/tui"
@@ -133,7 +134,7 @@ func runSession(g *Globals, a sessionArgs) error {
 	default:
 		sink = tui.NewPlain(g.stdout, tui.NewStyles(useColor(g, g.stdout)), true)
 	}
-	ctl, err := startControl(a.store.Dir(), trigger)
+	ctl, err := control.Start(a.store.Dir(), trigger)
 	if err != nil {
 		fmt.Fprintf(g.stderr, "faber: warning: no control channel (faber classify will wait for the run to end): %v\n", err)
 	}
@@ -154,11 +155,11 @@ func runSession(g *Globals, a sessionArgs) error {
 		HardStop:   hard,
 	}
 	if ctl != nil {
-		r.Control = ctl.reqs
+		r.Control = ctl.Requests()
 	}
 	status, runErr := r.Run(ctx, a.prior)
 	if ctl != nil {
-		ctl.stop()
+		ctl.Stop()
 	}
 	sink.Close()
 	closeErr := a.store.Close()

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/internal/control"
 	"github.com/faber-run/faber/state"
 )
 
@@ -47,7 +48,7 @@ func (c *StopCmd) Run(g *Globals) error {
 		}
 		return withCode(exitState, fmt.Errorf("run %s is not active (it ended %s): nothing to stop", c.RunID, v.Run.Status))
 	}
-	rep, ok, err := sendControl(state.RunDir(g.StateDir, c.RunID), controlMsg{Op: "stop", Hard: c.Hard})
+	rep, ok, err := control.Send(state.RunDir(g.StateDir, c.RunID), control.Msg{Op: "stop", Hard: c.Hard})
 	switch {
 	case err != nil:
 		return withCode(exitState, err)

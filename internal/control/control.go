@@ -1,4 +1,8 @@
-package main
+// Package control is the channel between a run's owner and other faber
+// processes: the owner listens on a loopback port named in its run directory;
+// faber classify and faber stop send it requests there (SPEC §10: only the
+// owner opens the run's store).
+package control
 
 import (
 	"bufio"
@@ -20,15 +24,17 @@ import (
 // can send it requests (faber classify) while it runs: Badger lets only the
 // owner open the store (SPEC §10). The address and a random token are in
 // <run-dir>/control.json, readable only by whoever can read the state dir.
-const controlFile = "control.json"
+const fileName = "control.json"
 
-type controlInfo struct {
+type info struct {
 	Addr  string `json:"addr"`
 	Token string `json:"token"`
 	PID   int    `json:"pid"`
 }
 
-type controlMsg struct {
+// Msg is a request to a run's owner: Op "classify" (Step, Action, Reason)
+// or "stop" (Hard).
+type Msg struct {
 	Token  string `json:"token"`
 	Op     string `json:"op"`
 	Step   string `json:"step"`
@@ -37,15 +43,18 @@ type controlMsg struct {
 	Hard   bool   `json:"hard,omitempty"` // stop: terminate at once
 }
 
-type controlReply struct {
+// Reply is the owner's answer. Usage marks a request the owner refused as a
+// usage error (classify of a step that is not pending_failed); Ending, an
+// owner that is ending and will not apply it.
+type Reply struct {
 	OK     bool   `json:"ok"`
 	Error  string `json:"error,omitempty"`
 	Usage  bool   `json:"usage,omitempty"`
 	Ending bool   `json:"ending,omitempty"`
 }
 
-// controlServer serves a running session; stop closes it and removes its file.
-type controlServer struct {
+// Server serves a running session; Stop closes it and removes its file.
+type Server struct {
 	ln   net.Listener
 	path string
 	reqs chan exec.ControlReq
@@ -54,7 +63,9 @@ type controlServer struct {
 	interrupt func(hard bool)
 }
 
-func startControl(runDir string, interrupt func(hard bool)) (*controlServer, error) {
+// Start listens for requests to the session that owns runDir's run;
+// interrupt does what Ctrl-C in the owner does (faber stop).
+func Start(runDir string, interrupt func(hard bool)) (*Server, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -64,9 +75,9 @@ func startControl(runDir string, interrupt func(hard bool)) (*controlServer, err
 		ln.Close()
 		return nil, err
 	}
-	info := controlInfo{Addr: ln.Addr().String(), Token: hex.EncodeToString(tok), PID: os.Getpid()}
+	info := info{Addr: ln.Addr().String(), Token: hex.EncodeToString(tok), PID: os.Getpid()}
 	b, _ := json.Marshal(info)
-	path := filepath.Join(runDir, controlFile)
+	path := filepath.Join(runDir, fileName)
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		ln.Close()
@@ -76,12 +87,12 @@ func startControl(runDir string, interrupt func(hard bool)) (*controlServer, err
 		ln.Close()
 		return nil, err
 	}
-	s := &controlServer{ln: ln, path: path, reqs: make(chan exec.ControlReq), done: make(chan struct{}), interrupt: interrupt}
+	s := &Server{ln: ln, path: path, reqs: make(chan exec.ControlReq), done: make(chan struct{}), interrupt: interrupt}
 	go s.serve(info.Token)
 	return s, nil
 }
 
-func (s *controlServer) serve(token string) {
+func (s *Server) serve(token string) {
 	for {
 		c, err := s.ln.Accept()
 		if err != nil {
@@ -90,11 +101,11 @@ func (s *controlServer) serve(token string) {
 		go func() {
 			defer c.Close()
 			_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-			var m controlMsg
+			var m Msg
 			if err := json.NewDecoder(bufio.NewReader(c)).Decode(&m); err != nil {
 				return
 			}
-			var rep controlReply
+			var rep Reply
 			switch {
 			case m.Token != token:
 				rep.Error = "bad token"
@@ -124,20 +135,25 @@ func (s *controlServer) serve(token string) {
 	}
 }
 
-func (s *controlServer) stop() {
+// Requests are the classify requests, for the runner (exec.Runner.Control).
+func (s *Server) Requests() <-chan exec.ControlReq { return s.reqs }
+
+// Stop closes the channel: requests that arrive later are told the run is
+// ending.
+func (s *Server) Stop() {
 	close(s.done)
 	s.ln.Close()
 	os.Remove(s.path)
 }
 
-// sendControl sends a run's owner a request (classify a step, stop). ok=false means no owner
+// Send sends a run's owner a request (classify a step, stop). ok=false means no owner
 // answered (the caller then opens the store itself).
-func sendControl(runDir string, m controlMsg) (rep controlReply, ok bool, err error) {
-	b, err := os.ReadFile(filepath.Join(runDir, controlFile))
+func Send(runDir string, m Msg) (rep Reply, ok bool, err error) {
+	b, err := os.ReadFile(filepath.Join(runDir, fileName))
 	if err != nil {
 		return rep, false, nil
 	}
-	var info controlInfo
+	var info info
 	if json.Unmarshal(b, &info) != nil || !strings.HasPrefix(info.Addr, "127.0.0.1:") {
 		return rep, false, nil
 	}

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/faber-run/faber/spec"
 )
 
 // TestRunProcOutputModes: an attempt whose lines nobody watches writes to
@@ -118,14 +116,7 @@ func (m *memStore) Commit(_ *RunState, steps []*StepState, _ []Event) error {
 func TestGroupRecorded(t *testing.T) {
 	dir := t.TempDir()
 	text := "name: g\nsteps:\n  - id: quick\n    run: \"true\"\n  - id: slow\n    run: sleep 0.5\n"
-	file := filepath.Join(dir, "plan.yaml")
-	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p, err := spec.Parse(file, []byte(text), spec.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := writePlan(t, dir, text)
 	store := &memStore{}
 	r := &Runner{Plan: p, RunID: "g-20260101T000000-abcd", RunDir: dir, Store: store, Jobs: 1}
 	if status, err := r.Run(t.Context(), nil); status != RunSuccess || err != nil {

@@ -70,6 +70,15 @@ func runPlan(t *testing.T, text string, store *fakeStore) (string, error, string
 		t.Skip("the plans use sh")
 	}
 	dir := t.TempDir()
+	p := writePlan(t, dir, text)
+	r := &Runner{Plan: p, RunID: "t-20260101T000000-abcd", RunDir: filepath.Join(dir, "run"), Store: store, Jobs: 1}
+	status, err := r.Run(t.Context(), nil)
+	return status, err, dir
+}
+
+// writePlan writes plan text to dir/plan.yaml and parses it.
+func writePlan(t *testing.T, dir, text string) *spec.Plan {
+	t.Helper()
 	file := filepath.Join(dir, "plan.yaml")
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -78,9 +87,7 @@ func runPlan(t *testing.T, text string, store *fakeStore) (string, error, string
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Runner{Plan: p, RunID: "t-20260101T000000-abcd", RunDir: filepath.Join(dir, "run"), Store: store, Jobs: 1}
-	status, err := r.Run(t.Context(), nil)
-	return status, err, dir
+	return p
 }
 
 // index is the position of the first event type s (with step and status as

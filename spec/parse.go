@@ -266,27 +266,31 @@ func (p *parser) lineIndentEnd(n int) int {
 // yamlHint says what usually causes a yaml.v3 syntax error, as
 // " (hint: ...)", or "".
 func yamlHint(msg, line string) string {
-	var h string
-	switch {
-	case strings.Contains(msg, "cannot start any token") && strings.Contains(line, "\t"):
-		h = "YAML indents with spaces, not tabs"
-	case strings.Contains(msg, "expected '-' indicator"), strings.Contains(msg, "did not find expected key"),
-		strings.Contains(msg, "block sequence entries are not allowed"):
-		h = "check this line's indentation against the lines above: keys of one mapping line up, list items start with '- '"
-	case strings.Contains(msg, "mapping values are not allowed"):
-		h = "a value that holds ': ' needs quotes, or this line is indented too far"
-	case strings.Contains(msg, "could not find expected ':'"):
-		h = "a key needs ': ' after it; a value on its own line belongs to the key above"
-	case strings.Contains(msg, "unexpected end of stream"), strings.Contains(msg, "did not find expected node content"),
-		strings.Contains(msg, "did not find expected ',' or"):
-		h = "is a quote or a bracket left open above? values starting with {, [, *, &, !, |, >, %, @ or ` need quotes"
-	case strings.Contains(msg, "cannot start any token"):
-		h = "values starting with @, ` or % need quotes"
+	if strings.Contains(msg, "cannot start any token") && strings.Contains(line, "\t") {
+		return " (hint: YAML indents with spaces, not tabs)"
 	}
-	if h == "" {
-		return ""
+	for _, h := range yamlHints {
+		for _, m := range h.msgs {
+			if strings.Contains(msg, m) {
+				return " (hint: " + h.hint + ")"
+			}
+		}
 	}
-	return " (hint: " + h + ")"
+	return ""
+}
+
+// yamlHints are the usual causes of yaml.v3's syntax errors, by message.
+var yamlHints = []struct {
+	msgs []string
+	hint string
+}{
+	{[]string{"expected '-' indicator", "did not find expected key", "block sequence entries are not allowed"},
+		"check this line's indentation against the lines above: keys of one mapping line up, list items start with '- '"},
+	{[]string{"mapping values are not allowed"}, "a value that holds ': ' needs quotes, or this line is indented too far"},
+	{[]string{"could not find expected ':'"}, "a key needs ': ' after it; a value on its own line belongs to the key above"},
+	{[]string{"unexpected end of stream", "did not find expected node content", "did not find expected ',' or"},
+		"is a quote or a bracket left open above? values starting with {, [, *, &, !, |, >, %, @ or ` need quotes"},
+	{[]string{"cannot start any token"}, "values starting with @, ` or % need quotes"},
 }
 
 // yamlMessage returns a yaml.v3 error without its "yaml: line N: " prefix.

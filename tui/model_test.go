@@ -648,7 +648,7 @@ func TestDetachPrintsHowToComeBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := out.String()
-	for _, want := range []string{"run demo-1 goes on in this process", "faber attach demo-1", "faber stop demo-1", "a success"} {
+	for _, want := range []string{"run demo-1 goes on here", "faber attach demo-1", "faber stop demo-1", "a success"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("no %q after q:\n%q", want, s)
 		}

@@ -149,9 +149,9 @@ func (t *TUI) toPlain() {
 		fmt.Fprintf(t.out, "faber: the live view stopped (%v); plain progress follows\n", t.runErr)
 	case t.model.Detached():
 		id := t.model.opt.RunID
-		fmt.Fprintf(t.out, "faber: left the live view; run %s goes on in this process (pid %d), plain progress follows.\n"+
-			"  faber attach %s   shows the live view again, from any terminal\n"+
-			"  faber stop %s     or Ctrl-C here stops it (resumable)\n", id, os.Getpid(), id, id)
+		fmt.Fprintf(t.out, "faber: left the live view; run %s goes on here (pid %d).\n"+
+			"  back to it:  faber attach %s  (from any terminal)\n"+
+			"  stop it:     faber stop %s, or Ctrl-C here\n", id, os.Getpid(), id, id)
 	default:
 		fmt.Fprintln(t.out, "faber: left the live view; plain progress follows")
 	}

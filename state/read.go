@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -274,6 +275,9 @@ func ReadLog(stateDir, runID string, afterSeq int64) (Log, error) {
 	return l, nil
 }
 
+// memtableFile finds a memtable (write-ahead log) file that an error names.
+var memtableFile = regexp.MustCompile(`[0-9]+\.mem\b`)
+
 // readStoreEvents reads events from a run's Badger store, opened read-only.
 // The caller holds the shared lock, so no owner is writing it. The error is a
 // *DamagedError if the store is missing or damaged; other failures (a store
@@ -295,6 +299,12 @@ func readStoreEvents(runID, dir string, afterSeq int64) ([][]byte, error) {
 			if strings.Contains(err.Error(), e.Error()) {
 				return nil, err
 			}
+		}
+		if memtableFile.MatchString(err.Error()) {
+			// A write-ahead log (memtable) that a crash cut mid-write: only
+			// its next owner, opening it read-write, replays and truncates
+			// it. Not damage for a reader: the event log has the events.
+			return nil, err
 		}
 		return nil, damaged(runID, dbDir, "", err)
 	}

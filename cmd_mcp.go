@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/state"
 )
 
@@ -96,7 +97,7 @@ Decide on each with classify_and_resolve_failures: retry for transient-looking
 failures (network, timeouts, rate limits, preemption), fail for code or
 configuration errors that would recur unchanged.`,
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in runInput) (*mcp.CallToolResult, any, error) {
-		ps, err := pendingSteps(g, in.RunID)
+		ps, err := run.Pending(g.StateDir, in.RunID)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -133,7 +134,7 @@ continues the run.`,
 interrupted) and every step with its status, attempt, exit code, error,
 dependencies (needs) and remediation. Read-only.`,
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in runInput) (*mcp.CallToolResult, any, error) {
-		out, err := statusJSON(g, in.RunID)
+		out, err := run.StatusOfRun(g.StateDir, in.RunID)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -206,7 +207,7 @@ func textResult(s string) *mcp.CallToolResult {
 
 // pendingText is a summary line per step for a model to read, then the same
 // JSON as 'faber pending --json'.
-func pendingText(runID string, ps []PendingStep) string {
+func pendingText(runID string, ps []run.PendingStep) string {
 	var b strings.Builder
 	if len(ps) == 0 {
 		fmt.Fprintf(&b, "run %s has no pending_failed steps: nothing to decide.\n", runID)
@@ -240,7 +241,7 @@ type classifyOutcome struct {
 // classifyResult checks every classification against the run, then (unless
 // dry run) applies the valid ones one by one; each refusal is reported.
 func classifyResult(g *Globals, in classifyInput) *mcp.CallToolResult {
-	v, _, err := loadView(g, in.RunID)
+	v, err := run.View(g.StateDir, in.RunID)
 	if err != nil {
 		res := textResult(err.Error())
 		res.IsError = true
@@ -267,7 +268,7 @@ func classifyResult(g *Globals, in classifyInput) *mcp.CallToolResult {
 		case st != exec.StatusPendingFailed:
 			o.Error = fmt.Sprintf("step %q is %s, not pending_failed: only pending_failed steps can be classified", c.StepID, st)
 		case !in.DryRun:
-			if err := classifyStep(g, in.RunID, c.StepID, c.Action, c.Reason); err != nil {
+			if err := run.Classify(g.StateDir, in.RunID, c.StepID, c.Action, c.Reason, storeOptions(g)); err != nil {
 				o.Error = err.Error()
 			} else {
 				o.Applied = true
@@ -297,7 +298,7 @@ func classifyResult(g *Globals, in classifyInput) *mcp.CallToolResult {
 			fmt.Fprintf(&b, "applied: step %s fail: it is a failure for good; its dependents are canceled\n", o.StepID)
 		}
 	}
-	if ps, err := pendingSteps(g, in.RunID); err == nil && len(ps) > 0 {
+	if ps, err := run.Pending(g.StateDir, in.RunID); err == nil && len(ps) > 0 {
 		ids := make([]string, len(ps))
 		for i, p := range ps {
 			ids[i] = p.StepID
@@ -322,7 +323,7 @@ func classifyResult(g *Globals, in classifyInput) *mcp.CallToolResult {
 
 // stepLogsText returns the tails of one attempt's stdout and stderr.
 func stepLogsText(g *Globals, in logsInput) (string, error) {
-	v, _, err := loadView(g, in.RunID)
+	v, err := run.View(g.StateDir, in.RunID)
 	if err != nil {
 		return "", err
 	}
@@ -363,7 +364,7 @@ func stepLogsText(g *Globals, in logsInput) (string, error) {
 			fmt.Fprintf(&b, "--- %s: no log (%s) ---\n", s.name, path)
 			continue
 		}
-		tail := tailLines(path, lines)
+		tail := run.TailLines(path, lines)
 		fmt.Fprintf(&b, "--- %s, last %d line(s) (%s) ---\n", s.name, len(tail), path)
 		for _, l := range tail {
 			b.WriteString(l)

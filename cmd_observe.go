@@ -13,83 +13,10 @@ import (
 	"time"
 
 	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/state"
 	"github.com/faber-run/faber/tui"
 )
-
-// loadView rebuilds a run from its event log, the way every reader does: it
-// never opens the store of a run that another process owns. A run whose
-// owner died while it was in progress shows as interrupted (nothing is written).
-func loadView(g *Globals, runID string) (*exec.View, state.Meta, error) {
-	v, meta, _, err := loadViewLog(g, runID)
-	return v, meta, err
-}
-
-// loadViewLog is loadView that also returns the damage of the run's store
-// found on the way (nil if none): the view then comes from events.jsonl.
-func loadViewLog(g *Globals, runID string) (*exec.View, state.Meta, *state.DamagedError, error) {
-	meta, err := state.ReadMeta(g.StateDir, runID)
-	if err != nil {
-		return nil, meta, nil, stateErr(err, runID, g.StateDir)
-	}
-	log, err := state.ReadLog(g.StateDir, runID, 0)
-	if err != nil {
-		if errors.Is(err, state.ErrDamaged) {
-			return nil, meta, nil, stateErr(err, runID, g.StateDir)
-		}
-		return nil, meta, nil, withCode(exitState, fmt.Errorf("cannot read run %s: %w", runID, err))
-	}
-	v, err := exec.Replay(log.Events)
-	if err != nil {
-		return nil, meta, nil, withCode(exitState, fmt.Errorf("run %s: event log unreadable: %w", runID, err))
-	}
-	if v.Run.RunID == "" {
-		v.Run.RunID = meta.RunID
-		v.Run.Plan = meta.Plan
-		v.Run.StartedAt = meta.StartedAt
-		v.Run.Status = exec.RunInProgress
-	}
-	if v.Run.Status == exec.RunInProgress {
-		if o, err := state.OwnerOf(g.StateDir, runID); err == nil && !o.Alive {
-			v.Run.Status = exec.RunInterrupted
-		}
-	}
-	return v, meta, log.Damaged, nil
-}
-
-// stateErr maps store errors to exit 4 with a helpful message.
-func stateErr(err error, runID, dir string) error {
-	if errors.Is(err, state.ErrNotFound) {
-		return withCode(exitState, fmt.Errorf("run %q not found in %s (faber list shows the runs there)", runID, dir))
-	}
-	var de *state.DamagedError
-	if errors.As(err, &de) {
-		return withCode(exitState, fmt.Errorf("%s; %s", de, stillReadable(de, dir)))
-	}
-	return withCode(exitState, err)
-}
-
-// stillReadable says, for a run whose store is damaged, that it cannot go
-// on, and what of it can still be read: only what is, checked now.
-func stillReadable(de *state.DamagedError, stateDir string) string {
-	var can []string
-	dir := state.RunDir(stateDir, de.RunID)
-	events := filepath.Join(dir, "events.jsonl")
-	if _, err := state.ReadLog(stateDir, de.RunID, 0); err == nil {
-		can = append(can, fmt.Sprintf("its event log (faber events %s)", de.RunID))
-	} else if fi, err := os.Stat(events); err == nil && fi.Size() > 0 {
-		can = append(can, fmt.Sprintf("its event log (%s)", events))
-	}
-	logs := filepath.Join(dir, "logs")
-	if fi, err := os.Stat(logs); err == nil && fi.IsDir() {
-		can = append(can, fmt.Sprintf("its step logs (%s)", logs))
-	}
-	s := "it cannot be resumed, reset or classified"
-	if len(can) > 0 {
-		s += "; still readable: " + strings.Join(can, " and ")
-	}
-	return s
-}
 
 // warnDamaged tells, on stderr, that what a reader shows comes from the event
 // log because the run's store is damaged.
@@ -129,7 +56,7 @@ func (c *ListCmd) Run(g *Globals) error {
 	items := make([]listItem, 0, len(metas))
 	for _, m := range metas {
 		it := listItem{RunID: m.RunID, Plan: m.Plan, Status: exec.RunInProgress, StartedAt: m.StartedAt, ParentRunID: m.ParentRunID}
-		v, _, de, err := loadViewLog(g, m.RunID)
+		v, _, de, err := run.Load(g.StateDir, m.RunID)
 		if err == nil {
 			it.Status = v.Run.Status
 			it.FinishedAt = v.Run.FinishedAt
@@ -201,46 +128,17 @@ type StatusCmd struct {
 	JSON  bool   `name:"json" help:"Print the run and every step as JSON."`
 }
 
-type statusOut struct {
-	RunID      string            `json:"run_id"`
-	Plan       string            `json:"plan"`
-	Status     string            `json:"status"`
-	StartedAt  time.Time         `json:"started_at"`
-	FinishedAt *time.Time        `json:"finished_at"`
-	Steps      []*exec.StepState `json:"steps"`
-}
-
-// statusJSON is the object 'faber status --json' prints (and the MCP tool
-// get_run_status returns), rebuilt from the event log. The log never carries
-// the internal fields (hash, process group), so they stay empty.
-func statusJSON(g *Globals, runID string) (statusOut, error) {
-	v, _, err := loadView(g, runID)
-	if err != nil {
-		return statusOut{}, err
-	}
-	return statusOf(v), nil
-}
-
-// statusOf is the status object of a view.
-func statusOf(v *exec.View) statusOut {
-	steps := v.Steps
-	if steps == nil {
-		steps = []*exec.StepState{}
-	}
-	return statusOut{RunID: v.Run.RunID, Plan: v.Run.Plan, Status: v.Run.Status, StartedAt: v.Run.StartedAt, FinishedAt: v.Run.FinishedAt, Steps: steps}
-}
-
 // Run prints the run's status.
 func (c *StatusCmd) Run(g *Globals) error {
 	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
 		return err
 	}
-	v, _, de, err := loadViewLog(g, c.RunID)
+	v, _, de, err := run.Load(g.StateDir, c.RunID)
 	if err != nil {
 		return err
 	}
 	warnDamaged(g, de)
-	out := statusOf(v)
+	out := run.StatusOf(v)
 	if c.JSON {
 		return printJSON(g.stdout, out)
 	}
@@ -296,7 +194,7 @@ func (c *EventsCmd) Run(g *Globals) error {
 		log, err := state.ReadLog(g.StateDir, c.RunID, after)
 		if err != nil {
 			if errors.Is(err, state.ErrDamaged) || errors.Is(err, state.ErrNotFound) {
-				return stateErr(err, c.RunID, g.StateDir)
+				return run.StoreError(err, c.RunID, g.StateDir)
 			}
 			return withCode(exitState, err)
 		}
@@ -384,7 +282,7 @@ func (c *LogsCmd) Run(g *Globals) error {
 	if c.Handler && c.Recovery {
 		return withCode(exitUsage, fmt.Errorf("--handler and --recovery exclude each other"))
 	}
-	v, _, de, err := loadViewLog(g, c.RunID)
+	v, _, de, err := run.Load(g.StateDir, c.RunID)
 	if err != nil {
 		return err
 	}
@@ -429,7 +327,7 @@ func (c *LogsCmd) Run(g *Globals) error {
 		if !c.Follow {
 			return nil
 		}
-		v, _, err := loadView(g, c.RunID)
+		v, err := run.View(g.StateDir, c.RunID)
 		if err != nil {
 			return err
 		}
@@ -462,7 +360,7 @@ func latest(runDir, step, kind, stream string, max int) int {
 
 // childSummary is one line about a child run: its status and step counts.
 func childSummary(g *Globals, runID string) string {
-	v, _, err := loadView(g, runID)
+	v, err := run.View(g.StateDir, runID)
 	if err != nil {
 		return "not started"
 	}

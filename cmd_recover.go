@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/spec"
 	"github.com/faber-run/faber/spec/subst"
 	"github.com/faber-run/faber/state"
@@ -54,7 +55,7 @@ func (c *RecoverCmd) Run(g *Globals) error {
 	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
 		return err
 	}
-	v, _, err := loadView(g, c.RunID)
+	v, err := run.View(g.StateDir, c.RunID)
 	if err != nil {
 		return err
 	}
@@ -67,7 +68,7 @@ func (c *RecoverCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	ps, err := pendingSteps(g, c.RunID)
+	ps, err := run.Pending(g.StateDir, c.RunID)
 	if err != nil {
 		return err
 	}
@@ -122,7 +123,7 @@ func (c *RecoverCmd) Run(g *Globals) error {
 			argv[0], ee.ProcessState, c.RunID, c.RunID, c.RunID))
 	}
 
-	left, err := pendingSteps(g, c.RunID)
+	left, err := run.Pending(g.StateDir, c.RunID)
 	if err != nil {
 		return err
 	}
@@ -140,12 +141,12 @@ func (c *RecoverCmd) Run(g *Globals) error {
 // checkOwnable opens the run's store and loads it, as resume will, and
 // closes it again: the errors are resume's. It returns the stored plan.
 func checkOwnable(g *Globals, runID string) (*spec.Plan, error) {
-	store, err := openRun(g, runID)
+	store, err := run.Open(g.StateDir, runID, storeOptions(g))
 	if err != nil {
 		return nil, err
 	}
 	defer store.Close()
-	_, _, plan, err := loadOwned(store, runID, g.StateDir)
+	_, _, plan, err := run.LoadOwned(store, runID, g.StateDir)
 	return plan, err
 }
 
@@ -178,7 +179,7 @@ func agentNotFound(name string, err error) error {
 
 // recoverPrompt tells the agent which run to look at, what waits, and the only
 // things it may do about it.
-func recoverPrompt(runID, stateDir string, ps []PendingStep) string {
+func recoverPrompt(runID, stateDir string, ps []run.PendingStep) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "You are deciding on failed steps of the faber workflow run %s (state dir %s, also in $FABER_STATE_DIR).\n", runID, stateDir)
 	fmt.Fprintf(&b, "%d step(s) failed and wait as pending_failed for a decision:\n", len(ps))

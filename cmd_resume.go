@@ -1,15 +1,12 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/spec"
-	"github.com/faber-run/faber/state"
 )
 
 // ResumeCmd continues a run.
@@ -49,7 +46,7 @@ func (c *ResumeCmd) Run(g *Globals) error {
 		return err
 	}
 	runID := c.RunID
-	store, err := openRun(g, runID)
+	store, err := run.Open(g.StateDir, runID, storeOptions(g))
 	if err != nil {
 		return err
 	}
@@ -59,13 +56,9 @@ func (c *ResumeCmd) Run(g *Globals) error {
 			store.Close()
 		}
 	}()
-	snap, err := store.Load()
+	snap, prior, err := run.LoadRecords(store, runID, g.StateDir)
 	if err != nil {
-		return loadErr(err, runID, g.StateDir)
-	}
-	prior, err := decodePrior(snap, g.StateDir)
-	if err != nil {
-		return stateErr(err, runID, g.StateDir)
+		return err
 	}
 	if prior.Run.Status == exec.RunSuccess && allSuccess(prior) {
 		return withCode(exitState, fmt.Errorf("run %s already succeeded; nothing to resume (faber reset %s --step ID re-runs steps)", runID, runID))
@@ -119,52 +112,6 @@ func (c *ResumeCmd) Run(g *Globals) error {
 		parentRun: c.parentRun, outputDir: c.outputDir})
 }
 
-// openRun takes ownership of a run, mapping store errors to exit 4.
-func openRun(g *Globals, runID string) (*state.Store, error) {
-	store, err := state.Open(g.StateDir, runID, storeOptions(g))
-	if err != nil {
-		var le *state.LockedError
-		if errors.As(err, &le) {
-			return nil, withCode(exitState, fmt.Errorf("run %s is active in process %d; wait for it, or stop that process", runID, le.PID))
-		}
-		return nil, stateErr(err, runID, g.StateDir)
-	}
-	return store, nil
-}
-
-// loadErr maps a failed Load to exit 4: a damaged store by stateErr.
-func loadErr(err error, runID, stateDir string) error {
-	if errors.Is(err, state.ErrDamaged) {
-		return stateErr(err, runID, stateDir)
-	}
-	return withCode(exitState, fmt.Errorf("run %s: cannot load its state: %w", runID, err))
-}
-
-// decodePrior reads the run and step records of a snapshot. The store
-// checksums what it returns, so a record that does not decode was written
-// wrong or changed on disk: the store is damaged.
-func decodePrior(snap *state.Snapshot, stateDir string) (*exec.Prior, error) {
-	bad := func(what string, err error) error {
-		return &state.DamagedError{RunID: snap.Meta.RunID, Path: filepath.Join(state.RunDir(stateDir, snap.Meta.RunID), "db"), Cause: what + " is unreadable", Err: err}
-	}
-	prior := &exec.Prior{Steps: map[string]*exec.StepState{}, LastSeq: snap.LastSeq, Run: &exec.RunState{}}
-	if len(snap.Run) > 0 {
-		if err := json.Unmarshal(snap.Run, prior.Run); err != nil {
-			return nil, bad("the run record", err)
-		}
-	} else {
-		prior.Run = &exec.RunState{RunID: snap.Meta.RunID, Plan: snap.Meta.Plan, StartedAt: snap.Meta.StartedAt}
-	}
-	for id, b := range snap.Steps {
-		st := &exec.StepState{}
-		if err := json.Unmarshal(b, st); err != nil {
-			return nil, bad(fmt.Sprintf("the record of step %q", id), err)
-		}
-		prior.Steps[id] = st
-	}
-	return prior, nil
-}
-
 func allSuccess(p *exec.Prior) bool {
 	for _, st := range p.Steps {
 		if st.Status != exec.StatusSuccess {
@@ -197,48 +144,14 @@ func (c *ResetCmd) Run(g *Globals) error {
 	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
 		return err
 	}
-	store, err := openRun(g, c.RunID)
+	changed, err := run.Reset(g.StateDir, c.RunID, c.FailedOnly, c.Step, storeOptions(g))
 	if err != nil {
 		return err
-	}
-	defer store.Close()
-	snap, prior, plan, err := loadOwned(store, c.RunID, g.StateDir)
-	if err != nil {
-		return err
-	}
-	changed, evs, err := exec.ResetSteps(plan, prior, c.FailedOnly, c.Step)
-	if err != nil {
-		return withCode(exitUsage, err)
 	}
 	if len(changed) == 0 {
 		fmt.Fprintf(g.stdout, "nothing to reset in run %s\n", c.RunID)
 		return nil
 	}
-	if prior.Run.Status == exec.RunSuccess {
-		prior.Run.Status = exec.RunFailed // a run with pending steps has not succeeded
-	}
-	exec.Stamp(evs, snap.LastSeq, c.RunID, nowFunc())
-	if err := (storeAdapter{store}).Commit(prior.Run, changed, evs); err != nil {
-		return withCode(exitState, err)
-	}
 	fmt.Fprintf(g.stdout, "reset %d %s of run %s to pending; continue with: faber resume %s\n", len(changed), plural(len(changed), "step", "steps"), c.RunID, c.RunID)
 	return nil
-}
-
-// loadOwned loads an owned run's snapshot, its records and its stored plan,
-// for commands that change a run that is not active (reset, classify).
-func loadOwned(store *state.Store, runID, stateDir string) (*state.Snapshot, *exec.Prior, *spec.Plan, error) {
-	snap, err := store.Load()
-	if err != nil {
-		return nil, nil, nil, loadErr(err, runID, stateDir)
-	}
-	prior, err := decodePrior(snap, stateDir)
-	if err != nil {
-		return nil, nil, nil, stateErr(err, runID, stateDir)
-	}
-	plan, err := spec.Parse(snap.Meta.PlanFile, snap.Plan, spec.Options{Sets: snap.Meta.Sets})
-	if err != nil {
-		return nil, nil, nil, withCode(exitState, fmt.Errorf("run %s: stored plan unreadable: %w", runID, err))
-	}
-	return snap, prior, plan, nil
 }

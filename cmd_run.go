@@ -14,6 +14,7 @@ import (
 
 	"github.com/faber-run/faber/exec"
 	"github.com/faber-run/faber/internal/control"
+	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/spec"
 	"github.com/faber-run/faber/state"
 	"github.com/faber-run/faber/tui"
@@ -76,10 +77,10 @@ func (c *RunCmd) Run(g *Globals) error {
 		// attempt, and a retry or resume of the step resumes it.
 		_, err := state.ReadMeta(g.StateDir, runID)
 		if errors.Is(err, state.ErrDamaged) {
-			return stateErr(err, runID, g.StateDir)
+			return run.StoreError(err, runID, g.StateDir)
 		}
 		if err == nil {
-			if v, _, err := loadView(g, runID); err == nil && v.Run.Status == exec.RunSuccess {
+			if v, err := run.View(g.StateDir, runID); err == nil && v.Run.Status == exec.RunSuccess {
 				fmt.Fprintf(g.stdout, "child run %s already succeeded\n", runID)
 				return nil
 			}
@@ -147,7 +148,7 @@ func runSession(g *Globals, a sessionArgs) error {
 		Plan:       a.plan,
 		RunID:      a.runID,
 		RunDir:     a.store.Dir(),
-		Store:      storeAdapter{a.store},
+		Store:      run.Recorder{Store: a.store},
 		Sink:       sink,
 		Jobs:       a.jobs,
 		FailFast:   a.failFast,
@@ -222,39 +223,6 @@ func storeOptions(g *Globals) state.Options {
 		opt.Logger = g.stderr
 	}
 	return opt
-}
-
-// storeAdapter gives the runner the store it needs (exec.Store) over package state.
-type storeAdapter struct{ s *state.Store }
-
-// Commit marshals the records and events and commits them in one transaction.
-func (a storeAdapter) Commit(run *exec.RunState, steps []*exec.StepState, events []exec.Event) error {
-	var c state.Change
-	if run != nil {
-		b, err := json.Marshal(run)
-		if err != nil {
-			return err
-		}
-		c.Run = b
-	}
-	if len(steps) > 0 {
-		c.Steps = make(map[string][]byte, len(steps))
-		for _, st := range steps {
-			b, err := json.Marshal(st)
-			if err != nil {
-				return err
-			}
-			c.Steps[st.ID] = b
-		}
-	}
-	for _, e := range events {
-		b, err := e.Marshal()
-		if err != nil {
-			return err
-		}
-		c.Events = append(c.Events, state.Event{Seq: e.Seq, JSON: b})
-	}
-	return a.s.Commit(c)
 }
 
 // unwrapPath drops the "open " prefix of *PathError for shorter messages.

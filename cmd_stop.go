@@ -6,6 +6,7 @@ import (
 
 	"github.com/faber-run/faber/exec"
 	"github.com/faber-run/faber/internal/control"
+	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/state"
 )
 
@@ -39,10 +40,10 @@ func (c *StopCmd) Run(g *Globals) error {
 	}
 	o, err := state.OwnerOf(g.StateDir, c.RunID)
 	if err != nil {
-		return stateErr(err, c.RunID, g.StateDir)
+		return run.StoreError(err, c.RunID, g.StateDir)
 	}
 	if !o.Alive {
-		v, _, err := loadView(g, c.RunID)
+		v, err := run.View(g.StateDir, c.RunID)
 		if err != nil {
 			return err
 		}
@@ -71,7 +72,7 @@ func (c *StopCmd) Run(g *Globals) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	v, _, err := loadView(g, c.RunID)
+	v, err := run.View(g.StateDir, c.RunID)
 	if err != nil {
 		return err
 	}

@@ -14,10 +14,10 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/alecthomas/kong"
 
+	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/spec"
 	"github.com/faber-run/faber/state"
 )
@@ -211,18 +211,20 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 // a plain failure (1), never a usage error.
 func exitCode(err error) int {
 	var (
-		xe     *exitError
-		inv    *spec.Invalid
-		locked *state.LockedError
+		xe       *exitError
+		inv      *spec.Invalid
+		locked   *state.LockedError
+		usage    *run.UsageError
+		stateErr *run.StateError
 	)
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &xe):
 		return xe.code
-	case errors.As(err, &inv):
+	case errors.As(err, &inv), errors.As(err, &usage):
 		return exitUsage
-	case errors.Is(err, state.ErrNotFound), errors.Is(err, state.ErrDamaged), errors.As(err, &locked):
+	case errors.Is(err, state.ErrNotFound), errors.Is(err, state.ErrDamaged), errors.As(err, &locked), errors.As(err, &stateErr):
 		return exitState
 	}
 	return exitFailed
@@ -283,6 +285,3 @@ func signalContext() (ctx context.Context, hard <-chan struct{}, trigger func(ha
 		cancel()
 	}
 }
-
-// nowFunc is the clock for records written outside a run session.
-func nowFunc() time.Time { return time.Now() }

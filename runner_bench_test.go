@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/spec"
 	"github.com/faber-run/faber/state"
 	"github.com/faber-run/faber/tui"
@@ -85,7 +86,7 @@ func runOnce(tb testing.TB, base, text string, jobs int) time.Duration {
 		Plan:   plan,
 		RunID:  runID,
 		RunDir: st.Dir(),
-		Store:  storeAdapter{st},
+		Store:  run.Recorder{Store: st},
 		Sink:   sink,
 		Jobs:   jobs,
 	}

@@ -1,0 +1,116 @@
+package run
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/spec"
+	"github.com/faber-run/faber/state"
+)
+
+// Open takes ownership of a run that no other process holds (SPEC §10: only
+// the owner opens a run's store).
+func Open(stateDir, runID string, opt state.Options) (*state.Store, error) {
+	store, err := state.Open(stateDir, runID, opt)
+	if err != nil {
+		var le *state.LockedError
+		if errors.As(err, &le) {
+			return nil, stateProblem(fmt.Errorf("run %s is active in process %d; wait for it, or stop that process", runID, le.PID))
+		}
+		return nil, StoreError(err, runID, stateDir)
+	}
+	return store, nil
+}
+
+// LoadOwned loads an owned run's snapshot, its records and its stored plan,
+// for what changes a run that is not active (resume, reset, classify).
+func LoadOwned(store *state.Store, runID, stateDir string) (*state.Snapshot, *exec.Prior, *spec.Plan, error) {
+	snap, prior, err := LoadRecords(store, runID, stateDir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	plan, err := spec.Parse(snap.Meta.PlanFile, snap.Plan, spec.Options{Sets: snap.Meta.Sets})
+	if err != nil {
+		return nil, nil, nil, stateProblem(fmt.Errorf("run %s: stored plan unreadable: %w", runID, err))
+	}
+	return snap, prior, plan, nil
+}
+
+// LoadRecords loads an owned run's snapshot and its decoded records.
+func LoadRecords(store *state.Store, runID, stateDir string) (*state.Snapshot, *exec.Prior, error) {
+	snap, err := store.Load()
+	if err != nil {
+		if errors.Is(err, state.ErrDamaged) {
+			return nil, nil, StoreError(err, runID, stateDir)
+		}
+		return nil, nil, stateProblem(fmt.Errorf("run %s: cannot load its state: %w", runID, err))
+	}
+	prior, err := DecodePrior(snap, stateDir)
+	if err != nil {
+		return nil, nil, StoreError(err, runID, stateDir)
+	}
+	return snap, prior, nil
+}
+
+// DecodePrior reads the run and step records of a snapshot. The store
+// checksums what it returns, so a record that does not decode was written
+// wrong or changed on disk: the store is damaged.
+func DecodePrior(snap *state.Snapshot, stateDir string) (*exec.Prior, error) {
+	bad := func(what string, err error) error {
+		return &state.DamagedError{RunID: snap.Meta.RunID, Path: filepath.Join(state.RunDir(stateDir, snap.Meta.RunID), "db"), Cause: what + " is unreadable", Err: err}
+	}
+	prior := &exec.Prior{Steps: map[string]*exec.StepState{}, LastSeq: snap.LastSeq, Run: &exec.RunState{}}
+	if len(snap.Run) > 0 {
+		if err := json.Unmarshal(snap.Run, prior.Run); err != nil {
+			return nil, bad("the run record", err)
+		}
+	} else {
+		prior.Run = &exec.RunState{RunID: snap.Meta.RunID, Plan: snap.Meta.Plan, StartedAt: snap.Meta.StartedAt}
+	}
+	for id, b := range snap.Steps {
+		st := &exec.StepState{}
+		if err := json.Unmarshal(b, st); err != nil {
+			return nil, bad(fmt.Sprintf("the record of step %q", id), err)
+		}
+		prior.Steps[id] = st
+	}
+	return prior, nil
+}
+
+// Recorder gives the runner the store it needs (exec.Store) over package
+// state: every change of a run, from a session or a command, is committed
+// through it.
+type Recorder struct{ Store *state.Store }
+
+// Commit marshals the records and events and commits them in one transaction.
+func (a Recorder) Commit(run *exec.RunState, steps []*exec.StepState, events []exec.Event) error {
+	var c state.Change
+	if run != nil {
+		b, err := json.Marshal(run)
+		if err != nil {
+			return err
+		}
+		c.Run = b
+	}
+	if len(steps) > 0 {
+		c.Steps = make(map[string][]byte, len(steps))
+		for _, st := range steps {
+			b, err := json.Marshal(st)
+			if err != nil {
+				return err
+			}
+			c.Steps[st.ID] = b
+		}
+	}
+	for _, e := range events {
+		b, err := e.Marshal()
+		if err != nil {
+			return err
+		}
+		c.Events = append(c.Events, state.Event{Seq: e.Seq, JSON: b})
+	}
+	return a.Store.Commit(c)
+}

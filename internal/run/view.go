@@ -1,0 +1,148 @@
+package run
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/state"
+)
+
+// Load rebuilds a run from its event log, the way every reader does: it
+// never opens the store of a run that another process owns. A run whose
+// owner died while it was in progress shows as interrupted (nothing is
+// written). It also returns the damage of the run's store found on the way
+// (nil if none): the view then comes from events.jsonl.
+func Load(stateDir, runID string) (*exec.View, state.Meta, *state.DamagedError, error) {
+	meta, err := state.ReadMeta(stateDir, runID)
+	if err != nil {
+		return nil, meta, nil, StoreError(err, runID, stateDir)
+	}
+	log, err := state.ReadLog(stateDir, runID, 0)
+	if err != nil {
+		if errors.Is(err, state.ErrDamaged) {
+			return nil, meta, nil, StoreError(err, runID, stateDir)
+		}
+		return nil, meta, nil, stateProblem(fmt.Errorf("cannot read run %s: %w", runID, err))
+	}
+	v, err := exec.Replay(log.Events)
+	if err != nil {
+		return nil, meta, nil, stateProblem(fmt.Errorf("run %s: event log unreadable: %w", runID, err))
+	}
+	if v.Run.RunID == "" {
+		v.Run.RunID = meta.RunID
+		v.Run.Plan = meta.Plan
+		v.Run.StartedAt = meta.StartedAt
+		v.Run.Status = exec.RunInProgress
+	}
+	if v.Run.Status == exec.RunInProgress {
+		if o, err := state.OwnerOf(stateDir, runID); err == nil && !o.Alive {
+			v.Run.Status = exec.RunInterrupted
+		}
+	}
+	return v, meta, log.Damaged, nil
+}
+
+// View is Load without the store's damage.
+func View(stateDir, runID string) (*exec.View, error) {
+	v, _, _, err := Load(stateDir, runID)
+	return v, err
+}
+
+// Status is the object 'faber status --json' prints and the MCP tool
+// get_run_status returns (SPEC §1).
+type Status struct {
+	RunID      string            `json:"run_id"`
+	Plan       string            `json:"plan"`
+	Status     string            `json:"status"`
+	StartedAt  time.Time         `json:"started_at"`
+	FinishedAt *time.Time        `json:"finished_at"`
+	Steps      []*exec.StepState `json:"steps"`
+}
+
+// StatusOf is the status of a view. The event log never carries the
+// internal fields (hash, process group), so they stay empty.
+func StatusOf(v *exec.View) Status {
+	steps := v.Steps
+	if steps == nil {
+		steps = []*exec.StepState{}
+	}
+	return Status{RunID: v.Run.RunID, Plan: v.Run.Plan, Status: v.Run.Status, StartedAt: v.Run.StartedAt, FinishedAt: v.Run.FinishedAt, Steps: steps}
+}
+
+// PendingStep is one step awaiting classification, as `pending --json`
+// prints it and the MCP tool returns it.
+type PendingStep struct {
+	StepID     string   `json:"step_id"`
+	Name       string   `json:"name"`
+	Phase      string   `json:"phase"`
+	Attempt    int      `json:"attempt"`
+	ExitCode   *int     `json:"exit_code"`
+	Error      string   `json:"error"`
+	Hint       string   `json:"hint"`
+	StderrFile string   `json:"stderr_file"`
+	StderrTail []string `json:"stderr_tail"`
+}
+
+// Pending lists a run's pending_failed steps with their stderr tails.
+func Pending(stateDir, runID string) ([]PendingStep, error) {
+	v, err := View(stateDir, runID)
+	if err != nil {
+		return nil, err
+	}
+	return PendingOf(stateDir, runID, v), nil
+}
+
+// PendingOf lists the pending_failed steps of a run's view.
+func PendingOf(stateDir, runID string, v *exec.View) []PendingStep {
+	out := []PendingStep{}
+	runDir := state.RunDir(stateDir, runID)
+	for _, st := range v.Steps {
+		if st.Status != exec.StatusPendingFailed {
+			continue
+		}
+		path := exec.LogPath(runDir, st.ID, "attempt", st.Attempt, "err")
+		tail := TailLines(path, 50)
+		out = append(out, PendingStep{
+			StepID: st.ID, Name: st.Name, Phase: st.Phase, Attempt: st.Attempt, ExitCode: st.ExitCode,
+			Error: st.Error, Hint: exec.Hint(st.Error + "\n" + strings.Join(tail, "\n")), StderrFile: path, StderrTail: tail,
+		})
+	}
+	return out
+}
+
+// TailLines returns the last n lines of a file (at most its last 256 KiB).
+func TailLines(path string, n int) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return []string{}
+	}
+	defer f.Close()
+	const max = 256 << 10
+	if fi, err := f.Stat(); err == nil && fi.Size() > max {
+		f.Seek(fi.Size()-max, 0)
+	}
+	var buf bytes.Buffer
+	buf.ReadFrom(f)
+	lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		return []string{}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}
+
+// StatusOfRun is the status of a run, rebuilt from its event log.
+func StatusOfRun(stateDir, runID string) (Status, error) {
+	v, err := View(stateDir, runID)
+	if err != nil {
+		return Status{}, err
+	}
+	return StatusOf(v), nil
+}

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/spec"
 	"github.com/faber-run/faber/tui"
 )
@@ -37,6 +38,16 @@ func newTUI(g *Globals, plan *spec.Plan, runID string, prior ...*exec.Prior) ren
 			if g.interrupt != nil {
 				g.interrupt(hard)
 			}
+		},
+		// r / x on a pending_failed step: the same classification as
+		// faber classify, through this run's own control channel, so the
+		// running session applies it at once (SPEC §6).
+		OnClassify: func(stepID string, retry bool) error {
+			action := exec.ClassifiedFail
+			if retry {
+				action = exec.ClassifiedRetry
+			}
+			return run.Classify(g.StateDir, runID, stepID, action, "classified in the live view", storeOptions(g))
 		},
 	})
 }

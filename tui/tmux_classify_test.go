@@ -1,0 +1,92 @@
+package tui
+
+import (
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTmuxClassifyKeys runs the real binary in tmux: r on a pending_failed
+// step of a live run records step_classified (retry) and the running faber
+// re-runs it to success (exit 0); x records it failed, its dependent is
+// canceled and the run fails (exit 1).
+func TestTmuxClassifyKeys(t *testing.T) {
+	if testing.Short() {
+		t.Skip("tmux classify test: skipped with -short")
+	}
+	if _, err := osexec.LookPath("tmux"); err != nil {
+		t.Skip("tmux classify test: tmux is not installed")
+	}
+	if runtime.GOOS == "windows" {
+		t.Skip("tmux classify test: not on windows")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "faber")
+	build := osexec.Command("go", "build", "-o", bin, ".")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	tm := &tmux{t: t, sock: fmt.Sprintf("faber-classify-%d", os.Getpid())}
+	t.Cleanup(func() { _ = osexec.Command("tmux", "-L", tm.sock, "kill-server").Run() })
+	const plan = `name: decide
+use_pending_failed: true
+steps:
+  - id: flaky
+    needs: []
+    run: if [ -f ran-once ]; then echo fine; else touch ran-once; echo "disk quota exceeded" >&2; exit 5; fi
+  - id: after
+    needs: [flaky]
+    run: echo after
+  - id: slow
+    needs: []
+    run: echo waiting; while [ ! -f release ]; do sleep 0.1; done
+`
+	for _, c := range []struct {
+		key, action, code, flaky string
+	}{
+		{"r", "retry", "0", "success"},
+		{"x", "fail", "1", "failure"},
+	} {
+		t.Run(c.key, func(t *testing.T) {
+			tm.t = t
+			work := filepath.Join(dir, c.key)
+			writeFile(t, filepath.Join(work, "plan.yaml"), plan)
+			tm.start(c.key, work, bin+" run plan.yaml --ui tui")
+			tm.waitFor(c.key, 10*time.Second, func(s string) bool {
+				return strings.Contains(s, "pending_failed") && strings.Contains(s, "│ waiting")
+			})
+			tm.keys(c.key, "g") // the first step: flaky
+			tm.keys(c.key, c.key)
+			tm.waitFor(c.key, 10*time.Second, func(s string) bool {
+				return strings.Contains(s, "flaky classified: "+c.action) || strings.Contains(s, "flaky  ") && !strings.Contains(s, "pending_failed")
+			})
+			writeFile(t, filepath.Join(work, "release"), "")
+			code := tm.waitExit(work, 15*time.Second)
+			t.Logf("exit %s:\n%s", code, tm.capture(c.key))
+			if code != c.code {
+				t.Errorf("exit code %s, want %s", code, c.code)
+			}
+			ev := osexec.Command(bin, "events", "--last", "--json")
+			ev.Dir = work
+			out, err := ev.Output()
+			if err != nil {
+				t.Fatalf("faber events: %v", err)
+			}
+			if !strings.Contains(string(out), `"type":"step_classified","run_id":`) || !strings.Contains(string(out), `"action":"`+c.action+`"`) {
+				t.Errorf("no step_classified %s in the events:\n%s", c.action, out)
+			}
+			st := osexec.Command(bin, "status", "--last", "--json")
+			st.Dir = work
+			out, _ = st.Output()
+			if !strings.Contains(string(out), `"id": "flaky"`) || !strings.Contains(string(out), `"status": "`+c.flaky+`"`) {
+				t.Errorf("flaky is not %s:\n%s", c.flaky, out)
+			}
+		})
+	}
+}

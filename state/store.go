@@ -305,6 +305,21 @@ func (s *Store) openDB() error {
 			return fmt.Errorf("reserve the write-ahead log: %w", err)
 		}
 	}
+	// Badger runs no compactions of its own (see badgerOptions): compact
+	// here, where the caller checked for room, once level 0 holds more
+	// tables than NumLevelZeroTables (each open or rotation adds one).
+	l0 := 0
+	for _, ti := range db.Tables() {
+		if ti.Level == 0 {
+			l0++
+		}
+	}
+	if l0 > 2 {
+		if err := db.Flatten(1); err != nil {
+			s.broken = err
+			return fmt.Errorf("compact the store: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -676,9 +691,10 @@ func (s *Store) closeDB() error {
 		return nil
 	}
 	// A memtable's table is no bigger than its log (the current one's is
-	// down to what was written, after releaseWAL).
+	// down to what was written, after releaseWAL); with it on level 0,
+	// Badger may compact the tables before it stops.
 	_, logs := memFiles(s.dbDir())
-	need := logs + closeMargin
+	need := logs + tablesSize(s.dbDir()) + closeMargin
 	if err := needSpace(s.stateDir, s.dir, need, "closing run "+s.runID); err != nil {
 		s.logf("store left for its next owner: %v", err)
 		return nil

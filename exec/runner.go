@@ -63,6 +63,11 @@ type Runner struct {
 	// Control carries requests from other processes (faber classify) to the
 	// running session; nil when there is no control channel.
 	Control <-chan ControlReq
+	// CheckState, if set, is asked after every process a step runs whether
+	// the run's state dir is still usable (its file system not full). An
+	// error stops the run as a state problem, like a log file faber cannot
+	// write: see halt.
+	CheckState func() error
 
 	run      *RunState
 	seq      int64
@@ -79,6 +84,7 @@ type Runner struct {
 	intr     bool
 	hard     bool
 	fatal    error
+	halted   error // the state problem that stopped the run (see halt)
 	baseEnv  []string
 	outDir   string
 	shells   map[string]string // shell name -> resolved path
@@ -115,6 +121,7 @@ const (
 	mRecoveryDone
 	mRetryReady
 	mHandlerDone
+	mLogFailed
 )
 
 type msg struct {
@@ -154,7 +161,10 @@ func (r *Runner) Run(ctx context.Context, prior *Prior) (string, error) {
 		}
 	}
 	status := r.finish()
-	return status, r.fatal
+	if r.fatal != nil {
+		return status, r.fatal
+	}
+	return status, r.halted
 }
 
 func (r *Runner) setup(prior *Prior) {
@@ -307,7 +317,54 @@ func (r *Runner) handle(m msg) {
 	case mHandlerDone:
 		r.inflight--
 		r.handlerDone(sr, m)
+	case mLogFailed:
+		r.halt(m.err)
 	}
+}
+
+// halt stops the run because its state dir cannot keep its record whole: a
+// log file faber cannot write, a file system found full after a step. It is
+// an interrupt with a cause: running steps are terminated and become
+// interrupted, nothing new starts, the run ends interrupted and Run returns
+// the cause (faber exits 4). What is committed stays; resume re-runs the
+// rest once the cause is gone.
+func (r *Runner) halt(err error) {
+	if r.halted != nil {
+		return
+	}
+	r.halted = err
+	r.commit(nil, Event{Type: EvWarning, Fields: map[string]any{"message": err.Error() + "; the run stops, resume it once that is fixed"}})
+	r.interrupt(false)
+}
+
+// LogError is a log file of a step's process that faber could not create or
+// write: its state dir is in trouble (a full disk, most often).
+type LogError struct {
+	Step string
+	Kind string // attempt, handler or recovery
+	Err  error
+}
+
+// Error names the step and the log.
+func (e *LogError) Error() string {
+	return fmt.Sprintf("cannot write the %s log of step %q: %v", e.Kind, e.Step, e.Err)
+}
+
+// Unwrap returns the OS error.
+func (e *LogError) Unwrap() error { return e.Err }
+
+// stateProblem is the reason a process's end cannot be taken at its word:
+// its log is not whole, or the state dir's file system is full (in which
+// case a log the process wrote itself may not be whole either, and the
+// process may have failed only for want of space).
+func (r *Runner) stateProblem(sr *stepRun, kind string, out outcome) error {
+	if out.logErr != nil {
+		return &LogError{Step: sr.def.ID, Kind: kind, Err: out.logErr}
+	}
+	if r.CheckState != nil {
+		return r.CheckState()
+	}
+	return nil
 }
 
 func (r *Runner) takeSlot(sr *stepRun) {
@@ -374,6 +431,16 @@ func (r *Runner) attemptDone(sr *stepRun, out outcome) {
 	}
 	st.ExitCode = intp(out.exitCode)
 	st.PGID, st.PStart = 0, ""
+	if err := r.stateProblem(sr, "attempt", out); err != nil {
+		// Whatever the process did, this attempt does not count: it is
+		// interrupted, as by a crash of faber, and runs again on resume.
+		r.halt(err)
+		r.freeSlot(sr)
+		st.Status = StatusInterrupted
+		st.Error = "interrupted: " + err.Error()
+		r.commit([]*StepState{st}, r.statusEvent(sr))
+		return
+	}
 	switch {
 	case out.stoppedBy == reasonInterrupt:
 		r.freeSlot(sr)
@@ -570,6 +637,9 @@ func (r *Runner) recoveryDone(sr *stepRun, m msg) {
 	st := sr.st
 	delay := m.delay
 	if m.out.exitCode != -1 {
+		if err := r.stateProblem(sr, "recovery", m.out); err != nil {
+			r.halt(err) // retryStopped below ends the retry interrupted
+		}
 		f := map[string]any{"failed_attempt": sr.failedN, "error": m.out.errorText()}
 		if m.err != nil {
 			f["error"] = m.err.Error()
@@ -670,6 +740,11 @@ func (r *Runner) handlerDone(sr *stepRun, m msg) {
 	st, of := sr.st, sr.def.OnFailure
 	sr.handlerN++
 	out := m.out
+	if m.err == nil {
+		if err := r.stateProblem(sr, "handler", out); err != nil {
+			r.halt(err) // the step ends interrupted below
+		}
+	}
 	ok := m.err == nil && !out.failed()
 	msgText := ""
 	if m.err != nil {

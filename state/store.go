@@ -169,6 +169,11 @@ type Store struct {
 // Create fails if the run already exists. meta.json is written last: a run
 // appears in List only once it is complete.
 func Create(stateDir string, meta Meta, plan []byte, opt Options) (*Store, error) {
+	s, err := create(stateDir, meta, plan, opt)
+	return s, noSpace(stateDir, "creating run "+meta.RunID, err)
+}
+
+func create(stateDir string, meta Meta, plan []byte, opt Options) (*Store, error) {
 	if !validRunID(meta.RunID) {
 		return nil, fmt.Errorf("invalid run id %q: it must be a plain file name", meta.RunID)
 	}
@@ -255,7 +260,7 @@ func openStore(stateDir, runID string, opt Options) (_ *Store, err error) {
 	defer func() {
 		if err != nil {
 			s.Close()
-			err = noSpace(stateDir, "run "+runID, err)
+			err = noSpace(stateDir, "opening run "+runID, err)
 		}
 	}()
 	if err := writeOwner(dir); err != nil {

@@ -158,6 +158,7 @@ func runSession(g *Globals, a sessionArgs) error {
 	if ctl != nil {
 		r.Control = ctl.Requests()
 	}
+	r.CheckState = func() error { return state.CheckSpace(g.StateDir, a.runID) }
 	status, runErr := r.Run(ctx, a.prior)
 	if ctl != nil {
 		ctl.Stop()
@@ -165,7 +166,7 @@ func runSession(g *Globals, a sessionArgs) error {
 	sink.Close()
 	closeErr := a.store.Close()
 	if runErr != nil {
-		return withCode(exitState, runErr)
+		return withCode(exitState, resumableStateErr(g, a.runID, runErr))
 	}
 	if closeErr != nil {
 		fmt.Fprintf(g.stderr, "faber: warning: closing the store: %v\n", closeErr)
@@ -178,6 +179,27 @@ func runSession(g *Globals, a sessionArgs) error {
 		fmt.Fprintf(g.stderr, "resume with: faber resume %s\n", a.runID)
 	}
 	return codeOnly(code)
+}
+
+// resumableStateErr is the message for a run stopped by a state problem.
+// A full state dir is named first, in one line with what to do about it:
+// everything committed stands, so freeing space and resuming loses nothing.
+func resumableStateErr(g *Globals, runID string, err error) error {
+	if !state.IsNoSpace(err) {
+		return err
+	}
+	var se *state.SpaceError
+	var le *exec.LogError
+	msg := ""
+	switch {
+	case errors.As(err, &se):
+		msg = se.Error()
+	case errors.As(err, &le):
+		msg = fmt.Sprintf("state dir %s: no space left on device (writing the %s log of step %q)", g.StateDir, le.Kind, le.Step)
+	default:
+		msg = fmt.Sprintf("state dir %s: no space left on device (%v)", g.StateDir, err)
+	}
+	return fmt.Errorf("%s; free some space, then: faber resume %s", msg, runID)
 }
 
 // renderer is what the run feeds: plain, JSON or the TUI.

@@ -224,7 +224,7 @@ func exitCode(err error) int {
 		return xe.code
 	case errors.As(err, &inv), errors.As(err, &usage):
 		return exitUsage
-	case errors.Is(err, state.ErrNotFound), errors.Is(err, state.ErrDamaged), errors.As(err, &locked), errors.As(err, &stateErr):
+	case errors.Is(err, state.ErrNotFound), errors.Is(err, state.ErrDamaged), errors.Is(err, state.ErrNoSpace), errors.As(err, &locked), errors.As(err, &stateErr):
 		return exitState
 	}
 	return exitFailed

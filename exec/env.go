@@ -246,6 +246,9 @@ func (r *Runner) procFor(sr *stepRun, kind string, argv []string, timeout time.D
 			}
 		}
 	}
+	ps.onLogErr = func(err error) {
+		r.msgs <- msg{kind: mLogFailed, sr: sr, err: &LogError{Step: sr.def.ID, Kind: kind, Err: err}}
+	}
 	if kind == "attempt" {
 		ps.onStart = func(pgid int, pstart string) {
 			r.msgs <- msg{kind: mStarted, sr: sr, pgid: pgid, pstart: pstart}

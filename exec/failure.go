@@ -162,6 +162,9 @@ func (r *Runner) recoveryDone(sr *stepRun, m msg) {
 	st := sr.st
 	delay := m.delay
 	if m.out.exitCode != -1 {
+		if err := r.stateProblem(sr, "recovery", m.out); err != nil {
+			r.halt(err) // retryStopped below ends the retry interrupted
+		}
 		f := map[string]any{"failed_attempt": sr.failedN, "error": m.out.errorText()}
 		if m.err != nil {
 			f["error"] = m.err.Error()
@@ -262,6 +265,11 @@ func (r *Runner) handlerDone(sr *stepRun, m msg) {
 	st, of := sr.st, sr.def.OnFailure
 	sr.handlerN++
 	out := m.out
+	if m.err == nil {
+		if err := r.stateProblem(sr, "handler", out); err != nil {
+			r.halt(err) // the step ends interrupted below
+		}
+	}
 	ok := m.err == nil && !out.failed()
 	msgText := ""
 	if m.err != nil {

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,15 +39,21 @@ type procSpec struct {
 	// launch runs the process where its step's executor says (launcher.go);
 	// nil is this machine.
 	launch launcher
+	// onLogErr, if set, is called (once, from any goroutine) when a log
+	// file cannot be written: the run's state dir is in trouble.
+	onLogErr func(error)
 }
 
 // outcome is what happened to a process.
 type outcome struct {
-	exitCode      int
-	signal        int
-	timedOut      bool
-	stoppedBy     string // "" | reasonCancel | reasonInterrupt: faber itself stopped it
-	startErr      error
+	exitCode  int
+	signal    int
+	timedOut  bool
+	stoppedBy string // "" | reasonCancel | reasonInterrupt: faber itself stopped it
+	startErr  error
+	// logErr is set when the process's output could not be written to its
+	// log files (opened, or a write failed): the log is not whole.
+	logErr        error
 	resultStatus  string // from $FABER_RESULT: "", "success" or "failure"
 	resultMessage string
 	stderrTail    []byte
@@ -206,13 +213,13 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 
 	outF, newDir, err := openLog(ps.stdoutPath)
 	if err != nil {
-		o.startErr, o.exitCode = err, 127
+		o.startErr, o.logErr, o.exitCode = err, err, 127
 		return o
 	}
 	defer outF.Close()
 	errF, _, err := openLog(ps.stderrPath) // read back by fileTail
 	if err != nil {
-		o.startErr, o.exitCode = err, 127
+		o.startErr, o.logErr, o.exitCode = err, err, 127
 		return o
 	}
 	defer errF.Close()
@@ -295,10 +302,17 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 
 	var tail tailBuf
 	var wg sync.WaitGroup
+	var logErr [2]error
 	if !direct {
+		var once sync.Once
+		onErr := func(err error) {
+			if ps.onLogErr != nil {
+				once.Do(func() { ps.onLogErr(err) })
+			}
+		}
 		wg.Add(2)
-		go func() { defer wg.Done(); pump(outR, outF, "stdout", ps.onLine, nil) }()
-		go func() { defer wg.Done(); pump(errR, errF, "stderr", ps.onLine, &tail) }()
+		go func() { defer wg.Done(); logErr[0] = pump(outR, outF, "stdout", ps.onLine, nil, onErr) }()
+		go func() { defer wg.Done(); logErr[1] = pump(errR, errF, "stderr", ps.onLine, &tail, onErr) }()
 	}
 
 	done := make(chan error, 1)
@@ -371,6 +385,7 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 		outR.Close()
 		errR.Close()
 		o.stderrTail = tail.Bytes()
+		o.logErr = cmp.Or(logErr[0], logErr[1])
 	}
 
 	o.exitCode, o.signal = exitStatus(cmd.ProcessState)
@@ -409,8 +424,10 @@ func readResult(path string) (status, message string) {
 	return r.Status, r.Message
 }
 
-// pump copies a pipe to its log file, handing complete lines to onLine.
-func pump(r io.Reader, w io.Writer, stream string, onLine func(string, []byte), tail *tailBuf) {
+// pump copies a pipe to its log file, handing complete lines to onLine. It
+// returns the first error writing the log, after which it only drains the
+// pipe (the log is not whole any more; onErr hears of it at once).
+func pump(r io.Reader, w io.Writer, stream string, onLine func(string, []byte), tail *tailBuf, onErr func(error)) (werr error) {
 	// Most steps write little: the buffer grows only when reads fill it.
 	buf := make([]byte, 2<<10)
 	var partial []byte
@@ -419,7 +436,11 @@ func pump(r io.Reader, w io.Writer, stream string, onLine func(string, []byte), 
 		n, err := r.Read(buf)
 		if n > 0 {
 			chunk := buf[:n]
-			_, _ = w.Write(chunk)
+			if werr == nil {
+				if _, werr = w.Write(chunk); werr != nil && onErr != nil {
+					onErr(werr)
+				}
+			}
 			if tail != nil {
 				tail.Write(chunk)
 			}
@@ -458,6 +479,7 @@ func pump(r io.Reader, w io.Writer, stream string, onLine func(string, []byte), 
 	if onLine != nil && len(partial) > 0 {
 		onLine(stream, partial)
 	}
+	return werr
 }
 
 // fileTail reads the last n bytes of a log file (opened for reading too).

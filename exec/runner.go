@@ -62,6 +62,11 @@ type Runner struct {
 	// Control carries requests from other processes (faber classify) to the
 	// running session; nil when there is no control channel.
 	Control <-chan ControlReq
+	// CheckState, if set, is asked after every process a step runs whether
+	// the run's state dir is still usable (its file system not full). An
+	// error stops the run as a state problem, like a log file faber cannot
+	// write: see halt.
+	CheckState func() error
 
 	run      *RunState
 	seq      int64
@@ -78,6 +83,7 @@ type Runner struct {
 	intr     bool
 	hard     bool
 	fatal    error
+	halted   error // the state problem that stopped the run (see halt)
 	baseEnv  []string
 	outDir   string
 	shells   map[string]string // shell name -> resolved path
@@ -114,6 +120,7 @@ const (
 	mRecoveryDone
 	mRetryReady
 	mHandlerDone
+	mLogFailed
 )
 
 type msg struct {
@@ -153,7 +160,10 @@ func (r *Runner) Run(ctx context.Context, prior *Prior) (string, error) {
 		}
 	}
 	status := r.finish()
-	return status, r.fatal
+	if r.fatal != nil {
+		return status, r.fatal
+	}
+	return status, r.halted
 }
 
 func (r *Runner) setup(prior *Prior) {

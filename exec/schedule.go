@@ -79,6 +79,8 @@ func (r *Runner) handle(m msg) {
 	case mHandlerDone:
 		r.inflight--
 		r.handlerDone(sr, m)
+	case mLogFailed:
+		r.halt(m.err)
 	}
 }
 
@@ -146,6 +148,16 @@ func (r *Runner) attemptDone(sr *stepRun, out outcome) {
 	}
 	st.ExitCode = intp(out.exitCode)
 	st.PGID, st.PStart = 0, ""
+	if err := r.stateProblem(sr, "attempt", out); err != nil {
+		// Whatever the process did, this attempt does not count: it is
+		// interrupted, as by a crash of faber, and runs again on resume.
+		r.halt(err)
+		r.freeSlot(sr)
+		st.Status = StatusInterrupted
+		st.Error = "interrupted: " + err.Error()
+		r.commit([]*StepState{st}, r.statusEvent(sr))
+		return
+	}
 	switch {
 	case out.stoppedBy == reasonInterrupt:
 		r.freeSlot(sr)

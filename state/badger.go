@@ -110,9 +110,12 @@ func badgerOptions(dir string, opt Options, readOnly bool) badger.Options {
 		WithBlockCacheSize(blockCacheSize).
 		// No index cache: table indexes stay with their tables; there are few.
 		WithIndexCacheSize(0).
-		// Two compactors is Badger's minimum for compaction to work at all (one
-		// is refused, zero disables compaction and eventually stalls writes).
-		WithNumCompactors(2).
+		// No compactors: Badger's would write new tables in the background at
+		// any moment, and a table written while a step fills the disk faults
+		// (see space.go). The store compacts when it opens Badger instead
+		// (openDB), after checking for room; that keeps level 0 far from
+		// NumLevelZeroTablesStall, where writes would stall.
+		WithNumCompactors(0).
 		// One writer per store (the owner, serialised by Store.mu), so conflict
 		// detection would only cost memory and time.
 		WithDetectConflicts(false).

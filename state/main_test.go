@@ -28,6 +28,8 @@ func TestMain(m *testing.M) {
 		os.Exit(childHold())
 	case "commits":
 		os.Exit(childCommits())
+	case "abandon":
+		os.Exit(childAbandon())
 	default:
 		fmt.Fprintln(os.Stderr, "unknown child mode")
 		os.Exit(2)

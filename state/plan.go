@@ -3,8 +3,6 @@ package state
 import (
 	"fmt"
 	"path/filepath"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // SetPlan replaces the run's plan snapshot (`faber resume --plan`): later
@@ -12,11 +10,11 @@ import (
 func (s *Store) SetPlan(plan []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(keyPlan, plan) }); err != nil {
-		return fmt.Errorf("run %q: store plan: %w", s.runID, err)
+	if err := s.update(func(txn *wtxn) error { return txn.Set(keyPlan, plan) }); err != nil {
+		return noSpace(s.stateDir, "run "+s.runID, fmt.Errorf("run %q: store plan: %w", s.runID, err))
 	}
 	if err := writeFileAtomic(filepath.Join(s.dir, filePlan), plan, true); err != nil {
-		return fmt.Errorf("run %q: write plan snapshot: %w", s.runID, err)
+		return noSpace(s.stateDir, "run "+s.runID, fmt.Errorf("run %q: write plan snapshot: %w", s.runID, err))
 	}
 	return nil
 }

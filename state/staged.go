@@ -26,18 +26,25 @@ import (
 
 // commitStaged commits c in phases when it is too big for one transaction.
 func (s *Store) commitStaged(c Change, last int64) error {
-	txn := s.db.NewTransaction(true)
+	txn, err := s.writeTxn()
+	if err != nil {
+		return err
+	}
 	for k, v := range changeRecords(c) {
 		sk := append(append([]byte(nil), prefixStage...), k...)
 		err := txn.Set(sk, v)
 		if errors.Is(err, badger.ErrTxnTooBig) {
 			if err = txn.Commit(); err == nil {
-				txn = s.db.NewTransaction(true)
+				txn, err = s.writeTxn()
+			}
+			if err == nil {
 				err = txn.Set(sk, v)
 			}
 		}
 		if err != nil {
-			txn.Discard()
+			if txn != nil {
+				txn.Discard()
+			}
 			return s.abortStaged(err)
 		}
 	}
@@ -48,9 +55,12 @@ func (s *Store) commitStaged(c Change, last int64) error {
 		return err
 	}
 
-	txn = s.db.NewTransaction(true)
+	txn, err = s.writeTxn()
+	if err != nil {
+		return s.abortStaged(err)
+	}
 	defer txn.Discard()
-	err := setEvents(txn, c.Events, last)
+	err = setEvents(txn, c.Events, last)
 	if err == nil {
 		err = txn.Set(keyStaged, []byte{1})
 	}
@@ -124,7 +134,7 @@ func (s *Store) applyStaged() error {
 	if err := s.rewriteStaged(true); err != nil {
 		return err
 	}
-	return s.db.Update(func(txn *badger.Txn) error { return txn.Delete(keyStaged) })
+	return s.update(func(txn *wtxn) error { return txn.Delete(keyStaged) })
 }
 
 // dropStaged deletes every staged record.
@@ -151,8 +161,11 @@ func (s *Store) rewriteStaged(move bool) error {
 // rewriteStagedRound handles as many staged records as fit in one transaction.
 // It reports whether none were left over and how many it handled.
 func (s *Store) rewriteStagedRound(move bool) (done bool, n int, err error) {
-	wtxn := s.db.NewTransaction(true)
-	defer wtxn.Discard()
+	w, err := s.writeTxn()
+	if err != nil {
+		return false, 0, err
+	}
+	defer w.Discard()
 	rtxn := s.db.NewTransaction(false)
 	defer rtxn.Discard()
 	it := rtxn.NewIterator(badger.IteratorOptions{Prefix: prefixStage, PrefetchValues: false})
@@ -166,7 +179,7 @@ func (s *Store) rewriteStagedRound(move bool) (done bool, n int, err error) {
 			if err != nil {
 				return false, 0, err
 			}
-			err = wtxn.Set(bytes.Clone(sk[len(prefixStage):]), v)
+			err = w.Set(bytes.Clone(sk[len(prefixStage):]), v)
 			if errors.Is(err, badger.ErrTxnTooBig) {
 				done = false
 				break
@@ -177,7 +190,7 @@ func (s *Store) rewriteStagedRound(move bool) (done bool, n int, err error) {
 		}
 		// If only the delete does not fit, the record is moved again next
 		// round, which is harmless.
-		err := wtxn.Delete(sk)
+		err := w.Delete(sk)
 		if errors.Is(err, badger.ErrTxnTooBig) {
 			done = false
 			break
@@ -190,7 +203,7 @@ func (s *Store) rewriteStagedRound(move bool) (done bool, n int, err error) {
 	if n == 0 && done {
 		return true, 0, nil
 	}
-	if err := wtxn.Commit(); err != nil {
+	if err := w.Commit(); err != nil {
 		return false, 0, fmt.Errorf("move staged records: %w", err)
 	}
 	return done, n, nil

@@ -141,11 +141,20 @@ type Store struct {
 	stateDir string
 	runID    string
 	dir      string
+	opt      Options
 	log      io.Writer
 	lock     *os.File
 	db       *badger.DB
-	mirror   *os.File // events.jsonl, opened for append
-	lastSeq  int64
+	// memUsed bounds what the current memtable holds, by entryCost; the
+	// store rotates the memtable before it could outgrow its reserved log
+	// (see space.go).
+	memUsed int64
+	// broken is the error of a Badger write that failed: Badger may then be
+	// unable to take another, so nothing more is written and Close leaves
+	// the store as a crash would, for the next owner to recover.
+	broken  error
+	mirror  *os.File // events.jsonl, opened for append
+	lastSeq int64
 	// mirrorOK is false after a failed append; the next commit repairs the
 	// mirror from Badger instead of appending after a possibly torn line.
 	mirrorOK bool
@@ -165,6 +174,11 @@ type Store struct {
 // Create fails if the run already exists. meta.json is written last: a run
 // appears in List only once it is complete.
 func Create(stateDir string, meta Meta, plan []byte, opt Options) (*Store, error) {
+	s, err := create(stateDir, meta, plan, opt)
+	return s, noSpace(stateDir, "creating run "+meta.RunID, err)
+}
+
+func create(stateDir string, meta Meta, plan []byte, opt Options) (*Store, error) {
 	if !validRunID(meta.RunID) {
 		return nil, fmt.Errorf("invalid run id %q: it must be a plain file name", meta.RunID)
 	}
@@ -206,7 +220,7 @@ func Create(stateDir string, meta Meta, plan []byte, opt Options) (*Store, error
 
 // initRun writes what Create promises, meta.json last.
 func (s *Store) initRun(plan, metaJSON []byte, sync bool) error {
-	err := s.db.Update(func(txn *badger.Txn) error {
+	err := s.update(func(txn *wtxn) error {
 		if err := txn.Set(keyPlan, plan); err != nil {
 			return err
 		}
@@ -252,16 +266,17 @@ func openStore(stateDir, runID string, opt Options, exists bool) (_ *Store, err 
 	if log == nil {
 		log = io.Discard
 	}
-	s := &Store{stateDir: stateDir, runID: runID, dir: dir, log: log, lock: lock}
+	s := &Store{stateDir: stateDir, runID: runID, dir: dir, opt: opt, log: log, lock: lock}
 	defer func() {
 		if err != nil {
 			s.Close()
+			err = noSpace(stateDir, "opening run "+runID, err)
 		}
 	}()
 	if err := writeOwner(dir); err != nil {
 		return nil, fmt.Errorf("run %q: write owner.json: %w", runID, err)
 	}
-	dbDir := filepath.Join(dir, dirDB)
+	dbDir := s.dbDir()
 	// fail classifies a failure to read an existing store: damage, or the
 	// system refusing (see DamagedError).
 	fail := func(what string, err error) error {
@@ -280,21 +295,21 @@ func openStore(stateDir, runID string, opt Options, exists bool) (_ *Store, err 
 		}
 	}
 	removeEmptyMemtables(dbDir)
+	// Opening writes through fresh sparse mappings, and the memtables a
+	// crash left behind are written out as tables at once: make sure it
+	// all fits before Badger starts (see space.go).
+	_, replay := memFiles(dbDir)
+	if err := needSpace(stateDir, dir, openReserve+replay+tablesSize(dbDir), "opening run "+runID); err != nil {
+		return nil, err
+	}
 	before := dirNames(dbDir)
-	var db *badger.DB
-	err = guard(func() error {
-		var err error
-		db, err = badger.Open(badgerOptions(dbDir, opt, false))
-		return err
-	})
-	if err != nil {
+	if err := guard(s.openDB); err != nil {
 		// Badger may return a half-closed DB with its error: never use it.
 		if exists {
 			removeNew(dbDir, before)
 		}
 		return nil, fail("open store", err)
 	}
-	s.db = db
 	if err := guard(s.finishStaged); err != nil {
 		return nil, fail("recover store", err)
 	}
@@ -321,6 +336,159 @@ func checkStore(runID, dbDir string) error {
 		return &DamagedError{RunID: runID, Path: dbDir, Cause: "MANIFEST is missing", Err: err}
 	}
 	return withRun(checkTables(dbDir), runID)
+}
+
+func (s *Store) dbDir() string { return filepath.Join(s.dir, dirDB) }
+
+// openDB opens Badger for writing and reserves its new memtable's log.
+func (s *Store) openDB() error {
+	db, err := badger.Open(badgerOptions(s.dbDir(), s.opt, false))
+	if err != nil {
+		return err
+	}
+	s.db = db
+	s.memUsed = 0
+	if names, _ := memFiles(s.dbDir()); len(names) > 0 {
+		if err := preallocate(names[len(names)-1], walReserve); err != nil {
+			s.broken = err
+			return fmt.Errorf("reserve the write-ahead log: %w", err)
+		}
+	}
+	// Badger runs no compactions of its own (see badgerOptions): compact
+	// here, where the caller checked for room, once level 0 holds more
+	// tables than NumLevelZeroTables (each open or rotation adds one).
+	l0 := 0
+	for _, ti := range db.Tables() {
+		if ti.Level == 0 {
+			l0++
+		}
+	}
+	if l0 > 2 {
+		if err := db.Flatten(1); err != nil {
+			s.broken = err
+			return fmt.Errorf("compact the store: %w", err)
+		}
+	}
+	return nil
+}
+
+// rotate closes and reopens Badger, which writes the memtable out as a table
+// now, while there is room for it, and starts the next one with a reserved
+// log; left to itself, Badger would start a sparse log in the middle of a
+// commit. Staged records stay where they are: this is not a recovery.
+func (s *Store) rotate() error {
+	// The memtable becomes a table, which a compaction may rewrite with
+	// the others; the new log's reservation reuses the old one's space,
+	// freed once the table is written.
+	need := s.memUsed + tablesSize(s.dbDir()) + openReserve - walReserve
+	if err := needSpace(s.stateDir, s.dir, need, "continuing run "+s.runID); err != nil {
+		return err
+	}
+	s.logf("rotating the memtable (%d bytes counted)", s.memUsed)
+	err := s.db.Close()
+	s.db = nil
+	if err == nil {
+		err = s.openDB()
+	}
+	if err != nil {
+		if s.broken == nil {
+			s.broken = err
+		}
+		return fmt.Errorf("rotate the store's memtable: %w", err)
+	}
+	return nil
+}
+
+// writeTxn starts a write transaction, rotating the memtable first when the
+// largest transaction could take it past its reserved log.
+func (s *Store) writeTxn() (*wtxn, error) {
+	if s.broken != nil {
+		return nil, fmt.Errorf("the store took no more writes after an earlier failure: %w", s.broken)
+	}
+	if s.memUsed >= rotateAt {
+		if err := s.rotate(); err != nil {
+			return nil, err
+		}
+	}
+	return &wtxn{Txn: s.db.NewTransaction(true), s: s}, nil
+}
+
+// update runs fn in a write transaction and commits it, like badger.DB.Update.
+func (s *Store) update(fn func(txn *wtxn) error) error {
+	txn, err := s.writeTxn()
+	if err != nil {
+		return err
+	}
+	defer txn.Discard()
+	if err := fn(txn); err != nil {
+		return err
+	}
+	return txn.Commit()
+}
+
+// wtxn is a write transaction that counts what it adds to the memtable.
+type wtxn struct {
+	*badger.Txn
+	s     *Store
+	n     int64 // by entryCost
+	large int64 // bytes of values that go to the value log
+}
+
+// Set adds k = v, counting it.
+func (t *wtxn) Set(k, v []byte) error {
+	if err := t.Txn.Set(k, v); err != nil {
+		return err
+	}
+	t.n += entryCost(len(k), len(v))
+	if len(v) >= valueThreshold {
+		t.large += int64(len(v))
+	}
+	return nil
+}
+
+// Delete deletes k, counting the tombstone.
+func (t *wtxn) Delete(k []byte) error {
+	if err := t.Txn.Delete(k); err != nil {
+		return err
+	}
+	t.n += entryCost(len(k), 0)
+	return nil
+}
+
+// Commit commits. Large values are written to Badger's value log, a sparse
+// mapping too: there must be room for them first. A failed commit leaves
+// the store broken.
+func (t *wtxn) Commit() error {
+	s := t.s
+	if t.large > 0 {
+		if err := needSpace(s.stateDir, s.dir, t.large+closeMargin, "writing a large record of run "+s.runID); err != nil {
+			return err
+		}
+	}
+	s.memUsed += t.n + txnCost
+	if err := t.Txn.Commit(); err != nil {
+		s.broken = err
+		return err
+	}
+	return nil
+}
+
+// tablesSize is the space of Badger's tables in dbDir, which bounds what a
+// compaction of them writes.
+func tablesSize(dbDir string) int64 {
+	ents, err := os.ReadDir(dbDir)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".sst") {
+			if fi, err := e.Info(); err == nil {
+				n += allocated(fi)
+			}
+		}
+	}
+	return n
 }
 
 // readSeq returns the seq of the last committed event.
@@ -487,7 +655,10 @@ func checkEventJSON(b []byte) error {
 // refuses a transaction over its batch limit with ErrTxnTooBig at Set time,
 // before anything is written.
 func (s *Store) commitTxn(c Change, last int64) error {
-	txn := s.db.NewTransaction(true)
+	txn, err := s.writeTxn()
+	if err != nil {
+		return err
+	}
 	defer txn.Discard()
 	for k, v := range changeRecords(c) {
 		if err := txn.Set(k, v); err != nil {
@@ -515,7 +686,7 @@ func changeRecords(c Change) func(yield func([]byte, []byte) bool) {
 }
 
 // setEvents adds the events and the new last seq to txn.
-func setEvents(txn *badger.Txn, evs []Event, last int64) error {
+func setEvents(txn *wtxn, evs []Event, last int64) error {
 	if len(evs) == 0 {
 		return nil
 	}
@@ -536,12 +707,15 @@ func (s *Store) Close() error {
 	defer s.mu.Unlock()
 	var errs []error
 	if s.db != nil {
+		// Closing writes (events.jsonl, the memtable as a table): on a full
+		// disk, give back the log's unused reservation first.
+		s.releaseWAL()
 		if s.mirror != nil && !s.mirrorOK {
 			if err := s.repairMirror(); err != nil {
-				errs = append(errs, fmt.Errorf("repair events.jsonl: %w", err))
+				errs = append(errs, noSpace(s.stateDir, "complete events.jsonl", fmt.Errorf("repair events.jsonl: %w", err)))
 			}
 		}
-		if err := guard(s.db.Close); err != nil {
+		if err := guard(s.closeDB); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))
 		}
 		s.db = nil
@@ -566,6 +740,39 @@ func (s *Store) Close() error {
 		return fmt.Errorf("run %q: %w", s.runID, err)
 	}
 	return nil
+}
+
+// closeDB closes Badger, which writes the memtable out as a table. Where a
+// failed write may have left Badger unable to, or the table may not fit, it
+// is left open instead, as a crash would leave it: its log holds every
+// commit, and the next owner replays it. (Its goroutines and mappings go
+// with the process, which for faber ends soon after.)
+func (s *Store) closeDB() error {
+	if s.broken != nil {
+		s.logf("store left for its next owner after a failed write: %v", s.broken)
+		return nil
+	}
+	// A memtable's table is no bigger than its log (the current one's is
+	// down to what was written, after releaseWAL); with it on level 0,
+	// Badger may compact the tables before it stops.
+	_, logs := memFiles(s.dbDir())
+	need := logs + tablesSize(s.dbDir()) + closeMargin
+	if err := needSpace(s.stateDir, s.dir, need, "closing run "+s.runID); err != nil {
+		s.logf("store left for its next owner: %v", err)
+		return nil
+	}
+	return s.db.Close()
+}
+
+// releaseWAL gives back the part of the memtable log's reservation that no
+// commit has reached (memUsed bounds what was written): no more commits come.
+func (s *Store) releaseWAL() {
+	names, _ := memFiles(s.dbDir())
+	if len(names) == 0 {
+		return
+	}
+	off := (s.memUsed + 2*4096) &^ 4095
+	releaseTail(names[len(names)-1], off, walReserve)
 }
 
 // logf writes a warning to the debug log.

@@ -72,7 +72,7 @@ func (c *RecoverCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	resume := func() error { return (&ResumeCmd{RunID: c.RunID, UI: "plain"}).Run(g) }
+	resume := func() error { return resumeSession(g, c.RunID, run.ResumeOptions{}, sessionArgs{ui: "plain"}) }
 	if len(ps) == 0 {
 		if v.Run.Status != exec.RunSuccess {
 			fmt.Fprintf(g.stderr, "faber: run %s has no pending_failed steps; resuming it without an agent\n", c.RunID)

@@ -1,10 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"os"
 
-	"github.com/faber-run/faber/exec"
 	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/spec"
 )
@@ -18,9 +17,6 @@ type ResumeCmd struct {
 	Jobs         int    `name:"jobs" short:"j" placeholder:"N" help:"Run at most N steps at once."`
 	FailFast     bool   `name:"fail-fast" help:"On a stop, terminate running steps instead of letting them finish."`
 	UI           string `name:"ui" enum:"auto,tui,plain,json" default:"auto" help:"Progress display: auto, tui, plain or json."`
-
-	parentRun string // set when a parent's sub-plan step resumes its child run
-	outputDir string
 }
 
 // Help explains resume in more depth.
@@ -45,80 +41,29 @@ func (c *ResumeCmd) Run(g *Globals) error {
 	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
 		return err
 	}
-	runID := c.RunID
-	store, err := run.Open(g.StateDir, runID, storeOptions(g))
-	if err != nil {
-		return err
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			store.Close()
-		}
-	}()
-	snap, prior, err := run.LoadRecords(store, runID, g.StateDir)
-	if err != nil {
-		return err
-	}
-	if prior.Run.Status == exec.RunSuccess && allSuccess(prior) {
-		return withCode(exitState, fmt.Errorf("run %s already succeeded; nothing to resume (faber reset %s --step ID re-runs steps)", runID, runID))
-	}
-	opts := spec.Options{Sets: snap.Meta.Sets}
-	for k := range snap.Meta.Sets {
-		opts.SetKeys = append(opts.SetKeys, k)
-	}
-	var plan *spec.Plan
-	var planBytes []byte
-	edited := false
-	if c.Plan != "" {
-		planBytes, err = os.ReadFile(c.Plan)
-		if err != nil {
-			return withCode(exitUsage, fmt.Errorf("cannot read plan: %w", unwrapPath(err)))
-		}
-		plan, err = parsePlan(g, c.Plan, planBytes, opts)
-		edited = true
-	} else {
-		plan, err = parsePlan(g, snap.Meta.PlanFile, snap.Plan, opts)
-	}
-	if err != nil {
-		return err
-	}
-
-	// A dead owner may have left processes behind: terminate them before any
-	// step runs again, so that no step ever runs twice at the same time.
-	for _, st := range prior.Steps {
-		switch st.Status {
-		case exec.StatusInProgress, exec.StatusRemediating, exec.StatusRetrying:
-			exec.KillLeftoverGroup(st.PGID, st.PStart)
-		}
-	}
-	exec.KillRunProcesses(runID)
-	if exec.PlanUsesSlurm(plan) {
-		if n := exec.CancelLeftoverSlurmJobs(runID); n > 0 {
-			fmt.Fprintf(g.stderr, "faber: canceled %d leftover Slurm job(s) of run %s\n", n, runID)
-		}
-	}
-
-	if err := exec.PrepareResume(plan, prior, exec.ResumeOptions{RetryPending: c.RetryPending, EditedPlan: edited}); err != nil {
-		return withCode(exitUsage, err)
-	}
-	if edited {
-		if err := store.SetPlan(planBytes); err != nil {
-			return withCode(exitState, err)
-		}
-	}
-	ok = true
-	return runSession(g, sessionArgs{plan: plan, store: store, runID: runID, prior: prior, jobs: c.Jobs, failFast: c.FailFast, ui: c.UI,
-		parentRun: c.parentRun, outputDir: c.outputDir})
+	return resumeSession(g, c.RunID, run.ResumeOptions{PlanFile: c.Plan, RetryPending: c.RetryPending},
+		sessionArgs{jobs: c.Jobs, failFast: c.FailFast, ui: c.UI})
 }
 
-func allSuccess(p *exec.Prior) bool {
-	for _, st := range p.Steps {
-		if st.Status != exec.StatusSuccess {
-			return false
+// resumeSession continues a run in a new session: for resume, for a parent's
+// sub-plan step whose child run exists, and for recover after its agent.
+func resumeSession(g *Globals, runID string, o run.ResumeOptions, s sessionArgs) error {
+	res, err := run.Resume(g.StateDir, runID, storeOptions(g), o)
+	if err != nil {
+		var inv *spec.Invalid
+		if errors.As(err, &inv) {
+			return withCode(exitUsage, planError(inv))
 		}
+		return err
 	}
-	return true
+	for _, w := range res.Warnings {
+		fmt.Fprintf(g.stderr, "faber: warning: %s\n", w.Error())
+	}
+	if res.SlurmCanceled > 0 {
+		fmt.Fprintf(g.stderr, "faber: canceled %d leftover Slurm job(s) of run %s\n", res.SlurmCanceled, runID)
+	}
+	s.plan, s.store, s.runID, s.prior = res.Plan, res.Store, runID, res.Prior
+	return runSession(g, s)
 }
 
 // ResetCmd resets steps of a run.

@@ -84,7 +84,7 @@ func (c *RunCmd) Run(g *Globals) error {
 				fmt.Fprintf(g.stdout, "child run %s already succeeded\n", runID)
 				return nil
 			}
-			return (&ResumeCmd{RunID: runID, Jobs: c.Jobs, UI: c.UI, parentRun: c.ParentRun, outputDir: c.OutputDir}).Run(g)
+			return resumeSession(g, runID, run.ResumeOptions{}, sessionArgs{jobs: c.Jobs, ui: c.UI, parentRun: c.ParentRun, outputDir: c.OutputDir})
 		}
 	} else {
 		runID = state.NewRunID(g.StateDir, plan.Name, now)

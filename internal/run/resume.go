@@ -1,0 +1,108 @@
+package run
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/spec"
+	"github.com/faber-run/faber/state"
+)
+
+// ResumeOptions are what `faber resume` may change about a run.
+type ResumeOptions struct {
+	// PlanFile, when set, is an edited plan to resume with (SPEC §8).
+	PlanFile     string
+	RetryPending bool
+}
+
+// Resumable is a run taken over for a new session: its store (owned; the
+// caller closes it), its plan, and its records prepared by exec.PrepareResume.
+type Resumable struct {
+	Store    *state.Store
+	Plan     *spec.Plan
+	Prior    *exec.Prior
+	Warnings []spec.Diagnostic
+	// SlurmCanceled is how many leftover Slurm jobs of a dead owner were
+	// canceled.
+	SlurmCanceled int
+}
+
+// Resume takes over a run that is not active for a new session (SPEC §8):
+// it loads its records and its plan (the stored one, or an edited one),
+// terminates whatever a dead owner left running, and prepares the steps to
+// run again. An invalid plan is returned as spec's error, as is.
+func Resume(stateDir, runID string, opt state.Options, o ResumeOptions) (res *Resumable, err error) {
+	store, err := Open(stateDir, runID, opt)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			store.Close()
+		}
+	}()
+	snap, prior, err := LoadRecords(store, runID, stateDir)
+	if err != nil {
+		return nil, err
+	}
+	if prior.Run.Status == exec.RunSuccess && allSuccess(prior) {
+		return nil, stateProblem(fmt.Errorf("run %s already succeeded; nothing to resume (faber reset %s --step ID re-runs steps)", runID, runID))
+	}
+	opts := spec.Options{Sets: snap.Meta.Sets}
+	for k := range snap.Meta.Sets {
+		opts.SetKeys = append(opts.SetKeys, k)
+	}
+	file, data := snap.Meta.PlanFile, snap.Plan
+	if o.PlanFile != "" {
+		if data, err = os.ReadFile(o.PlanFile); err != nil {
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = fmt.Errorf("%s: %w", pe.Path, pe.Err)
+			}
+			return nil, usage(fmt.Errorf("cannot read plan: %w", err))
+		}
+		file = o.PlanFile
+	}
+	plan, err := spec.Parse(file, data, opts)
+	if err != nil {
+		var inv *spec.Invalid
+		if !errors.As(err, &inv) {
+			err = usage(err)
+		}
+		return nil, err
+	}
+	res = &Resumable{Store: store, Plan: plan, Prior: prior, Warnings: plan.Warnings}
+
+	// A dead owner may have left processes behind: terminate them before any
+	// step runs again, so that no step ever runs twice at the same time.
+	for _, st := range prior.Steps {
+		switch st.Status {
+		case exec.StatusInProgress, exec.StatusRemediating, exec.StatusRetrying:
+			exec.KillLeftoverGroup(st.PGID, st.PStart)
+		}
+	}
+	exec.KillRunProcesses(runID)
+	if exec.PlanUsesSlurm(plan) {
+		res.SlurmCanceled = exec.CancelLeftoverSlurmJobs(runID)
+	}
+	if err := exec.PrepareResume(plan, prior, exec.ResumeOptions{RetryPending: o.RetryPending, EditedPlan: o.PlanFile != ""}); err != nil {
+		return nil, usage(err)
+	}
+	if o.PlanFile != "" {
+		if err := store.SetPlan(data); err != nil {
+			return nil, stateProblem(err)
+		}
+	}
+	return res, nil
+}
+
+func allSuccess(p *exec.Prior) bool {
+	for _, st := range p.Steps {
+		if st.Status != exec.StatusSuccess {
+			return false
+		}
+	}
+	return true
+}

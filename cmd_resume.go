@@ -38,6 +38,9 @@ Examples:
 
 // Run resumes the run.
 func (c *ResumeCmd) Run(g *Globals) error {
+	if err := checkUI(g, c.UI); err != nil {
+		return err
+	}
 	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
 		return err
 	}

@@ -54,6 +54,9 @@ Examples:
 
 // Run validates the plan, creates the run and runs it.
 func (c *RunCmd) Run(g *Globals) error {
+	if err := checkUI(g, c.UI); err != nil {
+		return err
+	}
 	if c.Jobs < 0 {
 		return withCode(exitUsage, fmt.Errorf("--jobs must be at least 1"))
 	}
@@ -226,9 +229,22 @@ func wantTUI(g *Globals) bool {
 	if os.Getenv("CI") != "" || os.Getenv("TERM") == "dumb" {
 		return false
 	}
+	return onTerminal(g)
+}
+
+// onTerminal reports whether stdin and stdout are both terminals.
+func onTerminal(g *Globals) bool {
 	in, ok1 := g.stdin.(*os.File)
 	out, ok2 := g.stdout.(*os.File)
 	return ok1 && ok2 && isatty.IsTerminal(in.Fd()) && isatty.IsTerminal(out.Fd())
+}
+
+// checkUI refuses --ui tui without a terminal, before anything starts.
+func checkUI(g *Globals, ui string) error {
+	if ui == "tui" && !onTerminal(g) {
+		return withCode(exitUsage, errors.New("--ui tui needs a terminal on stdin and stdout; use --ui plain or --ui json"))
+	}
+	return nil
 }
 
 func useColor(g *Globals, w io.Writer) bool {

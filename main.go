@@ -18,6 +18,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/faber-run/faber/internal/run"
+	"github.com/faber-run/faber/internal/termquiet"
 	"github.com/faber-run/faber/spec"
 	"github.com/faber-run/faber/state"
 )
@@ -115,6 +116,7 @@ func withCode(code int, err error) error {
 func codeOnly(code int) error { return &exitError{code: code} }
 
 func main() {
+	termquiet.Restore() // see package termquiet: TERM as the user set it
 	os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

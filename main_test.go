@@ -20,10 +20,12 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/faber-run/faber/internal/termquiet"
 	"github.com/faber-run/faber/state"
 )
 
 func TestMain(m *testing.M) {
+	termquiet.Restore()
 	// The chaos test runs this test binary as faber, so that it can kill -9
 	// a real faber process.
 	if os.Getenv("FABER_TEST_AS_FABER") == "1" {

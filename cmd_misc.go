@@ -2,19 +2,9 @@ package main
 
 import (
 	"fmt"
-	"runtime"
 
 	"github.com/faber-run/faber/spec"
 )
-
-// VersionCmd prints the version.
-type VersionCmd struct{}
-
-// Run prints version, commit and build date.
-func (c *VersionCmd) Run(g *Globals) error {
-	fmt.Fprintf(g.stdout, "faber %s (commit %s, built %s, %s %s/%s)\n", version, commit, date, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	return nil
-}
 
 // SchemaCmd prints the plan JSON Schema.
 type SchemaCmd struct{}

@@ -123,7 +123,7 @@ func printJSON(w io.Writer, v any) error {
 
 // StatusCmd shows one run.
 type StatusCmd struct {
-	RunID string `arg:"" optional:"" name:"run-id" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
+	RunID string `arg:"" optional:"" name:"run-id" predictor:"run" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
 	Last  bool   `name:"last" help:"The newest run in the state dir."`
 	JSON  bool   `name:"json" help:"Print the run and every step as JSON."`
 }
@@ -173,7 +173,7 @@ func firstLine(s string) string {
 
 // EventsCmd prints the audit trail.
 type EventsCmd struct {
-	RunID  string `arg:"" optional:"" name:"run-id" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
+	RunID  string `arg:"" optional:"" name:"run-id" predictor:"run" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
 	Last   bool   `name:"last" help:"The newest run in the state dir."`
 	JSON   bool   `name:"json" help:"One JSON object per line, exactly as stored."`
 	Follow bool   `short:"f" help:"Keep printing new events until the run ends."`
@@ -261,7 +261,7 @@ func normalize(e exec.Event) exec.Event {
 
 // LogsCmd prints a step's logs.
 type LogsCmd struct {
-	RunID    string `arg:"" optional:"" name:"run-id" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
+	RunID    string `arg:"" optional:"" name:"run-id" predictor:"run" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
 	Last     bool   `name:"last" help:"The newest run in the state dir."`
 	Step     string `arg:"" optional:"" name:"step" help:"The step id."`
 	Attempt  int    `name:"attempt" placeholder:"N" help:"Which attempt (default: the latest); for --handler/--recovery, the failed attempt that triggered it."`

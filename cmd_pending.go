@@ -10,7 +10,7 @@ import (
 
 // PendingCmd lists pending_failed steps.
 type PendingCmd struct {
-	RunID string `arg:"" optional:"" name:"run-id" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
+	RunID string `arg:"" optional:"" name:"run-id" predictor:"run" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
 	Last  bool   `name:"last" help:"The newest run in the state dir."`
 	JSON  bool   `name:"json" help:"Print a JSON array of {step_id, name, phase, attempt, exit_code, error, hint, stderr_tail}."`
 }
@@ -52,7 +52,7 @@ func (c *PendingCmd) Run(g *Globals) error {
 
 // ClassifyCmd classifies a pending_failed step.
 type ClassifyCmd struct {
-	RunID  string `arg:"" optional:"" name:"run-id" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
+	RunID  string `arg:"" optional:"" name:"run-id" predictor:"run" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
 	Last   bool   `name:"last" help:"The newest run in the state dir."`
 	Step   string `arg:"" optional:"" name:"step" help:"The pending_failed step."`
 	Retry  bool   `name:"retry" xor:"action" required:"" help:"Run the step again on resume (next attempt number)."`

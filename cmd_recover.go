@@ -21,7 +21,7 @@ import (
 
 // RecoverCmd lets an agent classify pending steps, then resumes.
 type RecoverCmd struct {
-	RunID string `arg:"" optional:"" name:"run-id" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
+	RunID string `arg:"" optional:"" name:"run-id" predictor:"run" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
 	Last  bool   `name:"last" help:"The newest run in the state dir."`
 	Agent string `name:"agent" placeholder:"CMD" help:"Agent command line (default: the plan's agent:, else 'claude -p')."`
 }

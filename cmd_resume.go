@@ -10,9 +10,9 @@ import (
 
 // ResumeCmd continues a run.
 type ResumeCmd struct {
-	RunID        string `arg:"" optional:"" name:"run-id" help:"The run to continue: its id, a unique prefix of it, or --last (see faber list)."`
+	RunID        string `arg:"" optional:"" name:"run-id" predictor:"run" help:"The run to continue: its id, a unique prefix of it, or --last (see faber list)."`
 	Last         bool   `name:"last" help:"Continue the newest run in the state dir."`
-	Plan         string `name:"plan" placeholder:"PLAN" help:"Resume with an edited plan: changed steps re-run with everything downstream."`
+	Plan         string `name:"plan" placeholder:"PLAN" predictor:"plan" help:"Resume with an edited plan: changed steps re-run with everything downstream."`
 	RetryPending bool   `name:"retry-pending" help:"Also retry steps that wait as pending_failed."`
 	Jobs         int    `name:"jobs" short:"j" placeholder:"N" help:"Run at most N steps at once."`
 	FailFast     bool   `name:"fail-fast" help:"On a stop, terminate running steps instead of letting them finish."`
@@ -71,7 +71,7 @@ func resumeSession(g *Globals, runID string, o run.ResumeOptions, s sessionArgs)
 
 // ResetCmd resets steps of a run.
 type ResetCmd struct {
-	RunID      string   `arg:"" optional:"" name:"run-id" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
+	RunID      string   `arg:"" optional:"" name:"run-id" predictor:"run" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
 	Last       bool     `name:"last" help:"The newest run in the state dir."`
 	FailedOnly bool     `name:"failed-only" help:"Only failed, canceled and pending_failed steps (and their downstream)."`
 	Step       []string `name:"step" placeholder:"ID" help:"Reset this step and everything downstream (repeatable)."`

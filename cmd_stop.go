@@ -12,7 +12,7 @@ import (
 
 // StopCmd stops an active run from another terminal.
 type StopCmd struct {
-	RunID  string `arg:"" optional:"" name:"run-id" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
+	RunID  string `arg:"" optional:"" name:"run-id" predictor:"run" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
 	Last   bool   `name:"last" help:"The newest run in the state dir."`
 	Hard   bool   `name:"hard" help:"Kill the run's processes at once (SIGKILL), like a second Ctrl-C."`
 	NoWait bool   `name:"no-wait" help:"Return once the run has the request, without waiting for it to end."`

@@ -11,7 +11,7 @@ import (
 
 // ValidateCmd checks plans.
 type ValidateCmd struct {
-	Plans  []string `arg:"" sep:"none" name:"plan" help:"Plan files (.yaml, .yml or .json); several may be given."`
+	Plans  []string `arg:"" sep:"none" name:"plan" predictor:"plan" help:"Plan files (.yaml, .yml or .json); several may be given."`
 	Set    []string `name:"set" sep:"none" placeholder:"KEY=VALUE" help:"Override a context variable (repeatable; one --set is one KEY=VALUE, commas included)."`
 	Strict bool     `help:"Treat warnings (such as an invalid on_failure value) as errors."`
 	JSON   bool     `name:"json" help:"Print {valid, errors, warnings} as JSON (one object per plan, one per line when several)."`

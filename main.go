@@ -23,13 +23,6 @@ import (
 	"github.com/faber-run/faber/state"
 )
 
-// Set by the release build (-ldflags "-X main.version=... -X main.commit=...").
-var (
-	version = "dev"
-	commit  = "none"
-	date    = "unknown"
-)
-
 // Exit codes (SPEC §1).
 const (
 	exitOK          = 0
@@ -42,9 +35,10 @@ const (
 
 // Globals are the flags every command takes.
 type Globals struct {
-	StateDir string `name:"state-dir" env:"FABER_STATE_DIR" default:".faber" placeholder:"DIR" help:"Where runs, their stores and logs live."`
-	NoColor  bool   `name:"no-color" help:"Plain text without colours (also when NO_COLOR is set)."`
-	Verbose  bool   `short:"v" help:"Say more: debug details on stderr."`
+	StateDir    string           `name:"state-dir" env:"FABER_STATE_DIR" default:".faber" placeholder:"DIR" help:"Where runs, their stores and logs live."`
+	NoColor     bool             `name:"no-color" help:"Plain text without colours (also when NO_COLOR is set)."`
+	Verbose     bool             `short:"v" help:"Say more: debug details on stderr."`
+	ShowVersion kong.VersionFlag `name:"version" help:"Print faber's version and exit."`
 
 	stdout io.Writer
 	stderr io.Writer
@@ -58,21 +52,23 @@ type Globals struct {
 type CLI struct {
 	Globals
 
-	Run      RunCmd      `cmd:"" help:"Run a plan: its steps as subprocesses, in parallel where the plan allows."`
-	Resume   ResumeCmd   `cmd:"" help:"Continue a stopped, failed or crashed run without re-running what succeeded."`
-	Validate ValidateCmd `cmd:"" help:"Check a plan without running anything: fields, dependencies, variables, handlers."`
-	List     ListCmd     `cmd:"" help:"List the runs in the state dir, newest first."`
-	Status   StatusCmd   `cmd:"" help:"Show one run: every step with its status, attempts and error."`
-	Events   EventsCmd   `cmd:"" help:"Show a run's audit trail: every decision, oldest first."`
-	Logs     LogsCmd     `cmd:"" help:"Print the output of a step's attempt, handler or recovery script."`
-	Pending  PendingCmd  `cmd:"" help:"List steps that wait for a decision (pending_failed), with their stderr."`
-	Classify ClassifyCmd `cmd:"" help:"Decide on a pending_failed step: --retry it or --fail it."`
-	Reset    ResetCmd    `cmd:"" help:"Put steps of a finished run back to pending, so resume runs them again."`
-	Stop     StopCmd     `cmd:"" help:"Stop an active run from another terminal, as Ctrl-C in its owner would."`
-	Mcp      McpCmd      `cmd:"" name:"mcp" help:"Serve the Model Context Protocol on stdio, for AI agents."`
-	Recover  RecoverCmd  `cmd:"" help:"Let an AI agent classify a run's pending steps, then resume it."`
-	Schema   SchemaCmd   `cmd:"" help:"Print the JSON Schema of the plan format (for editors)."`
-	Version  VersionCmd  `cmd:"" help:"Print faber's version."`
+	Run        RunCmd        `cmd:"" help:"Run a plan: its steps as subprocesses, in parallel where the plan allows."`
+	Resume     ResumeCmd     `cmd:"" help:"Continue a stopped, failed or crashed run without re-running what succeeded."`
+	Validate   ValidateCmd   `cmd:"" help:"Check a plan without running anything: fields, dependencies, variables, handlers."`
+	List       ListCmd       `cmd:"" help:"List the runs in the state dir, newest first."`
+	Status     StatusCmd     `cmd:"" help:"Show one run: every step with its status, attempts and error."`
+	Events     EventsCmd     `cmd:"" help:"Show a run's audit trail: every decision, oldest first."`
+	Logs       LogsCmd       `cmd:"" help:"Print the output of a step's attempt, handler or recovery script."`
+	Pending    PendingCmd    `cmd:"" help:"List steps that wait for a decision (pending_failed), with their stderr."`
+	Classify   ClassifyCmd   `cmd:"" help:"Decide on a pending_failed step: --retry it or --fail it."`
+	Reset      ResetCmd      `cmd:"" help:"Put steps of a finished run back to pending, so resume runs them again."`
+	Stop       StopCmd       `cmd:"" help:"Stop an active run from another terminal, as Ctrl-C in its owner would."`
+	Mcp        McpCmd        `cmd:"" name:"mcp" help:"Serve the Model Context Protocol on stdio, for AI agents."`
+	Recover    RecoverCmd    `cmd:"" help:"Let an AI agent classify a run's pending steps, then resume it."`
+	Schema     SchemaCmd     `cmd:"" help:"Print the JSON Schema of the plan format (for editors)."`
+	Version    VersionCmd    `cmd:"" help:"Print faber's version (--json: with the commit and build date)."`
+	Completion CompletionCmd `cmd:"" help:"Print a shell completion script (bash, zsh, fish)."`
+	Help       HelpCmd       `cmd:"" help:"Show help for faber or one of its commands: faber help run."`
 }
 
 const description = `faber runs workflow plans on this machine and does exactly what the plan says
@@ -128,14 +124,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 			code = exitState
 		}
 	}()
-	// A closed stdout (faber run plan.yaml | head -1) must not kill faber
-	// mid-run: with SIGPIPE caught, a write to it fails with EPIPE instead,
-	// the renderers stop writing, and the run finishes and is recorded
-	// truthfully. (Caught, not ignored: an ignored signal would be inherited
-	// by the steps, and a step's own pipeline would no longer end on it.)
-	pipe := make(chan os.Signal, 1)
-	signal.Notify(pipe, syscall.SIGPIPE)
-	defer signal.Stop(pipe)
+	// faber help [command] is faber [command] --help.
+	if len(args) > 0 && args[0] == "help" {
+		args = append(append([]string{}, args[1:]...), "--help")
+	}
 	var cli CLI
 	cli.stdout, cli.stderr, cli.stdin = stdout, stderr, stdin
 	exited := -1
@@ -147,10 +139,14 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(c int) { exited = c; panic(kongExit{}) }),
 		kong.Bind(&cli.Globals),
+		kong.Vars{"version": currentBuild().String()},
 	)
 	if err != nil {
 		fmt.Fprintf(stderr, "faber: %v\n", err)
 		return exitState
+	}
+	if completeArgs(parser) {
+		return exitOK
 	}
 	var kctx *kong.Context
 	func() {
@@ -179,6 +175,19 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	}
 	if os.Getenv("NO_COLOR") != "" {
 		cli.NoColor = true
+	}
+	switch commandPath(kctx) {
+	case "run", "resume", "recover":
+		// A closed stdout (faber run plan.yaml | head -1) must not kill
+		// faber mid-run: with SIGPIPE caught, a write to it fails with
+		// EPIPE instead, the renderers stop writing, and the run finishes
+		// and is recorded truthfully. (Caught, not ignored: an ignored
+		// signal would be inherited by the steps, and a step's own pipeline
+		// would no longer end on it.) Other commands keep the Unix way:
+		// `faber list | head -1` ends quietly.
+		pipe := make(chan os.Signal, 1)
+		signal.Notify(pipe, syscall.SIGPIPE)
+		defer signal.Stop(pipe)
 	}
 	// The state dir is resolved once, here: every path faber hands a step,
 	// handler, recovery script, end step or child run derives from it, and
@@ -233,6 +242,15 @@ func exitCode(err error) int {
 }
 
 type kongExit struct{}
+
+// HelpCmd is listed for faber help; Main turns "faber help X" into "faber X
+// --help" before parsing, so its Run never runs.
+type HelpCmd struct {
+	Command []string `arg:"" optional:"" help:"The command."`
+}
+
+// Run shows the top-level help (reached only through odd argument orders).
+func (c *HelpCmd) Run(g *Globals) error { return nil }
 
 func commandPath(ctx *kong.Context) string {
 	s := strings.TrimSpace(strings.TrimPrefix(ctx.Command(), "faber"))

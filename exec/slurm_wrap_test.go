@@ -45,7 +45,7 @@ steps:
   - id: cmd
     run: /tool --flag
 commands:
-  /tool: tool.sh
+  /tool: sh
 `)
 	dir := p.Dir
 	r := &Runner{Plan: p, RunID: "p-20260101T000000-abcd"}

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -196,4 +197,28 @@ func (p *Plan) programPath(prog string) string {
 		return prog
 	}
 	return filepath.Join(p.Dir, filepath.FromSlash(prog))
+}
+
+// checkProgram says why a command's program cannot run, or "": a path (one
+// with a slash, relative to the plan's directory) must be an executable
+// file; a bare name must be found in PATH. A handler the plan names is
+// always run, or the plan is rejected before anything starts (SPEC).
+func (p *Plan) checkProgram(prog string) string {
+	if !strings.ContainsAny(prog, `/`+string(filepath.Separator)) {
+		if _, err := osexec.LookPath(prog); err != nil {
+			return fmt.Sprintf("program %s is not found in PATH", prog)
+		}
+		return ""
+	}
+	path := p.programPath(prog)
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%s does not exist (resolved to %s)", prog, path)
+	case !fi.Mode().IsRegular():
+		return fmt.Sprintf("%s is not a file (resolved to %s)", prog, path)
+	case !executable(fi.Mode()):
+		return fmt.Sprintf("%s is not executable (resolved to %s; chmod +x it)", prog, path)
+	}
+	return ""
 }

@@ -29,11 +29,12 @@ func TestResolveCommand(t *testing.T) {
 	writeFile(t, filepath.Join(dir, ".faber/commands/faber/debug"), "#!/bin/sh\n", 0o755)
 	writeFile(t, filepath.Join(dir, ".faber/commands/both"), "#!/bin/sh\n", 0o755)
 	writeFile(t, filepath.Join(dir, ".faber/commands/noexec"), "#!/bin/sh\n", 0o644)
+	writeFile(t, filepath.Join(dir, "scripts/both.sh"), "#!/bin/sh\n", 0o755)
 	src := `name: x
 context: {dataset: ipeds}
 commands:
   /both: ./scripts/both.sh --from-map
-  /bare: tool sub
+  /bare: sh sub
 agent: [claude, -p]
 steps: [{id: a, run: x}]
 `
@@ -53,7 +54,7 @@ steps: [{id: a, run: x}]
 		wantErr  string
 	}{
 		{p, "/both --x {dataset}", nil, []string{filepath.Join(dir, "scripts/both.sh"), "--from-map", "--x", "ipeds"}, KindCommands, ""},
-		{p, "/bare", nil, []string{"tool", "sub"}, KindCommands, ""},
+		{p, "/bare", nil, []string{"sh", "sub"}, KindCommands, ""},
 		{p, "/faber:debug --problem \"{error}\"", nil, []string{filepath.Join(dir, ".faber/commands/faber/debug"), "--problem", "bad thing"}, KindFile, ""},
 		{p, "/x --problem {error}", nil, []string{"claude", "-p", "/x --problem 'bad thing'"}, KindAgent, ""},
 		{p, "/noexec", nil, []string{"claude", "-p", "/noexec"}, KindAgent, ""},

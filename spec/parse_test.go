@@ -146,6 +146,7 @@ func writeFile(t testing.TB, path, data string, mode os.FileMode) {
 func TestParseAllFields(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "child.yaml"), "name: child\ncontext: {table: x}\nsteps: [{id: a, run: 'echo {table}'}]\n", 0o644)
+	writeFile(t, filepath.Join(dir, "scripts/debug.sh"), "#!/bin/sh\n", 0o755)
 	p, inv := parseAt(t, filepath.Join(dir, "plan.yaml"), kitchenSink, Options{})
 	if inv != nil {
 		t.Fatalf("errors:\n%s", diagText(inv.Errors))
@@ -426,9 +427,9 @@ func TestErrors(t *testing.T) {
 		{"unknown variable handler", head + "agent: [a]\nsteps:\n  - id: s\n    run: x\n    result_handling: {on_failure: '/fix {oops}'}\n", `plan.yaml:6:41: step "s": on_failure: unknown variable {oops}`},
 		{"unknown variable args", head + "agent: [a]\nsteps:\n  - id: s\n    run: x\n    result_handling: {on_failure: {command: /fix, args: {p: '{oops}'}}}\n", `plan.yaml:6:62: step "s": on_failure: unknown variable {oops}`},
 		{"unknown variable recovery", head + "failure_handlers: [{name: h, rules: [{exit_codes: [1], recovery_script: 'x {oops}'}]}]\nsteps: [{id: a, run: x}]\n", `plan.yaml:2:76: failure handler "h": rules[0]: unknown variable {oops}`},
-		{"unknown variable commands", head + "commands: {/x: 'run {oops}'}\nsteps: [{id: a, run: x}]\n", `plan.yaml:2:21: commands: /x: unknown variable {oops}`},
+		{"unknown variable commands", head + "commands: {/x: 'sh {oops}'}\nsteps: [{id: a, run: x}]\n", `plan.yaml:2:20: commands: /x: unknown variable {oops}`},
 		{"unknown variable plan env", head + "env: {A: '{zz}'}\nsteps: [{id: a, run: x}]\n", `plan.yaml:2:11: env: unknown variable {zz}`},
-		{"handler variable via commands in run", head + "commands: {/dbg: 'dbg {error}'}\nsteps:\n  - id: a\n    run: /dbg\n", `plan.yaml:5:10: step "a": run command /dbg: its commands: entry uses {error}, which a step's run does not have`},
+		{"handler variable via commands in run", head + "commands: {/dbg: 'sh {error}'}\nsteps:\n  - id: a\n    run: /dbg\n", `plan.yaml:5:10: step "a": run command /dbg: its commands: entry uses {error}, which a step's run does not have`},
 		{"missing absolute program", head + "steps:\n  - id: a\n    run: /no/such/tool --x && echo ok\n", `plan.yaml:4:10: step "a": run command: `},
 		{"context builtin", head + "context: {run_id: x}\nsteps: [{id: a, run: x}]\n", `plan.yaml:2:11: context: "run_id" is a built-in variable and cannot be redefined`},
 		{"context key", head + "context: {Work-ID: x}\nsteps: [{id: a, run: x}]\n", `plan.yaml:2:11: context: key "Work-ID" must match [a-z_][a-z0-9_]*`},

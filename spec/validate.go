@@ -59,23 +59,27 @@ type builder struct {
 	// Template checks done once per failure-handler rule.
 	ruleChecked map[*Rule]bool
 	ruleRaw     map[*Rule]*rawRule
-	stepRaw     map[*Step]*rawStepBody
-	stepWhere   map[*Step]string
-	stepExtra   map[*Step]*rawStep // id, needs, plan and context of a step (not the end step)
-	scripts     []scriptCheck
+	// ruleProgChecked marks rules whose recovery script's program was
+	// checked (a handler's rules are shared by its steps).
+	ruleProgChecked map[*Rule]bool
+	stepRaw         map[*Step]*rawStepBody
+	stepWhere       map[*Step]string
+	stepExtra       map[*Step]*rawStep // id, needs, plan and context of a step (not the end step)
+	scripts         []scriptCheck
 }
 
 // build converts raw into a Plan, recording every problem found.
 func (p *parser) build(raw *rawPlan) *Plan {
 	b := &builder{
-		parser:      p,
-		goos:        p.opts.GOOS,
-		known:       map[string]bool{},
-		ruleChecked: map[*Rule]bool{},
-		ruleRaw:     map[*Rule]*rawRule{},
-		stepRaw:     map[*Step]*rawStepBody{},
-		stepWhere:   map[*Step]string{},
-		stepExtra:   map[*Step]*rawStep{},
+		parser:          p,
+		goos:            p.opts.GOOS,
+		known:           map[string]bool{},
+		ruleChecked:     map[*Rule]bool{},
+		ruleRaw:         map[*Rule]*rawRule{},
+		ruleProgChecked: map[*Rule]bool{},
+		stepRaw:         map[*Step]*rawStepBody{},
+		stepWhere:       map[*Step]string{},
+		stepExtra:       map[*Step]*rawStep{},
 	}
 	if b.goos == "" {
 		b.goos = runtime.GOOS
@@ -226,6 +230,11 @@ func (b *builder) agent(raw *rawPlan) {
 	}
 }
 
+// MaxStepID is the longest step id: it names a directory under the run's
+// logs/ (file systems allow 255 bytes), a Slurm job name and part of a
+// sub-plan's child run id, all with room to spare.
+const MaxStepID = 128
+
 // commands validates the slash-command registry.
 func (b *builder) commands(raw *rawPlan) {
 	m := &raw.Commands
@@ -241,11 +250,17 @@ func (b *builder) commands(raw *rawPlan) {
 			b.errorf(v.Pos, "%s: the command line is empty", where)
 			continue
 		}
-		if _, err := subst.Words(v.V); err != nil {
+		words, err := subst.Words(v.V)
+		if err != nil {
 			b.errorf(v.Pos, "%s: %v", where, err)
 			continue
 		}
 		b.checkVars(&v, where, true)
+		if len(words) > 0 && !strings.Contains(words[0], "{") {
+			if msg := b.plan.checkProgram(words[0]); msg != "" {
+				b.errorf(v.Pos, "%s: %s", where, msg)
+			}
+		}
 	}
 }
 
@@ -391,6 +406,9 @@ func (b *builder) phase(rp *rawPhase) {
 		b.stepExtra[s] = rs
 		if rs.ID.Set && rs.ID.V == "end" {
 			b.errorf(rs.ID.Pos, `step "end": the id end is reserved for the end step (use end: for it)`)
+		}
+		if n := len(rs.ID.V); n > MaxStepID {
+			b.errorf(rs.ID.Pos, "step %q: the id is %d characters long; at most %d (it names the step's log directory, and a run id of a child run)", rs.ID.V[:24]+"…", n, MaxStepID)
 		}
 		ph.Steps = append(ph.Steps, s)
 		b.plan.Steps = append(b.plan.Steps, s)
@@ -632,6 +650,15 @@ func (b *builder) runScriptChecks() {
 func (b *builder) checkRecovery(s *Step, h *FailureHandler, rs *rawStepBody, where string) {
 	shell := b.plan.ShellFor(s)
 	for _, r := range h.Rules {
+		if prog := scriptProgram(r.RecoveryScript); prog != "" && s.Dir == "" && !b.ruleProgChecked[r] {
+			// A script that starts with a path to a program: it must be
+			// there (relative to the step's directory, here the plan's).
+			b.ruleProgChecked[r] = true
+			if msg := b.plan.checkProgram(prog); msg != "" {
+				rr := b.ruleRaw[r]
+				b.errorf(rr.RecoveryScript.Pos, "%s: recovery_script: %s", rr.Where, msg)
+			}
+		}
 		refs := subst.Names(r.RecoveryScript)
 		if len(refs) == 0 {
 			continue
@@ -959,4 +986,21 @@ func (b *builder) checkSubPlan(s *Step, ext *rawStep, where string) {
 		}
 		b.errorf(ext.Plan.Pos, "%s: plan %s: %s", where, s.Plan, msg)
 	}
+}
+
+// scriptProgram is the program a shell script starts with when that is a
+// plain path (./x.sh, ../bin/x, /opt/x), or "": a bare name may be a shell
+// builtin or function, and anything with shell syntax or {vars} is only
+// known when it runs.
+func scriptProgram(script string) string {
+	f := strings.Fields(script)
+	if len(f) == 0 {
+		return ""
+	}
+	p := f[0]
+	if !(strings.HasPrefix(p, "./") || strings.HasPrefix(p, "../") || strings.HasPrefix(p, "/")) ||
+		strings.ContainsAny(p, "{}$`\"'*?[;|&<>()~\\") {
+		return ""
+	}
+	return p
 }

@@ -13,16 +13,7 @@ import (
 // do what SIGINT does. For a resume, pass the prepared prior state so that
 // the steps kept from earlier sessions show their status.
 func newTUI(g *Globals, plan *spec.Plan, runID string, prior ...*exec.Prior) renderer {
-	steps := make([]tui.StepDef, 0, len(plan.Steps)+1)
-	add := func(s *spec.Step) {
-		steps = append(steps, tui.StepDef{ID: s.ID, Name: s.Name, Phase: s.Phase, Handler: handlerText(s.OnFailure)})
-	}
-	for _, s := range plan.Steps {
-		add(s)
-	}
-	if plan.End != nil {
-		add(plan.End)
-	}
+	steps := stepDefs(plan)
 	var states map[string]*exec.StepState
 	if len(prior) > 0 && prior[0] != nil {
 		states = prior[0].Steps
@@ -39,6 +30,22 @@ func newTUI(g *Globals, plan *spec.Plan, runID string, prior ...*exec.Prior) ren
 			}
 		},
 	})
+}
+
+// stepDefs is what the live view shows of a plan's steps before they run:
+// plan order, the end step last.
+func stepDefs(plan *spec.Plan) []tui.StepDef {
+	steps := make([]tui.StepDef, 0, len(plan.Steps)+1)
+	add := func(s *spec.Step) {
+		steps = append(steps, tui.StepDef{ID: s.ID, Name: s.Name, Phase: s.Phase, Handler: handlerText(s.OnFailure)})
+	}
+	for _, s := range plan.Steps {
+		add(s)
+	}
+	if plan.End != nil {
+		add(plan.End)
+	}
+	return steps
 }
 
 // handlerText is a step's on_failure command as written, shown while the

@@ -14,16 +14,7 @@ import (
 // do what SIGINT does. For a resume, pass the prepared prior state so that
 // the steps kept from earlier sessions show their status.
 func newTUI(g *Globals, plan *spec.Plan, runID string, prior ...*exec.Prior) renderer {
-	steps := make([]tui.StepDef, 0, len(plan.Steps)+1)
-	add := func(s *spec.Step) {
-		steps = append(steps, tui.StepDef{ID: s.ID, Name: s.Name, Phase: s.Phase, Handler: handlerText(s.OnFailure)})
-	}
-	for _, s := range plan.Steps {
-		add(s)
-	}
-	if plan.End != nil {
-		add(plan.End)
-	}
+	steps := stepDefs(plan)
 	var states map[string]*exec.StepState
 	if len(prior) > 0 && prior[0] != nil {
 		states = prior[0].Steps
@@ -39,17 +30,38 @@ func newTUI(g *Globals, plan *spec.Plan, runID string, prior ...*exec.Prior) ren
 				g.interrupt(hard)
 			}
 		},
-		// r / x on a pending_failed step: the same classification as
-		// faber classify, through this run's own control channel, so the
-		// running session applies it at once (SPEC §6).
-		OnClassify: func(stepID string, retry bool) error {
-			action := exec.ClassifiedFail
-			if retry {
-				action = exec.ClassifiedRetry
-			}
-			return run.Classify(g.StateDir, runID, stepID, action, "classified in the live view", storeOptions(g))
-		},
+		OnClassify: classifier(g, runID),
 	})
+}
+
+// classifier is what r / x on a pending_failed step do in a live view (the
+// owner's, or attach's): the same classification as faber classify, through
+// the run's control channel, so the running session applies it at once
+// (SPEC §6).
+func classifier(g *Globals, runID string) func(stepID string, retry bool) error {
+	return func(stepID string, retry bool) error {
+		action := exec.ClassifiedFail
+		if retry {
+			action = exec.ClassifiedRetry
+		}
+		return run.Classify(g.StateDir, runID, stepID, action, "classified in the live view", storeOptions(g))
+	}
+}
+
+// stepDefs is what the live view shows of a plan's steps before they run:
+// plan order, the end step last.
+func stepDefs(plan *spec.Plan) []tui.StepDef {
+	steps := make([]tui.StepDef, 0, len(plan.Steps)+1)
+	add := func(s *spec.Step) {
+		steps = append(steps, tui.StepDef{ID: s.ID, Name: s.Name, Phase: s.Phase, Handler: handlerText(s.OnFailure)})
+	}
+	for _, s := range plan.Steps {
+		add(s)
+	}
+	if plan.End != nil {
+		add(plan.End)
+	}
+	return steps
 }
 
 // handlerText is a step's on_failure command as written, shown while the

@@ -65,18 +65,37 @@ func DefaultKeyMap() KeyMap {
 
 // ShortHelp is the one-line help of the footer.
 func (k KeyMap) ShortHelp() []Binding {
-	return []Binding{
+	return bound([]Binding{
 		{Help: strings.TrimSuffix(k.Up.Help, "/k") + "/" + strings.TrimSuffix(k.Down.Help, "/j"), Desc: "select"},
 		{Help: k.ToggleLog.Help, Desc: "log"},
 		{Help: k.Follow.Help, Desc: "follow"},
 		{Help: k.Help.Help, Desc: "help"},
 		{Help: k.Detach.Help, Desc: "leave"},
 		{Help: k.Quit.Help, Desc: "interrupt"},
-	}
+	})
 }
 
 // FullHelp is every binding, for the help screen.
 func (k KeyMap) FullHelp() []Binding {
-	return []Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.ToggleLog,
-		k.Follow, k.Retry, k.Fail, k.Help, k.Close, k.Detach, k.Quit}
+	return bound([]Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.ToggleLog,
+		k.Follow, k.Retry, k.Fail, k.Help, k.Close, k.Detach, k.Quit})
+}
+
+// bound drops the bindings that have no key (Quit in an attached view).
+func bound(bs []Binding) []Binding {
+	out := bs[:0]
+	for _, b := range bs {
+		if b.Help != "" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// attachedKeys are the bindings of a view of another process's run: q and
+// Ctrl-C both leave it; nothing in the view stops the run.
+func attachedKeys(k KeyMap) KeyMap {
+	k.Detach = Binding{Keys: []string{"q", "ctrl+c"}, Help: "q/ctrl+c", Desc: "leave (the run goes on; faber stop stops it)"}
+	k.Quit = Binding{}
+	return k
 }

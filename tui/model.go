@@ -67,6 +67,7 @@ type (
 	}
 	tickMsg       time.Time
 	endMsg        struct{}
+	leaveMsg      struct{} // leave the view, as q does (faber attach on a signal)
 	classifiedMsg struct {
 		step  string
 		retry bool
@@ -236,6 +237,8 @@ func NewModel(opt Options) *Model {
 	}
 	if opt.Keys != nil {
 		m.keys = *opt.Keys
+	} else if opt.Attached {
+		m.keys = attachedKeys(m.keys)
 	}
 	if m.now == nil {
 		m.now = time.Now
@@ -402,6 +405,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		return m, m.tick()
+	case leaveMsg:
+		m.detached = true
+		return m, tea.Quit
 	case endMsg:
 		m.done = true
 		if m.end.IsZero() {

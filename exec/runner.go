@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -161,13 +160,7 @@ func (r *Runner) setup(prior *Prior) {
 	p := r.Plan
 	r.msgs = make(chan msg, 64)
 	r.byID = make(map[string]*stepRun, len(p.Steps))
-	r.jobs = r.Jobs
-	if r.jobs <= 0 {
-		r.jobs = p.Jobs
-	}
-	if r.jobs <= 0 {
-		r.jobs = runtime.NumCPU()
-	}
+	r.jobs = Jobs(r.Jobs, p)
 	r.cancel = r.FailFast || p.StopMode == spec.StopCancel
 	r.baseEnv = os.Environ()
 	r.outDir = filepath.Join(r.RunDir, "outputs")
@@ -658,7 +651,7 @@ func (r *Runner) invokeHandler(sr *stepRun, out outcome) {
 		}()
 		return
 	}
-	timeout := firstDur(of.HandlerTimeout, sr.def.HandlerTimeout, r.Plan.HandlerTimeout, 30*time.Minute)
+	timeout := HandlerTimeout(r.Plan, sr.def)
 	ps := r.procFor(sr, "handler", argv, timeout, sr.failedN, &out, vars)
 	go func() {
 		o := runProc(ps, ctrl)

@@ -61,10 +61,7 @@ func (r *Runner) slurmWrap(sr *stepRun, argv []string, attempt int) []string {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs // srun resolves a relative --chdir against its own, already changed, directory
 	}
-	out := []string{"srun", "--job-name=" + name, "--chdir=" + dir, "--export=ALL"}
-	out = append(out, slurmOptions(sr.def.Slurm, sr.def.Timeout)...)
-	out = append(out, "--")
-	return append(out, argv...)
+	return SlurmArgv(name, dir, sr.def, argv)
 }
 
 // slurmOptions are the srun options of a slurm: block. The time limit is

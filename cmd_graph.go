@@ -20,12 +20,12 @@ type GraphCmd struct {
 func (c *GraphCmd) Help() string {
 	return `Validates PLAN exactly as 'faber run' does, then prints its dependency graph:
 the steps level by level (a step sits one level after the latest step it
-needs; steps of one level may run at the same time) and every dependency as
-an edge 'a -> b' (b needs a). The end step comes last. Nothing runs, nothing
-is written. Exits 2 if the plan is invalid.
+needs; steps of one level may run at the same time), each level followed by
+the dependencies into it. The end step comes last. Nothing runs, nothing is
+written. Exits 2 if the plan is invalid.
 
 Examples:
-  faber graph plan.yaml
+  faber graph plan.yaml                     levels, and edges a -> b (b needs a)
   faber graph plan.yaml --format dot | dot -Tsvg > plan.svg
   faber graph plan.yaml --format json | jq '.levels'`
 }

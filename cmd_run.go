@@ -27,6 +27,7 @@ type RunCmd struct {
 	Jobs     int      `name:"jobs" short:"j" placeholder:"N" help:"Run at most N steps at once (default: the plan's jobs, else the CPU count)."`
 	FailFast bool     `name:"fail-fast" help:"On a stop, terminate running steps instead of letting them finish."`
 	UI       string   `name:"ui" enum:"auto,tui,plain,json" default:"auto" help:"Progress display: auto (the live view in a terminal, else plain), tui, plain (one line per transition), json (one event per line)."`
+	DryRun   bool     `name:"dry-run" help:"Show the steps in the order they would run, with their commands and handlers resolved; run nothing, write nothing (--ui json: one JSON document)."`
 
 	// Set by a parent run for a sub-plan step (hidden: faber runs itself).
 	RunID      string `name:"run-id" hidden:""`
@@ -49,6 +50,7 @@ continue it with 'faber resume <run-id>'.
 Examples:
   faber run examples/hello.yaml
   faber run plan.yaml --set work_id=137 --jobs 4
+  faber run plan.yaml --dry-run            show the order and commands, run nothing
   faber run plan.yaml --ui json | jq .type`
 }
 
@@ -71,6 +73,9 @@ func (c *RunCmd) Run(g *Globals) error {
 	plan, err := parsePlan(g, c.Plan, data, opts)
 	if err != nil {
 		return err
+	}
+	if c.DryRun {
+		return dryRun(g, plan, c.Jobs, c.UI == "json")
 	}
 	abs, _ := filepath.Abs(c.Plan)
 	now := time.Now()

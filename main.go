@@ -55,6 +55,7 @@ type CLI struct {
 	Run        RunCmd        `cmd:"" help:"Run a plan: its steps as subprocesses, in parallel where the plan allows."`
 	Resume     ResumeCmd     `cmd:"" help:"Continue a stopped, failed or crashed run without re-running what succeeded."`
 	Validate   ValidateCmd   `cmd:"" help:"Check a plan without running anything: fields, dependencies, variables, handlers."`
+	Graph      GraphCmd      `cmd:"" help:"Print a plan's dependency graph: text, Graphviz dot or JSON; run nothing."`
 	List       ListCmd       `cmd:"" help:"List the runs in the state dir, newest first."`
 	Status     StatusCmd     `cmd:"" help:"Show one run: every step with its status, attempts and error."`
 	Events     EventsCmd     `cmd:"" help:"Show a run's audit trail: every decision, oldest first."`

@@ -5,12 +5,10 @@ import (
 	"fmt"
 	osexec "os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/faber-run/faber/spec"
 	"github.com/faber-run/faber/spec/subst"
 )
 
@@ -28,24 +26,16 @@ func LogPath(runDir, stepID, kind string, n int, stream string) string {
 // vars is the substitution map for a step process (SPEC §4.1). fail is the
 // failed attempt for handlers and recovery scripts.
 func (r *Runner) vars(sr *stepRun, attempt int, fail *outcome) map[string]string {
-	p := r.Plan
-	v := make(map[string]string, len(p.Context)+10)
-	for k, val := range p.Context {
-		v[k] = val
-	}
-	v["run_id"] = r.RunID
-	v["plan_name"] = p.Name
-	v["step_id"] = sr.def.ID
-	v["step_name"] = sr.def.Name
-	v["phase"] = sr.def.Phase
-	v["attempt"] = strconv.Itoa(attempt)
+	var fv *FailValues
 	if fail != nil {
-		v["error"] = sr.st.Error
-		v["exit_code"] = strconv.Itoa(fail.exitCode)
-		v["stdout_file"] = r.logPath(sr, "attempt", sr.failedN, "out")
-		v["stderr_file"] = r.logPath(sr, "attempt", sr.failedN, "err")
+		fv = &FailValues{
+			Error:      sr.st.Error,
+			ExitCode:   strconv.Itoa(fail.exitCode),
+			StdoutFile: r.logPath(sr, "attempt", sr.failedN, "out"),
+			StderrFile: r.logPath(sr, "attempt", sr.failedN, "err"),
+		}
 	}
-	return v
+	return StepVars(r.Plan, sr.def, r.RunID, strconv.Itoa(attempt), fv)
 }
 
 // env builds a process environment: inherited < plan env < step env <
@@ -106,44 +96,20 @@ func endRunStatus(s string) string {
 	return "failed"
 }
 
-// workDir is the step's working directory: the plan's directory, or `dir`
-// (substituted) relative to it.
+// workDir is the step's working directory (see WorkDir).
 func (r *Runner) workDir(sr *stepRun, vars map[string]string) string {
-	if sr.def.Dir == "" {
-		return r.Plan.Dir
-	}
-	d, err := subst.Expand(sr.def.Dir, vars)
-	if err != nil {
-		d = sr.def.Dir
-	}
-	if filepath.IsAbs(d) {
-		return d
-	}
-	return filepath.Join(r.Plan.Dir, d)
+	return WorkDir(r.Plan, sr.def, vars)
 }
 
-// shellArgv returns the argv that runs script with the step's shell.
-func (r *Runner) shellArgv(sr *stepRun, script string) []string {
-	sh := sr.def.Shell
-	if sh == "" {
-		sh = r.Plan.Shell
+// scriptArgv renders script for the step's shell (see ScriptArgv), with the
+// shell looked up in PATH.
+func (r *Runner) scriptArgv(sr *stepRun, script string, vars map[string]string) (argv, env []string, err error) {
+	argv, env, err = ScriptArgv(r.Plan, sr.def, script, vars)
+	if err != nil {
+		return nil, nil, err
 	}
-	if sh == "" {
-		if runtime.GOOS == "windows" {
-			sh = "cmd"
-		} else {
-			sh = "sh"
-		}
-	}
-	base := strings.ToLower(filepath.Base(sh))
-	path := r.lookShell(sh)
-	if base == "cmd" || base == "cmd.exe" {
-		return []string{path, "/C", script}
-	}
-	if strings.HasPrefix(base, "powershell") || strings.HasPrefix(base, "pwsh") {
-		return []string{path, "-Command", script}
-	}
-	return []string{path, "-c", script}
+	argv[0] = r.lookShell(argv[0])
+	return argv, env, nil
 }
 
 // lookShell finds the shell in PATH once per run, not once per attempt (a
@@ -175,22 +141,15 @@ func (r *Runner) grace(sr *stepRun) time.Duration {
 func (r *Runner) attemptSpec(sr *stepRun) (procSpec, error) {
 	n := sr.st.Attempt
 	vars := r.vars(sr, n, nil)
-	var argv, extra []string
 	if sr.def.PlanPath != "" {
 		return r.childSpec(sr, vars)
 	}
-	if spec.IsCommand(sr.def.Run) {
-		a, _, err := r.Plan.ResolveCommand(sr.def.Run, nil, vars)
-		if err != nil {
-			return procSpec{}, fmt.Errorf("step %q: %w", sr.def.ID, err)
-		}
-		argv = a
-	} else {
-		script, env, err := subst.Script(sr.def.Run, vars)
-		if err != nil {
-			return procSpec{}, fmt.Errorf("step %q: %w", sr.def.ID, err)
-		}
-		argv, extra = r.shellArgv(sr, script), env
+	argv, extra, kind, err := StepArgv(r.Plan, sr.def, vars)
+	if err != nil {
+		return procSpec{}, err
+	}
+	if kind == KindScript {
+		argv[0] = r.lookShell(argv[0])
 	}
 	launch := r.launcherFor(sr, n, vars)
 	if launch != nil {
@@ -204,11 +163,11 @@ func (r *Runner) attemptSpec(sr *stepRun) (procSpec, error) {
 // auxSpec builds a recovery script process for the failed attempt.
 func (r *Runner) auxSpec(sr *stepRun, kind, script string, timeout time.Duration) (procSpec, error) {
 	vars := r.vars(sr, sr.failedN, sr.failed)
-	s, env, err := subst.Script(script, vars)
+	argv, env, err := r.scriptArgv(sr, script, vars)
 	if err != nil {
 		return procSpec{}, err
 	}
-	return r.procFor(sr, kind, r.shellArgv(sr, s), timeout, sr.failedN, sr.failed, vars, env...), nil
+	return r.procFor(sr, kind, argv, timeout, sr.failedN, sr.failed, vars, env...), nil
 }
 
 // procFor fills in logs, result file, environment and the output tee.
@@ -269,13 +228,11 @@ func (r *Runner) childSpec(sr *stepRun, vars map[string]string) (procSpec, error
 	argv := append(append([]string{}, r.Self...), "run", sr.def.PlanPath,
 		"--run-id", sr.st.ChildRunID, "--parent-run", r.RunID, "--parent-step", sr.def.ID,
 		"--output-dir", r.outDir, "--ui", "json", "--state-dir", r.StateDir)
-	for _, k := range sr.def.PlanContextKeys {
-		v, err := subst.Expand(sr.def.PlanContext[k], vars)
-		if err != nil {
-			return procSpec{}, fmt.Errorf("step %q: context %s: %w", sr.def.ID, k, err)
-		}
-		argv = append(argv, "--set", k+"="+v)
+	sets, err := ChildSets(sr.def, vars)
+	if err != nil {
+		return procSpec{}, err
 	}
+	argv = append(argv, sets...)
 	if r.Jobs > 0 {
 		argv = append(argv, "--jobs", strconv.Itoa(r.Jobs))
 	}

@@ -253,7 +253,7 @@ func (r *Runner) invokeHandler(sr *stepRun, out outcome) {
 		}()
 		return
 	}
-	timeout := firstDur(of.HandlerTimeout, sr.def.HandlerTimeout, r.Plan.HandlerTimeout, 30*time.Minute)
+	timeout := HandlerTimeout(r.Plan, sr.def)
 	ps := r.procFor(sr, "handler", argv, timeout, sr.failedN, &out, vars)
 	go func() {
 		o := runProc(ps, ctrl)

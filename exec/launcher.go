@@ -26,7 +26,7 @@ func (r *Runner) launcherFor(sr *stepRun, n int, vars map[string]string) launche
 	}
 	switch sr.def.Executor {
 	case executorSlurm:
-		return newSlurmLauncher(r.RunID, sr.def.ID, n, r.workDir(sr, vars), sr.def.Slurm, sr.def.Timeout)
+		return newSlurmLauncher(r.RunID, sr.def, n, r.workDir(sr, vars))
 	}
 	return nil
 }

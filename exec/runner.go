@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"runtime"
 	"time"
 
 	"github.com/faber-run/faber/spec"
@@ -170,13 +169,7 @@ func (r *Runner) setup(prior *Prior) {
 	p := r.Plan
 	r.msgs = make(chan msg, 64)
 	r.byID = make(map[string]*stepRun, len(p.Steps))
-	r.jobs = r.Jobs
-	if r.jobs <= 0 {
-		r.jobs = p.Jobs
-	}
-	if r.jobs <= 0 {
-		r.jobs = runtime.NumCPU()
-	}
+	r.jobs = Jobs(r.Jobs, p)
 	r.cancel = r.FailFast || p.StopMode == spec.StopCancel
 	r.baseEnv = os.Environ()
 	// Every path handed to a process must hold in that process's working

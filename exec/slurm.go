@@ -44,22 +44,17 @@ func SlurmJobName(runID, stepID string, attempt int) string {
 type slurmLauncher struct {
 	job  string // faber-<run-id>-<step>-a<N>: leftover jobs are found by it
 	dir  string // absolute: srun resolves a relative --chdir against its own, changed, directory
-	opts []string
+	step *spec.Step
 }
 
-func newSlurmLauncher(runID, stepID string, attempt int, dir string, s *spec.Slurm, timeout time.Duration) *slurmLauncher {
+func newSlurmLauncher(runID string, step *spec.Step, attempt int, dir string) *slurmLauncher {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	return &slurmLauncher{job: SlurmJobName(runID, stepID, attempt), dir: dir, opts: slurmOptions(s, timeout)}
+	return &slurmLauncher{job: SlurmJobName(runID, step.ID, attempt), dir: dir, step: step}
 }
 
-func (l *slurmLauncher) wrap(argv []string) []string {
-	out := []string{"srun", "--job-name=" + l.job, "--chdir=" + l.dir, "--export=ALL"}
-	out = append(out, l.opts...)
-	out = append(out, "--")
-	return append(out, argv...)
-}
+func (l *slurmLauncher) wrap(argv []string) []string { return SlurmArgv(l.job, l.dir, l.step, argv) }
 
 func (l *slurmLauncher) terminate() bool { return slurmTerminate(l.job) }
 

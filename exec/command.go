@@ -1,0 +1,155 @@
+package exec
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/faber-run/faber/spec"
+	"github.com/faber-run/faber/spec/subst"
+)
+
+// The pure parts of how a step's processes are built. The runner uses them,
+// and so does `faber run --dry-run`, so that what a dry run shows is what a
+// run executes.
+
+// KindScript is the kind of a step command that is a run: script, run by the
+// step's shell (the other kinds are spec.ResolveCommand's).
+const KindScript = "script"
+
+// FailValues are the values of the built-ins that handlers and recovery
+// scripts have on top of a step's: {error}, {exit_code}, {stdout_file} and
+// {stderr_file} of the failed attempt.
+type FailValues struct {
+	Error      string
+	ExitCode   string
+	StdoutFile string
+	StderrFile string
+}
+
+// StepVars returns the substitution map of a process of step s (SPEC §4.1):
+// the plan's context, {plan_name}, {step_id}, {step_name}, {phase}, and the
+// given {run_id} and {attempt}; with fail, also the failure built-ins.
+func StepVars(p *spec.Plan, s *spec.Step, runID, attempt string, fail *FailValues) map[string]string {
+	v := make(map[string]string, len(p.Context)+10)
+	for k, val := range p.Context {
+		v[k] = val
+	}
+	v["run_id"] = runID
+	v["plan_name"] = p.Name
+	v["step_id"] = s.ID
+	v["step_name"] = s.Name
+	v["phase"] = s.Phase
+	v["attempt"] = attempt
+	if fail != nil {
+		v["error"] = fail.Error
+		v["exit_code"] = fail.ExitCode
+		v["stdout_file"] = fail.StdoutFile
+		v["stderr_file"] = fail.StderrFile
+	}
+	return v
+}
+
+// StepArgv returns the argv of an attempt of step s (not a sub-plan step),
+// before any executor wrapping: a /command resolved per SPEC §4.1 (kind is
+// spec.ResolveCommand's), or the run: script rendered for the step's shell
+// (kind KindScript; the shell as named, not yet looked up in PATH), with the
+// FABER_SUB_* entries the script reads its values from in env.
+func StepArgv(p *spec.Plan, s *spec.Step, vars map[string]string) (argv, env []string, kind string, err error) {
+	if spec.IsCommand(s.Run) {
+		argv, kind, err = p.ResolveCommand(s.Run, nil, vars)
+		if err != nil {
+			return nil, nil, "", fmt.Errorf("step %q: %w", s.ID, err)
+		}
+		return argv, nil, kind, nil
+	}
+	argv, env, err = ScriptArgv(p, s, s.Run, vars)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("step %q: %w", s.ID, err)
+	}
+	return argv, env, KindScript, nil
+}
+
+// ScriptArgv renders script (a run: or a recovery script of step s) with
+// subst.Script and returns the argv that runs it with the step's shell (as
+// named, not looked up in PATH) and the FABER_SUB_* environment entries.
+func ScriptArgv(p *spec.Plan, s *spec.Step, script string, vars map[string]string) (argv, env []string, err error) {
+	text, env, err := subst.Script(script, vars)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ShellArgv(p.ShellFor(s), text), env, nil
+}
+
+// ShellArgv returns the argv that runs script with shell: `cmd /C`,
+// `powershell -Command`, else `<shell> -c` with no added flags (SPEC §10).
+func ShellArgv(shell, script string) []string {
+	base := strings.ToLower(filepath.Base(shell))
+	if base == "cmd" || base == "cmd.exe" {
+		return []string{shell, "/C", script}
+	}
+	if strings.HasPrefix(base, "powershell") || strings.HasPrefix(base, "pwsh") {
+		return []string{shell, "-Command", script}
+	}
+	return []string{shell, "-c", script}
+}
+
+// WorkDir is the working directory of step s's processes: the plan's
+// directory, or `dir` (substituted) relative to it.
+func WorkDir(p *spec.Plan, s *spec.Step, vars map[string]string) string {
+	if s.Dir == "" {
+		return p.Dir
+	}
+	d, err := subst.Expand(s.Dir, vars)
+	if err != nil {
+		d = s.Dir
+	}
+	if filepath.IsAbs(d) {
+		return d
+	}
+	return filepath.Join(p.Dir, d)
+}
+
+// HandlerTimeout is how long step s's on_failure command may run: the
+// structured handler's handler_timeout, else the step's, else the plan's,
+// else 30m.
+func HandlerTimeout(p *spec.Plan, s *spec.Step) time.Duration {
+	return firstDur(s.OnFailure.HandlerTimeout, s.HandlerTimeout, p.HandlerTimeout, 30*time.Minute)
+}
+
+// SlurmArgv wraps a local argv into the srun command that runs it as the
+// Slurm job jobName in dir, with the step's slurm options.
+func SlurmArgv(jobName, dir string, s *spec.Step, argv []string) []string {
+	out := []string{"srun", "--job-name=" + jobName, "--chdir=" + dir, "--export=ALL"}
+	out = append(out, slurmOptions(s.Slurm, s.Timeout)...)
+	out = append(out, "--")
+	return append(out, argv...)
+}
+
+// ChildSets returns the `--set key=value` arguments that hand a sub-plan
+// step's substituted context to its child plan, in file order.
+func ChildSets(s *spec.Step, vars map[string]string) ([]string, error) {
+	var out []string
+	for _, k := range s.PlanContextKeys {
+		v, err := subst.Expand(s.PlanContext[k], vars)
+		if err != nil {
+			return nil, fmt.Errorf("step %q: context %s: %w", s.ID, k, err)
+		}
+		out = append(out, "--set", k+"="+v)
+	}
+	return out, nil
+}
+
+// Jobs is how many steps run at once: flag (--jobs) when set, else the
+// plan's jobs, else the CPU count.
+func Jobs(flag int, p *spec.Plan) int {
+	switch {
+	case flag > 0:
+		return flag
+	case p.Jobs > 0:
+		return p.Jobs
+	}
+	return runtime.NumCPU()
+}

@@ -296,7 +296,7 @@ func writeChildResult(runID, status string, states []*exec.StepState) {
 		msg += ": " + strings.Join(parts, "; ")
 	}
 	b, _ := json.Marshal(map[string]string{"status": "failure", "message": msg})
-	_ = os.WriteFile(path, b, 0o644)
+	_ = os.WriteFile(path, b, 0o600)
 }
 
 // parsePlan parses and validates a plan for a run: an invalid plan is exit 2

@@ -193,14 +193,14 @@ func (c *procCtrl) Reason() string {
 // now: on a slow file system each extra metadata call costs a step
 // measurably.
 func openLog(path string) (f *os.File, newDir bool, err error) {
-	f, err = os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
+	f, err = os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600)
 	if err == nil || !errors.Is(err, os.ErrNotExist) {
 		return f, false, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, false, err
 	}
-	f, err = os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
+	f, err = os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600)
 	return f, true, err
 }
 

@@ -181,7 +181,7 @@ func (r *Runner) setup(prior *Prior) {
 	if r.OutDir != "" {
 		r.outDir = absPath(r.OutDir)
 	}
-	_ = os.MkdirAll(r.outDir, 0o755)
+	_ = os.MkdirAll(r.outDir, 0o700)
 
 	now := r.now()
 	var fresh []*StepState

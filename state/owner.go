@@ -36,7 +36,7 @@ const lockWait = 2 * time.Second
 
 // acquireOwnership takes the run's lock exclusively and returns the locked file.
 func acquireOwnership(dir, runID string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, fileLock), os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, fileLock), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("run %q: open lock: %w", runID, err)
 	}
@@ -131,10 +131,9 @@ func writeFileAtomic(path string, data []byte, sync bool) (err error) {
 	if _, err = f.Write(data); err != nil {
 		return err
 	}
-	// CreateTemp makes the file private; these files are meant to be read.
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
+	// CreateTemp makes the file private (0600), as everything in the state
+	// dir is: readers run as the same user.
+
 	if sync {
 		if err = f.Sync(); err != nil {
 			return err

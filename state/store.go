@@ -193,11 +193,11 @@ func create(stateDir string, meta Meta, plan []byte, opt Options) (*Store, error
 	if err != nil {
 		return nil, fmt.Errorf("run %q: encode meta.json: %w", meta.RunID, err)
 	}
-	if err := os.MkdirAll(filepath.Join(stateDir, "runs"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(stateDir, "runs"), 0o700); err != nil {
 		return nil, fmt.Errorf("create state dir: %w", err)
 	}
 	dir := RunDir(stateDir, meta.RunID)
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	if err := os.Mkdir(dir, 0o700); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return nil, fmt.Errorf("run %q already exists in %s", meta.RunID, stateDir)
 		}
@@ -316,14 +316,27 @@ func openStore(stateDir, runID string, opt Options, exists bool) (_ *Store, err 
 	if err := guard(func() (err error) { s.lastSeq, err = s.readSeq(); return err }); err != nil {
 		return nil, fail("read store", err)
 	}
-	s.mirror, err = os.OpenFile(filepath.Join(dir, fileEvents), os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+	s.mirror, err = os.OpenFile(filepath.Join(dir, fileEvents), os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("run %q: open events.jsonl: %w", runID, err)
 	}
 	if err := guard(s.repairMirror); err != nil {
 		return nil, fail("repair events.jsonl", err)
 	}
+	private(dbDir)
 	return s, nil
+}
+
+// private makes the files Badger created in dbDir 0600, like every file of
+// the state dir: Badger creates some with 0666 less the umask. (The
+// directory is 0700 already, so nothing in it was readable by others.)
+func private(dbDir string) {
+	ents, _ := os.ReadDir(dbDir)
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
+			_ = os.Chmod(filepath.Join(dbDir, e.Name()), 0o600)
+		}
+	}
 }
 
 // checkStore makes sure an existing run's store is there and that every table
@@ -719,6 +732,7 @@ func (s *Store) Close() error {
 			errs = append(errs, fmt.Errorf("close store: %w", err))
 		}
 		s.db = nil
+		private(s.dbDir())
 	}
 	if s.mirror != nil {
 		if err := s.mirror.Close(); err != nil {

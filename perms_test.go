@@ -1,0 +1,59 @@
+package main
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// TestStateDirPrivate: everything faber creates under the state dir is
+// private to the user: directories 0700, files 0600 (logs, --set values,
+// outputs and the store often hold secrets), whatever the umask.
+func TestStateDirPrivate(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no Unix permissions on Windows")
+	}
+	dir := t.TempDir()
+	plan := `name: p
+commands: {/fix: sh -c "echo fixing"}
+steps:
+  - id: a
+    run: echo out; echo err >&2; echo data > "$FABER_OUTPUT_DIR/x.txt"
+  - id: b
+    run: exit 3
+    result_handling: {on_failure: {command: /fix, retry_on_success: false}}
+`
+	if err := os.WriteFile(filepath.Join(dir, "plan.yaml"), []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := fabercmd(t, dir, "run", "plan.yaml", "--set", "token=s3cret")
+	cmd.Run() // fails (b), which is the point: handler logs too
+	state := filepath.Join(dir, ".faber")
+	n := 0
+	err := filepath.WalkDir(state, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		n++
+		if filepath.Base(filepath.Dir(path)) == "outputs" {
+			return nil // the steps' own files, in a 0700 directory
+		}
+		want := fs.FileMode(0o600)
+		if d.IsDir() {
+			want = 0o700
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", path, fi.Mode().Perm(), want)
+		}
+		return nil
+	})
+	if err != nil || n < 15 {
+		t.Fatalf("walked %d entries: %v", n, err)
+	}
+}

@@ -97,7 +97,7 @@ func (c *RunCmd) Run(g *Globals) error {
 	} else {
 		runID = state.NewRunID(g.StateDir, plan.Name, now)
 	}
-	meta := state.Meta{RunID: runID, Plan: plan.Name, PlanFile: abs, StartedAt: now, Created: now.UnixNano(), Sets: opts.Sets,
+	meta := state.Meta{RunID: runID, Plan: plan.Name, PlanFile: abs, StartedAt: now, Created: now.UnixNano(), Sets: opts.Sets, Secrets: exec.SecretValues(plan),
 		ParentRunID: c.ParentRun, ParentStep: c.ParentStep}
 	store, err := state.Create(g.StateDir, meta, data, storeOptions(g))
 	if err != nil {

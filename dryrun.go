@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -118,11 +119,18 @@ func dryRun(g *Globals, plan *spec.Plan, jobs int, asJSON bool) error {
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
+	// Substituted commands hold context values: the plan's secrets show as
+	// *** here too.
+	var out bytes.Buffer
 	if asJSON {
-		return writeJSON(g.stdout, dp)
+		if err := writeJSON(&out, dp); err != nil {
+			return err
+		}
+	} else {
+		printDry(&out, plan, dp)
 	}
-	printDry(g.stdout, plan, dp)
-	return nil
+	_, err = g.stdout.Write(exec.NewMasker(plan).Bytes(out.Bytes()))
+	return err
 }
 
 // buildDry describes every step of a validated plan, level by level, the

@@ -196,12 +196,13 @@ func (r *Runner) procFor(sr *stepRun, kind string, argv []string, timeout time.D
 			if child && stream == "stdout" && len(line) > 0 && line[0] == '{' {
 				var ce Event
 				if json.Unmarshal(line, &ce) == nil && ce.Type != "" && ce.RunID != "" {
+					r.mask.Event(&ce)
 					sink.Event(Event{Type: EvChildEvent, RunID: r.RunID, StepID: id, Attempt: n, Child: &ce})
 					return
 				}
 			}
 			if want {
-				sink.Event(Event{Type: EvStepOutput, RunID: r.RunID, StepID: id, Attempt: n, Line: line, Fields: map[string]any{"stream": stream, "kind": kind}})
+				sink.Event(Event{Type: EvStepOutput, RunID: r.RunID, StepID: id, Attempt: n, Line: r.mask.Bytes(line), Fields: map[string]any{"stream": stream, "kind": kind}})
 			}
 		}
 	}

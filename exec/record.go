@@ -46,6 +46,9 @@ func (r *Runner) commitWith(run *RunState, steps []*StepState, evs []Event) {
 		return
 	}
 	r.seq = Stamp(evs, r.seq, r.RunID, r.now())
+	for i := range evs {
+		r.mask.Event(&evs[i]) // secrets never reach the record or a renderer
+	}
 	var err error
 	for i := range evs {
 		if evs[i].JSON, err = evs[i].MarshalJSON(); err != nil {

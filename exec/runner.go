@@ -86,6 +86,7 @@ type Runner struct {
 	baseEnv  []string
 	outDir   string
 	shells   map[string]string // shell name -> resolved path
+	mask     *Masker           // the plan's secrets, masked in events and output lines
 	// endStatus and endFailed are what the end step is told (SPEC §7).
 	endStatus string
 	endFailed []string
@@ -172,6 +173,7 @@ func (r *Runner) setup(prior *Prior) {
 	r.jobs = Jobs(r.Jobs, p)
 	r.cancel = r.FailFast || p.StopMode == spec.StopCancel
 	r.baseEnv = os.Environ()
+	r.mask = NewMasker(p)
 	// Every path handed to a process must hold in that process's working
 	// directory (the plan's, or dir:), so each is made absolute here, once,
 	// whatever the caller passed.

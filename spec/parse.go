@@ -598,6 +598,7 @@ type rawPlan struct {
 	Name             str               `yaml:"name" required:"true" doc:"Name of the plan; part of every run id."`
 	Description      str               `yaml:"description" doc:"What the plan does."`
 	Context          omap              `yaml:"context" pattern:"^[a-z_][a-z0-9_]*$" doc:"Variables for {name} substitution; --set overrides and adds. Values are scalars, kept as written."`
+	Secrets          list[str]         `yaml:"secrets" doc:"Context variables (from context: or --set) whose values are secret: programs get them, everything faber records or shows masks them as ***."`
 	Jobs             intv              `yaml:"jobs" doc:"Maximum number of steps running at once (default: CPU count; --jobs overrides)." min:"1"`
 	Shell            str               `yaml:"shell" doc:"Shell for run scripts, run as <shell> -c <script> (default sh; cmd on Windows)."`
 	Env              omap              `yaml:"env" doc:"Environment variables added to every step; values may use {name} substitution."`

@@ -75,6 +75,9 @@ type Plan struct {
 	Description      string
 	Context          map[string]string // after --set overrides
 	ContextKeys      []string          // file order, then --set-only keys
+	// Secrets are the context variables whose values faber never shows:
+	// masked as *** in events, status, the live view and MCP answers.
+	Secrets []string
 	Jobs             int               // 0 = not set (runner uses CPU count)
 	Shell            string            // "" = default (sh; cmd on Windows)
 	Env              map[string]string

@@ -109,6 +109,7 @@ func (p *parser) build(raw *rawPlan) *Plan {
 	pl.Slurm = slurmOf(raw.Slurm, nil, b)
 
 	b.context(raw)
+	b.secrets(raw)
 	for i := range raw.Env.Vals {
 		b.checkVars(&raw.Env.Vals[i], "env", false)
 	}
@@ -144,6 +145,28 @@ func (b *builder) omap(m *omap) (map[string]string, []string) {
 		keys = append(keys, k.V)
 	}
 	return out, keys
+}
+
+// MinSecret is the shortest secret value faber masks: masking a value of a
+// character or two would turn every such character of the output into ***.
+const MinSecret = 4
+
+// secrets checks that each secret names a context variable.
+func (b *builder) secrets(raw *rawPlan) {
+	for _, n := range raw.Secrets.Items {
+		if !n.Set {
+			continue
+		}
+		v, ok := b.plan.Context[n.V]
+		switch {
+		case !ok:
+			b.errorf(n.Pos, "secrets: %q is not a context variable (define it in context: or pass --set %s=...)%s", n.V, n.V, suggest(n.V, b.plan.ContextKeys))
+			continue
+		case v != "" && len(v) < MinSecret:
+			b.warnf(n.Pos, "secrets: the value of %q is shorter than %d characters and is not masked", n.V, MinSecret)
+		}
+		b.plan.Secrets = append(b.plan.Secrets, n.V)
+	}
 }
 
 // context merges the plan's context with --set values.

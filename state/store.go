@@ -73,14 +73,17 @@ func (e *notFoundError) Unwrap() error { return ErrNotFound }
 // Meta is the static description of a run, written once to meta.json when the
 // run is created. Its JSON field names are part of faber's output contract.
 type Meta struct {
-	RunID       string            `json:"run_id"`
-	Plan        string            `json:"plan"`       // plan name
-	PlanFile    string            `json:"plan_file"`  // absolute path of the plan file
-	StartedAt   time.Time         `json:"started_at"` // with sub-second precision
-	Created     int64             `json:"created"`    // UnixNano at creation, tie-breaker for ordering
-	Sets        map[string]string `json:"sets,omitempty"`
-	ParentRunID string            `json:"parent_run_id,omitempty"`
-	ParentStep  string            `json:"parent_step_id,omitempty"`
+	RunID     string            `json:"run_id"`
+	Plan      string            `json:"plan"`       // plan name
+	PlanFile  string            `json:"plan_file"`  // absolute path of the plan file
+	StartedAt time.Time         `json:"started_at"` // with sub-second precision
+	Created   int64             `json:"created"`    // UnixNano at creation, tie-breaker for ordering
+	Sets      map[string]string `json:"sets,omitempty"`
+	// Secrets are the values the run masks (its plan's secrets), so that
+	// readers mask them too without parsing the plan.
+	Secrets     []string `json:"secrets,omitempty"`
+	ParentRunID string   `json:"parent_run_id,omitempty"`
+	ParentStep  string   `json:"parent_step_id,omitempty"`
 	// Damaged is set by List, and only there, for a run whose meta.json is
 	// lost or damaged; the fields above are then what its event log tells.
 	Damaged *DamagedError `json:"-"`

@@ -97,16 +97,30 @@ func Pending(stateDir, runID string) ([]PendingStep, error) {
 	return PendingOf(stateDir, runID, v), nil
 }
 
+// Masker masks the run's secrets (spec.Plan.Secrets) in what readers show
+// of it from its logs; nil when it has none. The event log is masked already.
+func Masker(stateDir, runID string) *exec.Masker {
+	meta, err := state.ReadMeta(stateDir, runID)
+	if err != nil {
+		return nil
+	}
+	return exec.NewMaskerOf(meta.Secrets)
+}
+
 // PendingOf lists the pending_failed steps of a run's view.
 func PendingOf(stateDir, runID string, v *exec.View) []PendingStep {
 	out := []PendingStep{}
 	runDir := state.RunDir(stateDir, runID)
+	mask := Masker(stateDir, runID)
 	for _, st := range v.Steps {
 		if st.Status != exec.StatusPendingFailed {
 			continue
 		}
 		path := exec.LogPath(runDir, st.ID, "attempt", st.Attempt, "err")
 		tail := TailLines(path, 50)
+		for i := range tail {
+			tail[i] = mask.String(tail[i])
+		}
 		out = append(out, PendingStep{
 			StepID: st.ID, Name: st.Name, Phase: st.Phase, Attempt: st.Attempt, ExitCode: st.ExitCode,
 			Error: st.Error, Hint: exec.Hint(st.Error + "\n" + strings.Join(tail, "\n")), StderrFile: path, StderrTail: tail,

@@ -59,7 +59,7 @@ func DefaultKeyMap() KeyMap {
 		Detach:    Binding{Keys: []string{"q"}, Help: "q", Desc: "leave (the run goes on)"},
 		Quit:      Binding{Keys: []string{"ctrl+c"}, Help: "ctrl+c", Desc: "interrupt (twice: kill now)"},
 		Retry:     Binding{Keys: []string{"r"}, Help: "r", Desc: "retry pending_failed"},
-		Fail:      Binding{Keys: []string{"x"}, Help: "x", Desc: "fail pending_failed"},
+		Fail:      Binding{Keys: []string{"x"}, Help: "x x", Desc: "fail pending_failed (press twice)"},
 	}
 }
 

@@ -45,8 +45,10 @@ type Options struct {
 	// OnInterrupt is called for q / Ctrl-C: first with hard=false (a graceful
 	// stop, like SIGINT), then with hard=true (kill now). It must not block.
 	OnInterrupt func(hard bool)
-	// OnClassify, when set, classifies a pending_failed step (retry or fail);
-	// when nil, the view tells how to do it with `faber classify`.
+	// OnClassify, when set, classifies a pending_failed step (retry or fail)
+	// in the running session and returns once it is recorded; when nil, the
+	// view tells how to do it with `faber classify`. It is called off the
+	// program's goroutine, so it may block.
 	OnClassify func(stepID string, retry bool) error
 	// Attached is a view of a run that another process owns (faber attach):
 	// q and Ctrl-C leave the view and do nothing to the run.
@@ -209,6 +211,7 @@ type Model struct {
 	msg        string
 	msgAlert   bool
 	msgUntil   time.Time
+	confirm    string // the step that a second x fails for good ("" when none)
 	frame      int
 	events     int // events applied, so an empty summary can be left out
 	done       bool
@@ -424,10 +427,13 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.retry {
 			verb = "retry"
 		}
-		if msg.err != nil {
+		switch {
+		case msg.err != nil:
 			m.say(fmt.Sprintf("classify %s: %v", msg.step, msg.err), true)
-		} else {
-			m.say(fmt.Sprintf("%s classified: %s", msg.step, verb), false)
+		case msg.retry:
+			m.say(fmt.Sprintf("%s classified %s: it runs again", msg.step, verb), false)
+		default:
+			m.say(fmt.Sprintf("%s classified %s: what depends on it is canceled", msg.step, verb), false)
 		}
 	}
 	return m, nil
@@ -442,6 +448,10 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 	km := m.keys
 	if !m.msgUntil.IsZero() { // a transient message goes with the next key
 		m.msg = ""
+	}
+	confirm := m.confirm // a pending "x again" lasts one key
+	if confirm != "" {
+		m.confirm, m.msg = "", ""
 	}
 	switch {
 	case km.Detach.Matches(k) || (m.opt.Attached && km.Quit.Matches(k)):
@@ -528,23 +538,32 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 			m.selectStep(len(m.steps) - 1)
 		}
 	case km.Retry.Matches(k), km.Fail.Matches(k):
-		return m.classify(km.Retry.Matches(k))
+		return m.classify(km.Retry.Matches(k), confirm)
 	}
 	return nil
 }
 
-// classify handles r / x on the selected step.
-func (m *Model) classify(retry bool) tea.Cmd {
+// classify handles r / x on the selected step: r retries it at once; x asks
+// first, and fails it when the next key is x again on the same step
+// (confirmed names the step that the previous x asked about).
+func (m *Model) classify(retry bool, confirmed string) tea.Cmd {
 	r := m.selected()
 	if r == nil || r.status != exec.StatusPendingFailed {
 		m.say("r / x classify a pending_failed step; select one first", false)
 		return nil
 	}
-	if m.opt.OnClassify == nil {
-		m.say(fmt.Sprintf("classify with: faber classify %s %s --retry|--fail", m.opt.RunID, r.def.ID), true)
+	id := r.def.ID
+	if m.opt.OnClassify == nil || m.runStatus != "" {
+		// No session to apply it (or it has ended): say how to do it.
+		m.say(fmt.Sprintf("classify with: faber classify %s %s --retry|--fail, then faber resume %s", m.opt.RunID, id, m.opt.RunID), true)
 		return nil
 	}
-	fn, id := m.opt.OnClassify, r.def.ID
+	if !retry && confirmed != id {
+		m.confirm = id
+		m.msg, m.msgAlert, m.msgUntil = fmt.Sprintf("x again to fail %s and cancel its dependents; any other key keeps it waiting", id), true, time.Time{}
+		return nil
+	}
+	fn := m.opt.OnClassify
 	m.say(fmt.Sprintf("classifying %s…", id), false)
 	return func() tea.Msg { return classifiedMsg{step: id, retry: retry, err: fn(id, retry)} }
 }

@@ -385,8 +385,72 @@ func TestClassifyKeys(t *testing.T) {
 		t.Fatal("r with a callback returned no command")
 	}
 	m2.Update(cmd())
-	if fmt.Sprint(calls) != "[a true]" || !strings.Contains(m2.View(), "a classified: retry") {
+	if fmt.Sprint(calls) != "[a true]" || !strings.Contains(m2.View(), "a classified retry: it runs again") {
 		t.Errorf("calls = %v, view:\n%s", calls, m2.View())
+	}
+}
+
+// TestClassifyKeysCallback: r classifies the selected pending_failed step at
+// once; x asks first and classifies only when the next key is x on the same
+// step; once the run has ended, r / x only say how to do it.
+func TestClassifyKeysCallback(t *testing.T) {
+	var calls []string
+	m := NewModel(Options{RunID: "r1", Steps: defs("main", "a", "b", "c"), Styles: NewStyles(false),
+		OnClassify: func(id string, retry bool) error { calls = append(calls, fmt.Sprintf("%s %v", id, retry)); return nil }})
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	feed(m, status("a", exec.StatusPendingFailed, 1, nil), status("b", exec.StatusPendingFailed, 1, nil),
+		status("c", exec.StatusInProgress, 1, nil))
+	run := func(cmd tea.Cmd) {
+		t.Helper()
+		if cmd == nil {
+			t.Fatal("no command: the key did not classify")
+		}
+		m.Update(cmd())
+	}
+
+	key(m, "g") // a
+	run(key(m, "r"))
+	if fmt.Sprint(calls) != "[a true]" {
+		t.Fatalf("r on a: calls = %v", calls)
+	}
+
+	key(m, "j") // b
+	if cmd := key(m, "x"); cmd != nil {
+		t.Fatal("a single x classified")
+	}
+	if v := m.View(); !strings.Contains(v, "x again to fail b and cancel its dependents") {
+		t.Errorf("x did not ask for confirmation:\n%s", v)
+	}
+	key(m, "f") // any other key: no longer armed
+	key(m, "g")
+	key(m, "j")
+	if cmd := key(m, "x"); cmd != nil {
+		t.Fatal("x after another key classified")
+	}
+	key(m, "k") // a: the armed x was for b
+	if cmd := key(m, "x"); cmd != nil {
+		t.Fatal("x on another step than the one asked about classified")
+	}
+	key(m, "j")
+	key(m, "x")
+	run(key(m, "x"))
+	if fmt.Sprint(calls) != "[a true b false]" {
+		t.Fatalf("x x on b: calls = %v", calls)
+	}
+	if v := m.View(); !strings.Contains(v, "b classified fail: what depends on it is canceled") {
+		t.Errorf("no confirmation of the fail:\n%s", v)
+	}
+
+	feed(m, exec.Event{Type: exec.EvWorkflowFailed, Status: exec.RunPendingFailed, Time: t0})
+	key(m, "k")
+	if cmd := key(m, "r"); cmd != nil {
+		t.Error("r after the run ended called the callback")
+	}
+	if v := m.View(); !strings.Contains(v, "classify with: faber classify r1 a --retry|--fail, then faber resume r1") {
+		t.Errorf("no hint after the run ended:\n%s", v)
+	}
+	if fmt.Sprint(calls) != "[a true b false]" {
+		t.Errorf("calls = %v", calls)
 	}
 }
 

@@ -13,8 +13,8 @@ import (
 
 // TestTmuxClassifyKeys runs the real binary in tmux: r on a pending_failed
 // step of a live run records step_classified (retry) and the running faber
-// re-runs it to success (exit 0); x records it failed, its dependent is
-// canceled and the run fails (exit 1).
+// re-runs it to success (exit 0); x, confirmed by a second x, records it
+// failed, its dependent is canceled and the run fails (exit 1).
 func TestTmuxClassifyKeys(t *testing.T) {
 	if testing.Short() {
 		t.Skip("tmux classify test: skipped with -short")
@@ -63,6 +63,11 @@ steps:
 			})
 			tm.keys(c.key, "g") // the first step: flaky
 			tm.keys(c.key, c.key)
+			if c.key == "x" {
+				// x asks first; a second x fails the step.
+				tm.waitFor(c.key, 5*time.Second, func(s string) bool { return strings.Contains(s, "x again to fail flaky") })
+				tm.keys(c.key, "x")
+			}
 			tm.waitFor(c.key, 10*time.Second, func(s string) bool {
 				return strings.Contains(s, "flaky classified: "+c.action) || strings.Contains(s, "flaky  ") && !strings.Contains(s, "pending_failed")
 			})

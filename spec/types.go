@@ -71,15 +71,15 @@ type Plan struct {
 	File string // path as given on the command line
 	Dir  string // absolute directory of the plan file; default working dir of steps
 
-	Name             string
-	Description      string
-	Context          map[string]string // after --set overrides
-	ContextKeys      []string          // file order, then --set-only keys
+	Name        string
+	Description string
+	Context     map[string]string // after --set overrides
+	ContextKeys []string          // file order, then --set-only keys
 	// Secrets are the context variables whose values faber never shows:
 	// masked as *** in events, status, the live view and MCP answers.
-	Secrets []string
-	Jobs             int               // 0 = not set (runner uses CPU count)
-	Shell            string            // "" = default (sh; cmd on Windows)
+	Secrets          []string
+	Jobs             int    // 0 = not set (runner uses CPU count)
+	Shell            string // "" = default (sh; cmd on Windows)
 	Env              map[string]string
 	EnvKeys          []string
 	UsePendingFailed bool

@@ -23,7 +23,7 @@ import (
 // RunCmd runs a plan.
 type RunCmd struct {
 	Plan     string   `arg:"" name:"plan" predictor:"plan" help:"Plan file (.yaml, .yml or .json)."`
-	Set      []string `name:"set" sep:"none" placeholder:"KEY=VALUE" help:"Override a context variable (repeatable; one --set is one KEY=VALUE, commas included)."`
+	Set      setFlags `name:"set" placeholder:"KEY=VALUE" help:"Override a context variable (repeatable; one --set is one KEY=VALUE, commas included)."`
 	Jobs     int      `name:"jobs" short:"j" placeholder:"N" help:"Run at most N steps at once (default: the plan's jobs, else the CPU count)."`
 	FailFast bool     `name:"fail-fast" help:"On a stop, terminate running steps instead of letting them finish."`
 	UI       string   `name:"ui" enum:"auto,tui,plain,json" default:"auto" help:"Progress display: auto (the live view in a terminal, else plain), tui, plain (one line per transition), json (one event per line)."`

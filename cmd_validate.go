@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/alecthomas/kong"
 	"github.com/faber-run/faber/spec"
 )
 
 // ValidateCmd checks plans.
 type ValidateCmd struct {
 	Plans  []string `arg:"" sep:"none" name:"plan" predictor:"plan" help:"Plan files (.yaml, .yml or .json); several may be given."`
-	Set    []string `name:"set" sep:"none" placeholder:"KEY=VALUE" help:"Override a context variable (repeatable; one --set is one KEY=VALUE, commas included)."`
+	Set    setFlags `name:"set" placeholder:"KEY=VALUE" help:"Override a context variable (repeatable; one --set is one KEY=VALUE, commas included)."`
 	Strict bool     `help:"Treat warnings (such as an invalid on_failure value) as errors."`
 	JSON   bool     `name:"json" help:"Print {valid, errors, warnings} as JSON (one object per plan, one per line when several)."`
 }
@@ -149,4 +150,23 @@ func parseSets(sets []string) (spec.Options, error) {
 		opts.Sets[k] = v
 	}
 	return opts, nil
+}
+
+// setFlags holds the --set values byte for byte. kong's string mapper passes
+// a value through JSON, which turns invalid UTF-8 into U+FFFD; SPEC §4.1
+// promises programs every value unchanged. One --set is one KEY=VALUE.
+type setFlags []string
+
+// Decode takes the flag's value as the shell passed it.
+func (s *setFlags) Decode(ctx *kong.DecodeContext) error {
+	t, err := ctx.Scan.PopValue("--set")
+	if err != nil {
+		return err
+	}
+	v, ok := t.Value.(string)
+	if !ok {
+		return fmt.Errorf("--set wants KEY=VALUE, not %v", t.Value)
+	}
+	*s = append(*s, v)
+	return nil
 }

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -863,6 +864,14 @@ func (m *omap) decode(p *parser, n *yaml.Node, where string) {
 		switch {
 		case v.Kind != yaml.ScalarNode:
 			p.errorf(s.Pos, "%s: %s: must be a string or number, not %s", where, kv.key, kindName(v))
+		case v.ShortTag() == "!!binary":
+			// YAML text is UTF-8; !!binary (base64) carries any bytes, which
+			// programs then get unchanged (SPEC §4.1).
+			raw, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(v.Value), ""))
+			if err != nil {
+				p.errorf(s.Pos, "%s: %s: !!binary value is not base64: %v", where, kv.key, err)
+			}
+			s.V = string(raw)
 		case v.ShortTag() != "!!null":
 			s.V = v.Value
 		}

@@ -1,0 +1,73 @@
+package tui
+
+import (
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTmuxLayoutSmallScreen runs the real binary in a 60x15 tmux pane with a
+// plan of 30 steps: the screen is used whole (no empty row while the list
+// says what is below it), the footer shows how to leave, and ? shows every
+// key within the screen.
+func TestTmuxLayoutSmallScreen(t *testing.T) {
+	if testing.Short() {
+		t.Skip("tmux layout test: skipped with -short")
+	}
+	if _, err := osexec.LookPath("tmux"); err != nil {
+		t.Skip("tmux layout test: tmux is not installed")
+	}
+	if runtime.GOOS == "windows" {
+		t.Skip("tmux layout test: not on windows")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "faber")
+	build := osexec.Command("go", "build", "-o", bin, ".")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	tm := &tmux{t: t, sock: fmt.Sprintf("faber-layout-%d", os.Getpid())}
+	t.Cleanup(func() { _ = osexec.Command("tmux", "-L", tm.sock, "kill-server").Run() })
+	var plan strings.Builder
+	plan.WriteString("name: wide\nsteps:\n")
+	for i := range 30 {
+		fmt.Fprintf(&plan, "  - id: step-number-%02d\n    needs: []\n    run: echo working; while [ ! -f go ]; do sleep 0.1; done\n", i)
+	}
+	writeFile(t, filepath.Join(dir, "plan.yaml"), plan.String())
+	tm.cmd("new-session", "-d", "-s", "w", "-x", "60", "-y", "15", "-c", dir,
+		bin+" run plan.yaml --ui tui --jobs 2; echo $? > exit.txt; sleep 60")
+	screen := tm.waitFor("w", 10*time.Second, func(s string) bool {
+		return strings.Contains(s, "more") && strings.Contains(s, "│ working")
+	})
+	lines := strings.Split(strings.TrimRight(screen, "\n"), "\n")
+	if len(lines) != 15 {
+		t.Errorf("%d lines on a 15-line screen:\n%s", len(lines), screen)
+	}
+	for i, l := range lines {
+		if i != 2 && strings.TrimSpace(l) == "" {
+			t.Errorf("line %d is empty while the list overflows:\n%s", i+1, screen)
+			break
+		}
+	}
+	if !strings.Contains(lines[len(lines)-1], "q leave") {
+		t.Errorf("the footer does not say how to leave: %q", lines[len(lines)-1])
+	}
+	tm.keys("w", "?")
+	help := tm.waitFor("w", 5*time.Second, func(s string) bool { return strings.Contains(s, "keys") })
+	for _, k := range []string{"ctrl+c", "q ", "x x", "enter", "G/end"} {
+		if !strings.Contains(help, k) {
+			t.Errorf("the help on 60x15 lacks %q:\n%s", k, help)
+		}
+	}
+	tm.keys("w", "Escape")
+	writeFile(t, filepath.Join(dir, "go"), "")
+	if code := tm.waitExit(dir, 20*time.Second); code != "0" {
+		t.Errorf("exit %s, want 0", code)
+	}
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/faber-run/faber/spec"
@@ -11,8 +10,8 @@ import (
 
 // GraphCmd prints a plan's dependency graph.
 type GraphCmd struct {
-	Plan   string   `arg:"" name:"plan" help:"Plan file (.yaml, .yml or .json)."`
-	Set    []string `name:"set" placeholder:"KEY=VALUE" help:"Override a context variable (repeatable)."`
+	Plan   string   `arg:"" name:"plan" predictor:"plan" help:"Plan file (.yaml, .yml or .json)."`
+	Set    setFlags `name:"set" placeholder:"KEY=VALUE" help:"Override a context variable (repeatable; one --set is one KEY=VALUE)."`
 	Format string   `name:"format" enum:"text,dot,json" default:"text" help:"Output: text (levels and a -> b edges), dot (Graphviz, phases as clusters) or json."`
 }
 
@@ -64,15 +63,7 @@ type graphPhase struct {
 
 // Run validates the plan and prints its graph.
 func (c *GraphCmd) Run(g *Globals) error {
-	opts, err := parseSets(c.Set)
-	if err != nil {
-		return withCode(exitUsage, err)
-	}
-	data, err := os.ReadFile(c.Plan)
-	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("cannot read plan: %w", unwrapPath(err)))
-	}
-	plan, err := parsePlan(g, c.Plan, data, opts)
+	plan, _, _, err := loadPlan(g, c.Plan, c.Set)
 	if err != nil {
 		return err
 	}

@@ -62,15 +62,7 @@ func (c *RunCmd) Run(g *Globals) error {
 	if c.Jobs < 0 {
 		return withCode(exitUsage, fmt.Errorf("--jobs must be at least 1"))
 	}
-	opts, err := parseSets(c.Set)
-	if err != nil {
-		return withCode(exitUsage, err)
-	}
-	data, err := os.ReadFile(c.Plan)
-	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("cannot read plan: %w", unwrapPath(err)))
-	}
-	plan, err := parsePlan(g, c.Plan, data, opts)
+	plan, data, opts, err := loadPlan(g, c.Plan, c.Set)
 	if err != nil {
 		return err
 	}
@@ -297,6 +289,21 @@ func writeChildResult(runID, status string, states []*exec.StepState) {
 	}
 	b, _ := json.Marshal(map[string]string{"status": "failure", "message": msg})
 	_ = os.WriteFile(path, b, 0o600)
+}
+
+// loadPlan reads, parses and validates a plan file with --set values, for
+// run and graph: usage errors (exit 2) for what is wrong with either.
+func loadPlan(g *Globals, file string, sets []string) (*spec.Plan, []byte, spec.Options, error) {
+	opts, err := parseSets(sets)
+	if err != nil {
+		return nil, nil, opts, withCode(exitUsage, err)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, nil, opts, withCode(exitUsage, fmt.Errorf("cannot read plan: %w", unwrapPath(err)))
+	}
+	plan, err := parsePlan(g, file, data, opts)
+	return plan, data, opts, err
 }
 
 // parsePlan parses and validates a plan for a run: an invalid plan is exit 2

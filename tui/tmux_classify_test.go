@@ -1,11 +1,8 @@
 package tui
 
 import (
-	"fmt"
-	"os"
 	osexec "os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -16,24 +13,7 @@ import (
 // re-runs it to success (exit 0); x, confirmed by a second x, records it
 // failed, its dependent is canceled and the run fails (exit 1).
 func TestTmuxClassifyKeys(t *testing.T) {
-	if testing.Short() {
-		t.Skip("tmux classify test: skipped with -short")
-	}
-	if _, err := osexec.LookPath("tmux"); err != nil {
-		t.Skip("tmux classify test: tmux is not installed")
-	}
-	if runtime.GOOS == "windows" {
-		t.Skip("tmux classify test: not on windows")
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "faber")
-	build := osexec.Command("go", "build", "-o", bin, ".")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	tm := &tmux{t: t, sock: fmt.Sprintf("faber-classify-%d", os.Getpid())}
-	t.Cleanup(func() { _ = osexec.Command("tmux", "-L", tm.sock, "kill-server").Run() })
+	tm, bin, dir := newTmux(t, "classify")
 	const plan = `name: decide
 use_pending_failed: true
 steps:

@@ -2,10 +2,7 @@ package tui
 
 import (
 	"fmt"
-	"os"
-	osexec "os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -16,24 +13,7 @@ import (
 // says what is below it), the footer shows how to leave, and ? shows every
 // key within the screen.
 func TestTmuxLayoutSmallScreen(t *testing.T) {
-	if testing.Short() {
-		t.Skip("tmux layout test: skipped with -short")
-	}
-	if _, err := osexec.LookPath("tmux"); err != nil {
-		t.Skip("tmux layout test: tmux is not installed")
-	}
-	if runtime.GOOS == "windows" {
-		t.Skip("tmux layout test: not on windows")
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "faber")
-	build := osexec.Command("go", "build", "-o", bin, ".")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	tm := &tmux{t: t, sock: fmt.Sprintf("faber-layout-%d", os.Getpid())}
-	t.Cleanup(func() { _ = osexec.Command("tmux", "-L", tm.sock, "kill-server").Run() })
+	tm, bin, dir := newTmux(t, "layout")
 	var plan strings.Builder
 	plan.WriteString("name: wide\nsteps:\n")
 	for i := range 30 {

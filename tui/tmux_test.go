@@ -18,24 +18,7 @@ import (
 // Ctrl-C during a long step ends the run interrupted (exit 130) with no
 // process of the step left.
 func TestTmuxSmoke(t *testing.T) {
-	if testing.Short() {
-		t.Skip("tmux smoke test: skipped with -short")
-	}
-	if _, err := osexec.LookPath("tmux"); err != nil {
-		t.Skip("tmux smoke test: tmux is not installed")
-	}
-	if runtime.GOOS == "windows" {
-		t.Skip("tmux smoke test: not on windows")
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "faber")
-	build := osexec.Command("go", "build", "-o", bin, ".")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	tm := &tmux{t: t, sock: fmt.Sprintf("faber-smoke-%d", os.Getpid())}
-	t.Cleanup(func() { _ = osexec.Command("tmux", "-L", tm.sock, "kill-server").Run() })
+	tm, bin, dir := newTmux(t, "smoke")
 
 	t.Run("run", func(t *testing.T) {
 		tm.t = t
@@ -104,6 +87,32 @@ steps:
 			t.Errorf("sleep left running: %v", pids)
 		}
 	})
+}
+
+// newTmux skips where tmux cannot run, builds the real binary into a
+// temporary directory and returns a tmux server of the test's own (killed
+// at the end), the binary and the directory.
+func newTmux(t *testing.T, name string) (tm *tmux, bin, dir string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("tmux test: skipped with -short")
+	}
+	if _, err := osexec.LookPath("tmux"); err != nil {
+		t.Skip("tmux test: tmux is not installed")
+	}
+	if runtime.GOOS == "windows" {
+		t.Skip("tmux test: not on windows")
+	}
+	dir = t.TempDir()
+	bin = filepath.Join(dir, "faber")
+	build := osexec.Command("go", "build", "-o", bin, ".")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	tm = &tmux{t: t, sock: fmt.Sprintf("faber-%s-%d", name, os.Getpid())}
+	t.Cleanup(func() { _ = osexec.Command("tmux", "-L", tm.sock, "kill-server").Run() })
+	return tm, bin, dir
 }
 
 type tmux struct {

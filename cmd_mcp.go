@@ -219,7 +219,7 @@ func pendingText(runID string, ps []run.PendingStep) string {
 		if p.ExitCode != nil {
 			code = fmt.Sprint(*p.ExitCode)
 		}
-		fmt.Fprintf(&b, "- step %s (phase %s): attempt %d, exit code %s: %s\n", p.StepID, p.Phase, p.Attempt, code, firstLine(p.Error))
+		fmt.Fprintf(&b, "- step %s (phase %s): attempt %d, exit code %s: %s\n", p.StepID, p.Phase, p.Attempt, code, run.FirstLine(p.Error))
 		if p.Hint != "" {
 			fmt.Fprintf(&b, "  hint: %s\n", p.Hint)
 		}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -156,19 +155,12 @@ func (c *StatusCmd) Run(g *Globals) error {
 		if st.FinishedAt != nil {
 			dur = (time.Duration(st.DurationMs) * time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s %s\t%d\t%s\t%s\t%s\n", st.ID, st.Phase, s.Glyph(st.Status), st.Status, st.Attempt, exit, dur, firstLine(st.Error))
+		fmt.Fprintf(tw, "%s\t%s\t%s %s\t%d\t%s\t%s\t%s\n", st.ID, st.Phase, s.Glyph(st.Status), st.Status, st.Attempt, exit, dur, run.FirstLine(st.Error))
 		if st.ChildRunID != "" {
 			fmt.Fprintf(tw, "  └ child run %s: %s\n", st.ChildRunID, childSummary(g, st.ChildRunID))
 		}
 	}
 	return tw.Flush()
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
-		return s[:i] + " …"
-	}
-	return s
 }
 
 // EventsCmd prints the audit trail.

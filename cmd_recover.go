@@ -188,7 +188,7 @@ func recoverPrompt(runID, stateDir string, ps []run.PendingStep) string {
 		if p.ExitCode != nil {
 			code = fmt.Sprint(*p.ExitCode)
 		}
-		fmt.Fprintf(&b, "\n- step %s (attempt %d, exit code %s): %s\n", p.StepID, p.Attempt, code, clip(firstLine(p.Error), 300))
+		fmt.Fprintf(&b, "\n- step %s (attempt %d, exit code %s): %s\n", p.StepID, p.Attempt, code, clip(run.FirstLine(p.Error), 300))
 		if p.Hint != "" {
 			fmt.Fprintf(&b, "  hint: %s\n", p.Hint)
 		}

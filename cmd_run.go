@@ -280,7 +280,7 @@ func writeChildResult(runID, status string, states []*exec.StepState) {
 	for _, st := range states {
 		switch st.Status {
 		case exec.StatusFailure, exec.StatusRemediationFailed, exec.StatusPendingFailed:
-			parts = append(parts, fmt.Sprintf("step %s %s: %s", st.ID, st.Status, firstLine(st.Error)))
+			parts = append(parts, fmt.Sprintf("step %s %s: %s", st.ID, st.Status, run.FirstLine(st.Error)))
 		}
 	}
 	msg := fmt.Sprintf("child run %s %s", runID, status)

@@ -152,6 +152,15 @@ func TailLines(path string, n int) []string {
 	return lines
 }
 
+// FirstLine is s up to its first line break, marked " …" where it goes on:
+// one line of an error for a table or a summary.
+func FirstLine(s string) string {
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
+
 // StatusOfRun is the status of a run, rebuilt from its event log.
 func StatusOfRun(stateDir, runID string) (Status, error) {
 	v, err := View(stateDir, runID)

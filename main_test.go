@@ -72,10 +72,15 @@ func TestScripts(t *testing.T) {
 	})
 }
 
-// cmdLastRun sets $RUN to the newest top-level run id in the state dir.
+// cmdLastRun sets $RUN to the newest top-level run id in the state dir; with
+// -plan, to the newest run of plan NAME, child runs included.
 //
-//	lastrun [VAR]
+//	lastrun [-plan NAME] [VAR]
 func cmdLastRun(ts *testscript.TestScript, neg bool, args []string) {
+	plan := ""
+	if len(args) > 1 && args[0] == "-plan" {
+		plan, args = args[1], args[2:]
+	}
 	name := "RUN"
 	if len(args) > 0 {
 		name = args[0]
@@ -94,9 +99,15 @@ func cmdLastRun(ts *testscript.TestScript, neg bool, args []string) {
 	// Child runs of sub-plan steps are not what a script means by "the run".
 	top := metas[:0]
 	for _, m := range metas {
-		if m.ParentRunID == "" {
+		if plan == "" && m.ParentRunID == "" || plan != "" && m.Plan == plan {
 			top = append(top, m)
 		}
+	}
+	if len(top) == 0 {
+		if neg {
+			return
+		}
+		ts.Fatalf("lastrun: no run of plan %q found", plan)
 	}
 	if neg {
 		ts.Fatalf("lastrun: unexpected run %s", top[0].RunID)

@@ -64,6 +64,7 @@ type CLI struct {
 	Pending  PendingCmd  `cmd:"" help:"List steps that wait for a decision (pending_failed), with their stderr."`
 	Classify ClassifyCmd `cmd:"" help:"Decide on a pending_failed step: --retry it or --fail it."`
 	Reset    ResetCmd    `cmd:"" help:"Put steps of a finished run back to pending, so resume runs them again."`
+	Prune    PruneCmd    `cmd:"" help:"Remove old finished runs (--keep N, --older-than AGE), never an active one."`
 	Mcp      McpCmd      `cmd:"" name:"mcp" help:"Serve the Model Context Protocol on stdio, for AI agents."`
 	Recover  RecoverCmd  `cmd:"" help:"Let an AI agent classify a run's pending steps, then resume it."`
 	Schema   SchemaCmd   `cmd:"" help:"Print the JSON Schema of the plan format (for editors)."`

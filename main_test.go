@@ -68,6 +68,7 @@ func TestScripts(t *testing.T) {
 			"gaps":     cmdGaps,
 			"code":     cmdCode,
 			"seqcheck": cmdSeqCheck,
+			"backdate": cmdBackdate,
 		},
 	})
 }
@@ -113,6 +114,32 @@ func cmdLastRun(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("lastrun: unexpected run %s", top[0].RunID)
 	}
 	ts.Setenv(name, top[0].RunID)
+}
+
+// cmdBackdate moves a run's start time back by AGE (7d, 36h, as prune's
+// --older-than reads it) in its meta.json: what faber would have written had
+// the run started AGE earlier. list and prune take a run's start from there.
+//
+//	backdate RUN AGE
+func cmdBackdate(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 || neg {
+		ts.Fatalf("usage: backdate RUN AGE")
+	}
+	d, err := parseAge(args[1])
+	if err != nil {
+		ts.Fatalf("backdate: %v", err)
+	}
+	dir := ts.Getenv("FABER_STATE_DIR")
+	m, err := state.ReadMeta(dir, args[0])
+	if err != nil {
+		ts.Fatalf("backdate: %v", err)
+	}
+	m.StartedAt = m.StartedAt.Add(-d)
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		ts.Fatalf("backdate: %v", err)
+	}
+	ts.Check(os.WriteFile(filepath.Join(state.RunDir(dir, args[0]), "meta.json"), b, 0o644))
 }
 
 // cmdJSONPath prints the value at a path in a JSON file (or of every line of

@@ -27,7 +27,10 @@ func warnDamaged(g *Globals, de *state.DamagedError) {
 
 // ListCmd lists runs.
 type ListCmd struct {
-	JSON bool `name:"json" help:"Print a JSON array of {run_id, plan, status, started_at, finished_at}."`
+	JSON   bool     `name:"json" help:"Print a JSON array of {run_id, plan, status, started_at, finished_at}."`
+	Status []string `name:"status" placeholder:"S" help:"Only runs with this status (repeatable, or a comma list)."`
+	Plan   string   `name:"plan" placeholder:"NAME" help:"Only runs of the plan with this name."`
+	Limit  int      `name:"limit" placeholder:"N" help:"At most N runs, newest first, after the other filters (child runs come along with their parent)."`
 }
 
 type listItem struct {
@@ -48,6 +51,10 @@ const statusDamaged = "damaged"
 
 // Run lists the runs, newest first.
 func (c *ListCmd) Run(g *Globals) error {
+	filter, err := newListFilter(c)
+	if err != nil {
+		return err
+	}
 	metas, err := state.List(g.StateDir)
 	if err != nil {
 		return withCode(exitState, err)
@@ -71,11 +78,12 @@ func (c *ListCmd) Run(g *Globals) error {
 		}
 		items = append(items, it)
 	}
+	items = filter.apply(items)
 	if c.JSON {
 		return printJSON(g.stdout, items)
 	}
 	if len(items) == 0 {
-		fmt.Fprintf(g.stdout, "no runs in %s\n", g.StateDir)
+		fmt.Fprintf(g.stdout, "no %sruns in %s\n", filter.matching(), g.StateDir)
 		return nil
 	}
 	s := tui.NewStyles(useColor(g, g.stdout))

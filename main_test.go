@@ -74,14 +74,20 @@ func TestScripts(t *testing.T) {
 			"seqcheck": cmdSeqCheck,
 			"normjson": cmdNormJSON,
 			"corrupt":  cmdCorrupt,
+			"backdate": cmdBackdate,
 		},
 	})
 }
 
-// cmdLastRun sets $RUN to the newest top-level run id in the state dir.
+// cmdLastRun sets $RUN to the newest top-level run id in the state dir; with
+// -plan, to the newest run of plan NAME, child runs included.
 //
-//	lastrun [VAR]
+//	lastrun [-plan NAME] [VAR]
 func cmdLastRun(ts *testscript.TestScript, neg bool, args []string) {
+	plan := ""
+	if len(args) > 1 && args[0] == "-plan" {
+		plan, args = args[1], args[2:]
+	}
 	name := "RUN"
 	if len(args) > 0 {
 		name = args[0]
@@ -100,14 +106,46 @@ func cmdLastRun(ts *testscript.TestScript, neg bool, args []string) {
 	// Child runs of sub-plan steps are not what a script means by "the run".
 	top := metas[:0]
 	for _, m := range metas {
-		if m.ParentRunID == "" {
+		if plan == "" && m.ParentRunID == "" || plan != "" && m.Plan == plan {
 			top = append(top, m)
 		}
+	}
+	if len(top) == 0 {
+		if neg {
+			return
+		}
+		ts.Fatalf("lastrun: no run of plan %q found", plan)
 	}
 	if neg {
 		ts.Fatalf("lastrun: unexpected run %s", top[0].RunID)
 	}
 	ts.Setenv(name, top[0].RunID)
+}
+
+// cmdBackdate moves a run's start time back by AGE (7d, 36h, as prune's
+// --older-than reads it) in its meta.json: what faber would have written had
+// the run started AGE earlier. list and prune take a run's start from there.
+//
+//	backdate RUN AGE
+func cmdBackdate(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 || neg {
+		ts.Fatalf("usage: backdate RUN AGE")
+	}
+	d, err := parseAge(args[1])
+	if err != nil {
+		ts.Fatalf("backdate: %v", err)
+	}
+	dir := ts.Getenv("FABER_STATE_DIR")
+	m, err := state.ReadMeta(dir, args[0])
+	if err != nil {
+		ts.Fatalf("backdate: %v", err)
+	}
+	m.StartedAt = m.StartedAt.Add(-d)
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		ts.Fatalf("backdate: %v", err)
+	}
+	ts.Check(os.WriteFile(filepath.Join(state.RunDir(dir, args[0]), "meta.json"), b, 0o644))
 }
 
 // cmdJSONPath prints the value at a path in a JSON file (or of every line of

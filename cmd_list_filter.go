@@ -24,7 +24,8 @@ func newListFilter(c *ListCmd) (listFilter, error) {
 	}
 	if len(c.Status) > 0 {
 		var err error
-		if f.statuses, err = parseStatuses(c.Status); err != nil {
+		// list shows damaged runs too
+		if f.statuses, err = parseStatuses(c.Status, append(runStatuses(), statusDamaged)); err != nil {
 			return f, err
 		}
 	}
@@ -96,16 +97,18 @@ func (f listFilter) apply(items []listItem) []listItem {
 }
 
 // runStatuses are every run status, in the README's order.
-var runStatuses = []string{exec.RunInProgress, exec.RunSuccess, exec.RunFailed, exec.RunRemediationFailed, exec.RunPendingFailed, exec.RunInterrupted}
+func runStatuses() []string {
+	return []string{exec.RunInProgress, exec.RunSuccess, exec.RunFailed, exec.RunRemediationFailed, exec.RunPendingFailed, exec.RunInterrupted}
+}
 
 // parseStatuses checks --status values (kong splits comma lists) against the
-// run statuses; an unknown one is a usage error that lists them.
-func parseStatuses(vals []string) (map[string]bool, error) {
+// statuses valid; an unknown one is a usage error that lists them.
+func parseStatuses(vals, valid []string) (map[string]bool, error) {
 	set := map[string]bool{}
 	for _, v := range vals {
 		v = strings.TrimSpace(v)
-		if !slices.Contains(runStatuses, v) {
-			return nil, withCode(exitUsage, fmt.Errorf("--status %q is not a run status; use %s", v, strings.Join(runStatuses, ", ")))
+		if !slices.Contains(valid, v) {
+			return nil, withCode(exitUsage, fmt.Errorf("--status %q is not a run status; use %s", v, strings.Join(valid, ", ")))
 		}
 		set[v] = true
 	}

@@ -74,7 +74,7 @@ func (c *PruneCmd) rule() (pruneRule, error) {
 	}
 	if len(c.Status) > 0 {
 		var err error
-		if r.statuses, err = parseStatuses(c.Status); err != nil {
+		if r.statuses, err = parseStatuses(c.Status, runStatuses()); err != nil {
 			return r, err
 		}
 		if r.statuses[exec.RunInProgress] {

@@ -85,7 +85,14 @@ func (r *Runner) env(sr *stepRun, attempt int, vars map[string]string, result st
 	if sr.isEnd {
 		e = append(e, "FABER_RUN_STATUS="+endRunStatus(r.endStatus), "FABER_FAILED_STEPS="+strings.Join(r.endFailed, " "))
 	}
-	return append(e, extra...)
+	e = append(e, extra...)
+	// No variable can hold a NUL byte (the process would not start): it
+	// becomes U+FFFD, as in arguments (SPEC §10); every other byte of a
+	// context value or of {error} is kept.
+	for i := len(r.baseEnv); i < len(e); i++ {
+		e[i] = subst.CleanValue(e[i])
+	}
+	return e
 }
 
 // endRunStatus is FABER_RUN_STATUS: success or failed (SPEC §7).

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"syscall"
 	"time"
 
 	"github.com/faber-run/faber/exec"
@@ -54,7 +56,12 @@ func (c *StopCmd) Run(g *Globals) error {
 	case err != nil:
 		return withCode(exitState, err)
 	case !ok:
-		// No channel, or the owner is already ending: wait for it below.
+		// No channel (the owner could not open one), or the owner is
+		// already ending: a signal does what the request would (SIGTERM is
+		// Ctrl-C to faber; a second one is the hard stop).
+		if err := signalOwner(o.PID, c.Hard); err != nil {
+			return withCode(exitState, fmt.Errorf("run %s (process %d) has no control channel and cannot be signalled: %v", c.RunID, o.PID, err))
+		}
 	case !rep.OK:
 		return withCode(exitState, fmt.Errorf("run %s (process %d) refused to stop: %s", c.RunID, o.PID, rep.Error))
 	}
@@ -81,4 +88,21 @@ func (c *StopCmd) Run(g *Globals) error {
 		fmt.Fprintf(g.stderr, "resume with: faber resume %s\n", c.RunID)
 	}
 	return codeOnly(exitCodeFor(v.Run.Status))
+}
+
+// signalOwner sends the run's owner SIGTERM, twice for a hard stop. The
+// owner is alive (it holds the run's lock), so the pid is its.
+func signalOwner(pid int, hard bool) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	if hard {
+		time.Sleep(100 * time.Millisecond) // two signals, not one coalesced
+		return p.Signal(syscall.SIGTERM)
+	}
+	return nil
 }

@@ -21,6 +21,7 @@ var allowedImports = map[string][]string{
 	"internal/control":   {"exec"},
 	"internal/run":       {"exec", "spec", "state", "internal/control"},
 	"internal/termquiet": {},
+	"internal/tmuxtest":  {},
 	"mcp":                {"exec", "spec", "state", "internal/run", "internal/control"},
 }
 

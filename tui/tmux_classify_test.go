@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/faber-run/faber/internal/tmuxtest"
 )
 
 // TestTmuxClassifyKeys runs the real binary in tmux: r on a pending_failed
@@ -13,7 +15,7 @@ import (
 // re-runs it to success (exit 0); x, confirmed by a second x, records it
 // failed, its dependent is canceled and the run fails (exit 1).
 func TestTmuxClassifyKeys(t *testing.T) {
-	tm, bin, dir := newTmux(t, "classify")
+	tm, bin, dir := tmuxtest.New(t, "classify", "..")
 	const plan = `name: decide
 use_pending_failed: true
 steps:
@@ -34,26 +36,26 @@ steps:
 		{"x", "fail", "1", "failure"},
 	} {
 		t.Run(c.key, func(t *testing.T) {
-			tm.t = t
+			tm.SetT(t)
 			work := filepath.Join(dir, c.key)
 			writeFile(t, filepath.Join(work, "plan.yaml"), plan)
-			tm.start(c.key, work, bin+" run plan.yaml --ui tui")
-			tm.waitFor(c.key, 10*time.Second, func(s string) bool {
+			tm.Start(c.key, work, bin+" run plan.yaml --ui tui", 120, 40)
+			tm.WaitFor(c.key, 10*time.Second, "the expected screen", func(s string) bool {
 				return strings.Contains(s, "pending_failed") && strings.Contains(s, "│ waiting")
 			})
-			selectFirst(tm, c.key, "flaky")
-			tm.keys(c.key, c.key)
+			selectFirst(t, tm, c.key, "flaky")
+			tm.Keys(c.key, c.key)
 			if c.key == "x" {
 				// x asks first; a second x fails the step.
-				tm.waitFor(c.key, 5*time.Second, func(s string) bool { return strings.Contains(s, "x again to fail flaky") })
-				tm.keys(c.key, "x")
+				tm.WaitFor(c.key, 5*time.Second, "the expected screen", func(s string) bool { return strings.Contains(s, "x again to fail flaky") })
+				tm.Keys(c.key, "x")
 			}
-			tm.waitFor(c.key, 10*time.Second, func(s string) bool {
+			tm.WaitFor(c.key, 10*time.Second, "the expected screen", func(s string) bool {
 				return strings.Contains(s, "flaky classified: "+c.action) || strings.Contains(s, "flaky  ") && !strings.Contains(s, "pending_failed")
 			})
 			writeFile(t, filepath.Join(work, "release"), "")
-			code := tm.waitExit(work, 15*time.Second)
-			t.Logf("exit %s:\n%s", code, tm.capture(c.key))
+			code := tm.WaitExit(c.key, work, 15*time.Second)
+			t.Logf("exit %s:\n%s", code, tm.Capture(c.key))
 			if code != c.code {
 				t.Errorf("exit code %s, want %s", code, c.code)
 			}
@@ -79,13 +81,13 @@ steps:
 // selectFirst presses g (the first step) until the selection mark is on
 // step id: a key that arrives while the program starts can meet a
 // terminal's answer and be read with it.
-func selectFirst(tm *tmux, name, id string) {
-	tm.t.Helper()
+func selectFirst(t *testing.T, tm *tmuxtest.Server, name, id string) {
+	t.Helper()
 	for range 20 {
-		tm.keys(name, "g")
+		tm.Keys(name, "g")
 		deadline := time.Now().Add(500 * time.Millisecond)
 		for time.Now().Before(deadline) {
-			for _, l := range strings.Split(tm.capture(name), "\n") {
+			for _, l := range strings.Split(tm.Capture(name), "\n") {
 				if strings.HasPrefix(l, "›") && strings.Contains(l, " "+id+" ") {
 					return
 				}
@@ -93,5 +95,5 @@ func selectFirst(tm *tmux, name, id string) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	tm.t.Fatalf("step %s never got selected:\n%s", id, tm.capture(name))
+	t.Fatalf("step %s never got selected:\n%s", id, tm.Capture(name))
 }

@@ -1,15 +1,14 @@
 package tui
 
 import (
-	"fmt"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/faber-run/faber/internal/tmuxtest"
 )
 
 // TestTmuxSmoke runs the real binary in a 120×40 tmux pane: the live view
@@ -18,10 +17,10 @@ import (
 // Ctrl-C during a long step ends the run interrupted (exit 130) with no
 // process of the step left.
 func TestTmuxSmoke(t *testing.T) {
-	tm, bin, dir := newTmux(t, "smoke")
+	tm, bin, dir := tmuxtest.New(t, "smoke", "..")
 
 	t.Run("run", func(t *testing.T) {
-		tm.t = t
+		tm.SetT(t)
 		work := filepath.Join(dir, "run")
 		writeFile(t, filepath.Join(work, "plan.yaml"), `name: smoke
 phases:
@@ -37,8 +36,8 @@ phases:
         run: echo never
 `)
 		start := time.Now()
-		tm.start("run", work, bin+" run plan.yaml --ui tui")
-		screen := tm.waitFor("run", 5*time.Second, func(s string) bool {
+		tm.Start("run", work, bin+" run plan.yaml --ui tui", 120, 40)
+		screen := tm.WaitFor("run", 5*time.Second, "the expected screen", func(s string) bool {
 			return strings.Contains(s, "chatty") && strings.Contains(s, "deploy") && strings.Contains(s, "│ line ")
 		})
 		t.Logf("live view after %v:\n%s", time.Since(start).Round(time.Millisecond), screen)
@@ -47,11 +46,11 @@ phases:
 			t.Fatalf("no run id on screen:\n%s", screen)
 		}
 		time.Sleep(600 * time.Millisecond)
-		if h := tm.historySize("run"); h != "0" {
+		if h := tm.HistorySize("run"); h != "0" {
 			t.Errorf("the pane scrolled %s lines while running: frames are not drawn in place", h)
 		}
-		code := tm.waitExit(work, 15*time.Second)
-		final := tm.capture("run")
+		code := tm.WaitExit("run", work, 15*time.Second)
+		final := tm.Capture("run")
 		t.Logf("after the run:\n%s", final)
 		if code != "1" {
 			t.Errorf("exit code %s, want 1", code)
@@ -64,120 +63,29 @@ phases:
 	})
 
 	t.Run("ctrl-c", func(t *testing.T) {
-		tm.t = t
+		tm.SetT(t)
 		work := filepath.Join(dir, "intr")
 		writeFile(t, filepath.Join(work, "plan.yaml"), `name: nap
 steps:
   - id: nap
     run: echo napping; sleep 120.25
 `)
-		tm.start("intr", work, bin+" run plan.yaml --ui tui")
-		tm.waitFor("intr", 5*time.Second, func(s string) bool { return strings.Contains(s, "│ napping") })
-		tm.keys("intr", "C-c")
+		tm.Start("intr", work, bin+" run plan.yaml --ui tui", 120, 40)
+		tm.WaitFor("intr", 5*time.Second, "the expected screen", func(s string) bool { return strings.Contains(s, "│ napping") })
+		tm.Keys("intr", "C-c")
 		start := time.Now()
-		code := tm.waitExit(work, 8*time.Second)
-		t.Logf("exit %s after %v:\n%s", code, time.Since(start).Round(time.Millisecond), tm.capture("intr"))
+		code := tm.WaitExit("intr", work, 8*time.Second)
+		t.Logf("exit %s after %v:\n%s", code, time.Since(start).Round(time.Millisecond), tm.Capture("intr"))
 		if code != "130" {
 			t.Errorf("exit code %s, want 130", code)
 		}
-		if !strings.Contains(tm.capture("intr"), "interrupted") {
+		if !strings.Contains(tm.Capture("intr"), "interrupted") {
 			t.Errorf("final screen does not say interrupted")
 		}
 		if pids := procsWithArgs("sleep", "120.25"); len(pids) > 0 {
 			t.Errorf("sleep left running: %v", pids)
 		}
 	})
-}
-
-// newTmux skips where tmux cannot run, builds the real binary into a
-// temporary directory and returns a tmux server of the test's own (killed
-// at the end), the binary and the directory.
-func newTmux(t *testing.T, name string) (tm *tmux, bin, dir string) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("tmux test: skipped with -short")
-	}
-	if _, err := osexec.LookPath("tmux"); err != nil {
-		t.Skip("tmux test: tmux is not installed")
-	}
-	if runtime.GOOS == "windows" {
-		t.Skip("tmux test: not on windows")
-	}
-	dir = t.TempDir()
-	bin = filepath.Join(dir, "faber")
-	build := osexec.Command("go", "build", "-o", bin, ".")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	tm = &tmux{t: t, sock: fmt.Sprintf("faber-%s-%d", name, os.Getpid())}
-	t.Cleanup(func() { _ = osexec.Command("tmux", "-L", tm.sock, "kill-server").Run() })
-	return tm, bin, dir
-}
-
-type tmux struct {
-	t    *testing.T
-	sock string
-}
-
-func (x *tmux) cmd(args ...string) string {
-	x.t.Helper()
-	out, err := osexec.Command("tmux", append([]string{"-L", x.sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
-	if err != nil {
-		x.t.Fatalf("tmux %v: %v\n%s", args, err, out)
-	}
-	return string(out)
-}
-
-// start runs command in a new 120×40 session; it writes its exit code to
-// exit.txt in dir and then stays a while so the screen can be read.
-func (x *tmux) start(name, dir, command string) {
-	x.t.Helper()
-	sh := fmt.Sprintf("%s; echo $? > exit.txt; sleep 60", command)
-	x.cmd("new-session", "-d", "-s", name, "-x", "120", "-y", "40", "-c", dir, sh)
-}
-
-func (x *tmux) capture(name string) string {
-	x.t.Helper()
-	return x.cmd("capture-pane", "-p", "-t", name)
-}
-
-func (x *tmux) keys(name string, keys ...string) {
-	x.t.Helper()
-	x.cmd(append([]string{"send-keys", "-t", name}, keys...)...)
-}
-
-func (x *tmux) historySize(name string) string {
-	x.t.Helper()
-	return strings.TrimSpace(x.cmd("display-message", "-p", "-t", name, "#{history_size}"))
-}
-
-func (x *tmux) waitFor(name string, d time.Duration, ok func(string) bool) string {
-	x.t.Helper()
-	deadline := time.Now().Add(d)
-	var s string
-	for time.Now().Before(deadline) {
-		s = x.capture(name)
-		if ok(s) {
-			return s
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	x.t.Fatalf("screen not as expected after %v:\n%s", d, s)
-	return ""
-}
-
-func (x *tmux) waitExit(dir string, d time.Duration) string {
-	x.t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(filepath.Join(dir, "exit.txt")); err == nil && len(b) > 0 {
-			return strings.TrimSpace(string(b))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	x.t.Fatalf("faber did not exit within %v", d)
-	return ""
 }
 
 func writeFile(t *testing.T, path, content string) {

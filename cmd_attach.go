@@ -174,7 +174,7 @@ func attachSteps(g *Globals, meta state.Meta, runID string) ([]tui.StepDef, map[
 	if err != nil || meta.PlanFile == "" {
 		return nil, nil
 	}
-	opts := spec.Options{Sets: meta.Sets}
+	opts := spec.Options{Sets: meta.Sets, NoProgramChecks: true} // attach runs nothing
 	for k := range meta.Sets {
 		opts.SetKeys = append(opts.SetKeys, k)
 	}

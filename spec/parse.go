@@ -27,6 +27,10 @@ type Options struct {
 	SetKeys []string          // order of --set on the command line
 	Strict  bool              // an invalid on_failure value is an error, not a warning
 	GOOS    string            // "" = runtime.GOOS (the default shell is cmd on windows)
+	// NoProgramChecks skips checking that the plan's programs exist: for
+	// what reads a stored plan and runs nothing (classify, reset, attach),
+	// so that a script removed after a run does not lock the run away.
+	NoProgramChecks bool
 
 	// stack holds the absolute paths of the plans that include this one
 	// through `plan:` steps, outermost first, to reject plans that include

@@ -32,7 +32,7 @@ func LoadOwned(store *state.Store, runID, stateDir string) (*state.Snapshot, *ex
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	plan, err := spec.Parse(snap.Meta.PlanFile, snap.Plan, spec.Options{Sets: snap.Meta.Sets})
+	plan, err := spec.Parse(snap.Meta.PlanFile, snap.Plan, spec.Options{Sets: snap.Meta.Sets, NoProgramChecks: true})
 	if err != nil {
 		return nil, nil, nil, stateProblem(fmt.Errorf("run %s: stored plan unreadable: %w", runID, err))
 	}

@@ -22,6 +22,7 @@ var allowedImports = map[string][]string{
 	"internal/run":       {"exec", "spec", "state", "internal/control"},
 	"internal/termquiet": {},
 	"internal/tmuxtest":  {},
+	"internal/evtest":    {"exec"},
 	"mcp":                {"exec", "spec", "state", "internal/run", "internal/control"},
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/internal/evtest"
 )
 
 func TestRunningLog(t *testing.T) {
@@ -143,7 +144,7 @@ func TestFollowerTails(t *testing.T) {
 		}
 	}
 	status := func(step, st string, attempt int, fields map[string]any) {
-		f.apply(exec.Event{Type: exec.EvStepStatus, StepID: step, Status: st, Attempt: attempt, Fields: fields})
+		f.apply(evtest.Typed(exec.Event{Type: exec.EvStepStatus, StepID: step, Status: st, Attempt: attempt}, fields))
 	}
 
 	status("a", exec.StatusInProgress, 1, nil)
@@ -166,7 +167,7 @@ func TestFollowerTails(t *testing.T) {
 		case exec.EvStepStatus:
 			seen = append(seen, e.StepID+" "+e.Status)
 		case exec.EvStepOutput:
-			seen = append(seen, fmt.Sprintf("%s %s-%d %s: %s", e.StepID, e.Fields["kind"], e.Attempt, e.Fields["stream"], e.Line))
+			seen = append(seen, fmt.Sprintf("%s %s-%d %s: %s", e.StepID, e.Data.(*exec.StepOutput).Kind, e.Attempt, e.Data.(*exec.StepOutput).Stream, e.Line))
 		case exec.EvChildEvent:
 			seen = append(seen, fmt.Sprintf("%s child %s %s", e.StepID, e.Child.RunID, e.Child.Type))
 		}

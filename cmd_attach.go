@@ -246,7 +246,7 @@ func (f *follower) poll() error {
 			return withCode(exitState, fmt.Errorf("run %s: bad event: %w", f.runID, err))
 		}
 		f.after = e.Seq
-		f.apply(normalize(e))
+		f.apply(e)
 	}
 	if !f.caughtUp {
 		f.caughtUp = true
@@ -286,7 +286,7 @@ func (f *follower) apply(e exec.Event) {
 		f.steps[e.StepID] = st
 		f.order = append(f.order, e.StepID)
 	}
-	if c, _ := e.Fields["child_run_id"].(string); c != "" {
+	if d, ok := e.Data.(*exec.StepStatus); ok && d.ChildRunID != "" {
 		st.subplan = true
 	}
 	attempt := e.Attempt
@@ -400,7 +400,7 @@ func (f *follower) emitter(id string, t *logTail) func([]byte) {
 			}
 		}
 		f.sink.Event(exec.Event{Type: exec.EvStepOutput, RunID: f.runID, StepID: id, Attempt: t.n, Line: line,
-			Fields: map[string]any{"stream": t.stream, "kind": t.kind}})
+			Data: &exec.StepOutput{Stream: t.stream, Kind: t.kind}})
 	}
 }
 

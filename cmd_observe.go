@@ -213,7 +213,7 @@ func (c *EventsCmd) Run(g *Globals) error {
 			if c.JSON {
 				out.Write(l)
 				out.WriteByte('\n')
-			} else if line := tui.PlainLine(normalize(e), s); line != "" {
+			} else if line := tui.PlainLine(e, s); line != "" {
 				fmt.Fprintf(out, "%4d %s\n", e.Seq, line)
 			} else {
 				fmt.Fprintf(out, "%4d %s %s %s\n", e.Seq, e.Time.Local().Format("15:04:05"), e.Type, e.StepID)
@@ -235,28 +235,6 @@ func (c *EventsCmd) Run(g *Globals) error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-// normalize turns JSON-decoded numbers back into the types the renderer expects.
-func normalize(e exec.Event) exec.Event {
-	for k, v := range e.Fields {
-		switch x := v.(type) {
-		case float64:
-			e.Fields[k] = int64(x)
-		case []any:
-			ss := make([]string, 0, len(x))
-			ok := true
-			for _, y := range x {
-				s, isStr := y.(string)
-				ok = ok && isStr
-				ss = append(ss, s)
-			}
-			if ok {
-				e.Fields[k] = ss
-			}
-		}
-	}
-	return e
 }
 
 // LogsCmd prints a step's logs.

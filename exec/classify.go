@@ -3,7 +3,6 @@ package exec
 import (
 	"fmt"
 	"regexp"
-	"time"
 
 	"github.com/faber-run/faber/spec"
 )
@@ -32,7 +31,7 @@ func Classify(p *spec.Plan, steps map[string]*StepState, stepID, action, reason 
 	if action != ClassifiedRetry && action != ClassifiedFail {
 		return nil, nil, &ClassifyError{fmt.Sprintf("action %q: want retry or fail", action)}
 	}
-	evs := []Event{{Type: EvStepClassified, StepID: stepID, Attempt: st.Attempt, Fields: map[string]any{"action": action, "reason": reason}}}
+	evs := []Event{{Type: EvStepClassified, StepID: stepID, Attempt: st.Attempt, Data: &StepClassified{Action: action, Reason: reason}}}
 	changed := []*StepState{st}
 	st.Classified = action
 	if action == ClassifiedRetry {
@@ -57,25 +56,10 @@ func Classify(p *spec.Plan, steps map[string]*StepState, stepID, action, reason 
 }
 
 func statusOnly(st *StepState, reason string) Event {
-	f := map[string]any{"phase": st.Phase}
-	if reason != "" {
-		f["reason"] = reason
-	}
-	if st.Error != "" {
-		f["error"] = st.Error
-	}
 	// Keep the attempt's times: readers rebuild the step from this event.
-	if st.StartedAt != nil {
-		f["started_at"] = st.StartedAt.UTC().Format(time.RFC3339Nano)
-	}
-	if st.FinishedAt != nil {
-		f["finished_at"] = st.FinishedAt.UTC().Format(time.RFC3339Nano)
-		f["duration_ms"] = st.DurationMs
-	}
-	if st.ChildRunID != "" {
-		f["child_run_id"] = st.ChildRunID
-	}
-	ev := Event{Type: EvStepStatus, StepID: st.ID, Attempt: st.Attempt, Status: st.Status, Fields: f}
+	d := statusPayload(st, true)
+	d.Reason = reason
+	ev := Event{Type: EvStepStatus, StepID: st.ID, Attempt: st.Attempt, Status: st.Status, Data: d}
 	if st.ExitCode != nil {
 		ev.ExitCode = intp(*st.ExitCode)
 	}

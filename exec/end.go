@@ -76,15 +76,11 @@ func (r *Runner) finish() string {
 	if failed == nil {
 		failed = []string{}
 	}
-	ev := Event{Type: typ, Status: status, Fields: map[string]any{
-		"evaluated_by_end_step": true,
-		"total_steps":           len(r.steps),
-		"failed_steps_count":    len(failed),
-		"failed_steps":          failed,
-	}}
+	d := &WorkflowEnded{EvaluatedByEndStep: true, TotalSteps: len(r.steps), FailedStepsCount: len(failed), FailedSteps: failed}
 	if r.end != nil {
-		ev.Fields["end_step_status"] = r.end.st.Status
+		d.EndStepStatus = r.end.st.Status
 	}
+	ev := Event{Type: typ, Status: status, Data: d}
 	if r.fatal == nil {
 		r.commitRun(nil, ev)
 	}

@@ -209,7 +209,7 @@ func (r *Runner) procFor(sr *stepRun, kind string, argv []string, timeout time.D
 				}
 			}
 			if want {
-				sink.Event(Event{Type: EvStepOutput, RunID: r.RunID, StepID: id, Attempt: n, Line: r.mask.Bytes(line), Fields: map[string]any{"stream": stream, "kind": kind}})
+				sink.Event(Event{Type: EvStepOutput, RunID: r.RunID, StepID: id, Attempt: n, Line: r.mask.Bytes(line), Data: &StepOutput{Stream: stream, Kind: kind}})
 			}
 		}
 	}

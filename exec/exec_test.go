@@ -144,12 +144,12 @@ func TestStepHashSlurm(t *testing.T) {
 
 func TestEventJSONRoundTrip(t *testing.T) {
 	e := Event{Seq: 7, Time: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), Type: EvStepStatus, RunID: "r", StepID: "s",
-		Attempt: 2, Status: StatusFailure, ExitCode: intp(0), Fields: map[string]any{"error": "e", "seq": 99}}
+		Attempt: 2, Status: StatusFailure, ExitCode: intp(0), Data: &StepStatus{Error: "e"}}
 	b, err := json.Marshal(e)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"seq":7,"time":"2026-01-02T03:04:05.000000006Z","type":"step_status","run_id":"r","step_id":"s","attempt":2,"status":"failure","exit_code":0,"error":"e"}`
+	want := `{"seq":7,"time":"2026-01-02T03:04:05.000000006Z","type":"step_status","run_id":"r","step_id":"s","attempt":2,"status":"failure","exit_code":0,"error":"e","phase":""}`
 	if string(b) != want {
 		t.Fatalf("got  %s\nwant %s", b, want)
 	}
@@ -157,7 +157,7 @@ func TestEventJSONRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if back.Seq != 7 || back.ExitCode == nil || *back.ExitCode != 0 || back.Fields["error"] != "e" || !back.Time.Equal(e.Time) {
+	if back.Seq != 7 || back.ExitCode == nil || *back.ExitCode != 0 || back.Data.(*StepStatus).Error != "e" || !back.Time.Equal(e.Time) {
 		t.Fatalf("round trip lost data: %+v", back)
 	}
 }
@@ -261,7 +261,7 @@ func TestClassify(t *testing.T) {
 	if len(changed) != 3 || sts["a"].Status != StatusFailure || sts["b"].Status != StatusCanceled || sts["c"].Classified != ClassifiedFailDependent {
 		t.Fatalf("after fail: %+v %+v %+v", sts["a"], sts["b"], sts["c"])
 	}
-	if evs[0].Type != EvStepClassified || evs[0].Fields["reason"] != "broken" {
+	if evs[0].Type != EvStepClassified || evs[0].Data.(*StepClassified).Reason != "broken" {
 		t.Fatalf("first event %+v", evs[0])
 	}
 	// Failed by classification stays final on resume, with its canceled dependents.

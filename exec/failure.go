@@ -42,7 +42,7 @@ func (r *Runner) failure(sr *stepRun, out outcome) {
 		st.Status = StatusFailure
 		sr.continued = true
 		r.commit([]*StepState{st}, r.statusEvent(sr), Event{Type: EvWarning, StepID: def.ID, Attempt: st.Attempt,
-			Fields: map[string]any{"message": fmt.Sprintf("step %q failed (%s); on_failure: continue, dependents run anyway", def.ID, st.Error)}})
+			Data: &Warning{Message: fmt.Sprintf("step %q failed (%s); on_failure: continue, dependents run anyway", def.ID, st.Error)}})
 		r.release(sr)
 	case spec.OnRetry:
 		if sr.onFailUsed < of.MaxRetries && !r.intr {
@@ -126,17 +126,17 @@ func (r *Runner) reserveRetry(sr *stepRun, fh *spec.FailureHandler, rule *spec.R
 	r.freeSlot(sr)
 	st.Status = StatusRetrying
 	st.Attempt++
-	fields := map[string]any{
-		"failure_handler":  fh.Name,
-		"rule":             rule.Index,
-		"retry_count":      k,
-		"max_retries":      rule.MaxRetries,
-		"failed_attempt":   failedN,
-		"delay_ms":         delay.Milliseconds(),
-		"error":            st.Error,
-		"failed_exit_code": out.exitCode,
+	d := &RetryReserved{
+		FailureHandler: fh.Name,
+		Rule:           rule.Index,
+		RetryCount:     k,
+		MaxRetries:     rule.MaxRetries,
+		FailedAttempt:  failedN,
+		DelayMs:        delay.Milliseconds(),
+		Error:          st.Error,
+		FailedExitCode: out.exitCode,
 	}
-	r.commit([]*StepState{st}, r.statusEvent(sr), Event{Type: EvRetryReserved, StepID: st.ID, Attempt: st.Attempt, Fields: fields})
+	r.commit([]*StepState{st}, r.statusEvent(sr), Event{Type: EvRetryReserved, StepID: st.ID, Attempt: st.Attempt, Data: d})
 	if r.fatal != nil {
 		return
 	}
@@ -165,14 +165,14 @@ func (r *Runner) recoveryDone(sr *stepRun, m msg) {
 		if err := r.stateProblem(sr, "recovery", m.out); err != nil {
 			r.halt(err) // retryStopped below ends the retry interrupted
 		}
-		f := map[string]any{"failed_attempt": sr.failedN, "error": m.out.errorText()}
-		if m.err != nil {
-			f["error"] = m.err.Error()
+		d := &RecoveryFinished{FailedAttempt: sr.failedN}
+		switch {
+		case m.err != nil:
+			d.Error = m.err.Error()
+		case m.out.exitCode != 0:
+			d.Error = m.out.errorText()
 		}
-		ev := Event{Type: EvRecoveryFinished, StepID: st.ID, Attempt: sr.failedN, ExitCode: intp(m.out.exitCode), Fields: f}
-		if m.out.exitCode == 0 && m.err == nil {
-			delete(f, "error")
-		}
+		ev := Event{Type: EvRecoveryFinished, StepID: st.ID, Attempt: sr.failedN, ExitCode: intp(m.out.exitCode), Data: d}
 		r.commit(nil, ev)
 	}
 	if r.retryStopped(sr) {
@@ -237,7 +237,7 @@ func (r *Runner) invokeHandler(sr *stepRun, out outcome) {
 	st.Status = StatusRemediating
 	ev := r.statusEvent(sr)
 	if err == nil {
-		ev.Fields["handler_command"] = subst.Join(argv)
+		ev.Data.(*StepStatus).HandlerCommand = subst.Join(argv)
 	}
 	r.commit([]*StepState{st}, ev)
 	if r.fatal != nil {
@@ -300,16 +300,16 @@ func (r *Runner) handlerDone(sr *stepRun, m msg) {
 		RetryCount:       sr.remRetries,
 		MaxRetries:       of.MaxRetries,
 	}
-	hev := Event{Type: EvHandlerInvoked, StepID: st.ID, Attempt: sr.failedN, Fields: map[string]any{
-		"phase":           st.Phase,
-		"original_status": StatusFailure,
-		"handler_type":    m.hType,
-		"handler_command": st.Remediation.HandlerCommand,
-		"handler_argv":    m.argv,
-		"handler_result":  res,
-		"retry_count":     sr.remRetries,
-		"max_retries":     of.MaxRetries,
-		"error":           st.Error,
+	hev := Event{Type: EvHandlerInvoked, StepID: st.ID, Attempt: sr.failedN, Data: &HandlerInvoked{
+		Phase:          st.Phase,
+		OriginalStatus: StatusFailure,
+		HandlerType:    m.hType,
+		HandlerCommand: st.Remediation.HandlerCommand,
+		HandlerArgv:    m.argv,
+		HandlerResult:  res,
+		RetryCount:     sr.remRetries,
+		MaxRetries:     of.MaxRetries,
+		Error:          st.Error,
 	}}
 	switch {
 	case reason == reasonInterrupt || r.intr:

@@ -16,7 +16,7 @@ func (r *Runner) halt(err error) {
 		return
 	}
 	r.halted = err
-	r.commit(nil, Event{Type: EvWarning, Fields: map[string]any{"message": err.Error() + "; the run stops, resume it once that is fixed"}})
+	r.commit(nil, Event{Type: EvWarning, Data: &Warning{Message: err.Error() + "; the run stops, resume it once that is fixed"}})
 	r.interrupt(false)
 }
 

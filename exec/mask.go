@@ -2,6 +2,7 @@ package exec
 
 import (
 	"encoding/json"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -74,49 +75,63 @@ func (m *Masker) Bytes(b []byte) []byte {
 	return []byte(s)
 }
 
-// Event masks the text of an event's fields, in place.
+// Event masks the text of an event's payload and line, in place. The payload
+// is replaced by a masked copy: it may share a slice or a HandlerResult with
+// the runner's own records.
 func (m *Masker) Event(e *Event) {
 	if m == nil {
 		return
 	}
-	for k, v := range e.Fields {
-		e.Fields[k] = m.value(v)
+	switch d := e.Data.(type) {
+	case nil:
+	case Other:
+		o := make(Other, len(d))
+		for k, v := range d {
+			o[k] = m.Bytes(v) // raw JSON: escaped forms are masked too
+		}
+		e.Data = o
+	default:
+		e.Data = m.copy(reflect.ValueOf(d)).Interface().(Payload)
 	}
 	e.Line = m.Bytes(e.Line)
 }
 
-func (m *Masker) value(v any) any {
-	switch x := v.(type) {
-	case string:
-		return m.String(x)
-	case []string:
-		out := make([]string, len(x))
-		for i, s := range x {
-			out[i] = m.String(s)
+var stepInfoType = reflect.TypeFor[StepInfo]()
+
+// copy returns a deep copy of v with every string masked, but the plan's
+// step descriptions (ids and names are not values of the context).
+func (m *Masker) copy(v reflect.Value) reflect.Value {
+	switch v.Kind() {
+	case reflect.String:
+		return reflect.ValueOf(m.String(v.String())).Convert(v.Type())
+	case reflect.Pointer:
+		if v.IsNil() {
+			return v
 		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, y := range x {
-			out[i] = m.value(y)
+		n := reflect.New(v.Type().Elem())
+		n.Elem().Set(m.copy(v.Elem()))
+		return n
+	case reflect.Struct:
+		if v.Type() == stepInfoType {
+			return v
 		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, y := range x {
-			out[k] = m.value(y)
+		n := reflect.New(v.Type()).Elem()
+		n.Set(v)
+		for i := range n.NumField() {
+			if f := n.Field(i); f.CanSet() {
+				f.Set(m.copy(v.Field(i)))
+			}
 		}
-		return out
-	case *HandlerResult:
-		if x == nil {
-			return x
+		return n
+	case reflect.Slice:
+		if v.IsNil() || v.Type().Elem() == stepInfoType {
+			return v
 		}
-		c := *x
-		c.Message = m.String(c.Message)
-		return &c
-	case HandlerResult:
-		x.Message = m.String(x.Message)
-		return x
+		n := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		for i := range v.Len() {
+			n.Index(i).Set(m.copy(v.Index(i)))
+		}
+		return n
 	}
 	return v
 }

@@ -19,10 +19,27 @@ func TestMasker(t *testing.T) {
 	if got := m.String("xy stays: too short to mask"); !strings.HasPrefix(got, "xy") {
 		t.Errorf("a 2-character secret was masked: %q", got)
 	}
-	e := Event{Fields: map[string]any{"handler_command": `fix ab"cd\ef`, "failed_steps": []string{`ab"cd\ef`}, "handler_result": &HandlerResult{Message: `x ab"cd\ef`}}}
+	res := &HandlerResult{Message: `x ab"cd\ef`}
+	argv := []string{"fix", `ab"cd\ef`}
+	hi := &HandlerInvoked{HandlerCommand: `fix ab"cd\ef`, HandlerArgv: argv, HandlerResult: res}
+	e := Event{Data: hi}
 	m.Event(&e)
-	if e.Fields["handler_command"] != "fix ***" || e.Fields["failed_steps"].([]string)[0] != "***" || e.Fields["handler_result"].(*HandlerResult).Message != "x ***" {
-		t.Errorf("event: %+v", e.Fields)
+	got := e.Data.(*HandlerInvoked)
+	if got.HandlerCommand != "fix ***" || got.HandlerArgv[1] != "***" || got.HandlerResult.Message != "x ***" {
+		t.Errorf("event: %+v", got)
+	}
+	if res.Message != `x ab"cd\ef` || argv[1] != `ab"cd\ef` || hi.HandlerCommand != `fix ab"cd\ef` {
+		t.Error("masking changed the runner's own records, not a copy")
+	}
+	we := Event{Data: &WorkflowEnded{FailedSteps: []string{`ab"cd\ef`}}}
+	m.Event(&we)
+	if we.Data.(*WorkflowEnded).FailedSteps[0] != "***" {
+		t.Errorf("failed_steps not masked: %+v", we.Data)
+	}
+	o := Event{Data: Other{"x": []byte(`"say ab\"cd\\ef"`)}}
+	m.Event(&o)
+	if s := string(o.Data.(Other)["x"]); s != `"say ***"` {
+		t.Errorf("an unknown event's field: %s", s)
 	}
 	var none *Masker
 	if none.String("ab") != "ab" || NewMasker(&spec.Plan{}) != nil {

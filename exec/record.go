@@ -12,25 +12,27 @@ import (
 // carries what a reader needs to rebuild `faber status` from the log alone.
 func (r *Runner) statusEvent(sr *stepRun) Event {
 	st := sr.st
-	f := map[string]any{"phase": st.Phase}
-	if st.Error != "" {
-		f["error"] = st.Error
-	}
-	if st.StartedAt != nil {
-		f["started_at"] = st.StartedAt.UTC().Format(time.RFC3339Nano)
-	}
-	if st.FinishedAt != nil && st.Status != StatusInProgress {
-		f["finished_at"] = st.FinishedAt.UTC().Format(time.RFC3339Nano)
-		f["duration_ms"] = st.DurationMs
-	}
-	if st.ChildRunID != "" {
-		f["child_run_id"] = st.ChildRunID
-	}
-	ev := Event{Type: EvStepStatus, StepID: st.ID, Attempt: st.Attempt, Status: st.Status, Fields: f}
+	ev := Event{Type: EvStepStatus, StepID: st.ID, Attempt: st.Attempt, Status: st.Status,
+		Data: statusPayload(st, st.Status != StatusInProgress)}
 	if st.ExitCode != nil && st.Status != StatusInProgress {
 		ev.ExitCode = intp(*st.ExitCode)
 	}
 	return ev
+}
+
+// statusPayload is the step_status payload of a step record; withEnd adds
+// the attempt's end (finished_at, duration_ms) when it has one.
+func statusPayload(st *StepState, withEnd bool) *StepStatus {
+	d := &StepStatus{Phase: st.Phase, Error: st.Error, ChildRunID: st.ChildRunID}
+	if st.StartedAt != nil {
+		d.StartedAt = timep(st.StartedAt.UTC())
+	}
+	if st.FinishedAt != nil && withEnd {
+		d.FinishedAt = timep(st.FinishedAt.UTC())
+		ms := st.DurationMs
+		d.DurationMs = &ms
+	}
+	return d
 }
 
 func (r *Runner) commit(steps []*StepState, evs ...Event) {

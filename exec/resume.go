@@ -131,10 +131,10 @@ func PrepareResume(p *spec.Plan, prior *Prior, opts ResumeOptions) error {
 		switch st.Status {
 		case StatusInProgress, StatusRemediating, StatusRetrying:
 			was := st.Status
-			evs = append(evs, Event{Type: EvStepOrphaned, StepID: st.ID, Attempt: st.Attempt, Fields: map[string]any{
-				"previous_status": was,
-				"pgid":            st.PGID,
-				"message":         "faber stopped while the step was " + was + "; its processes were terminated",
+			evs = append(evs, Event{Type: EvStepOrphaned, StepID: st.ID, Attempt: st.Attempt, Data: &StepOrphaned{
+				PreviousStatus: was,
+				PGID:           st.PGID,
+				Message:        "faber stopped while the step was " + was + "; its processes were terminated",
 			}})
 			st.PGID, st.PStart = 0, ""
 			st.Error = "interrupted: faber stopped while the step was " + was
@@ -194,13 +194,13 @@ func PrepareResume(p *spec.Plan, prior *Prior, opts ResumeOptions) error {
 			ids = append(ids, s.ID)
 		}
 	}
-	prior.Events = append([]Event{{Type: EvRunResumed, Fields: map[string]any{
-		"plan":          p.Name,
-		"steps":         StepInfos(p),
-		"reset_steps":   nonNil(ids),
-		"orphaned":      nonNil(orphaned),
-		"changed_steps": nonNil(rerun),
-		"edited_plan":   opts.EditedPlan,
+	prior.Events = append([]Event{{Type: EvRunResumed, Data: &RunResumed{
+		Plan:         p.Name,
+		Steps:        StepInfos(p),
+		ResetSteps:   nonNil(ids),
+		Orphaned:     nonNil(orphaned),
+		ChangedSteps: nonNil(rerun),
+		EditedPlan:   opts.EditedPlan,
 	}}}, evs...)
 	return nil
 }
@@ -277,7 +277,7 @@ func ResetSteps(p *spec.Plan, prior *Prior, failedOnly bool, ids []string) ([]*S
 		changed = append(changed, st)
 		evs = append(evs, statusOnly(st, "reset"))
 	}
-	ev := Event{Type: EvStepsReset, Fields: map[string]any{"steps": nonNil(stepIDs(changed)), "failed_only": failedOnly, "requested": nonNil(ids)}}
+	ev := Event{Type: EvStepsReset, Data: &StepsReset{Steps: nonNil(stepIDs(changed)), FailedOnly: failedOnly, Requested: nonNil(ids)}}
 	return changed, append([]Event{ev}, evs...), nil
 }
 

@@ -222,7 +222,7 @@ func (r *Runner) setup(prior *Prior) {
 	}
 	if prior == nil {
 		r.run = &RunState{RunID: r.RunID, Plan: p.Name, Status: RunInProgress, StartedAt: now}
-		ev := Event{Type: EvRunStarted, Fields: map[string]any{"plan": p.Name, "plan_file": p.File, "jobs": r.jobs, "total_steps": len(p.Steps), "steps": StepInfos(p)}}
+		ev := Event{Type: EvRunStarted, Data: &RunStarted{Plan: p.Name, PlanFile: p.File, Jobs: r.jobs, TotalSteps: len(p.Steps), Steps: StepInfos(p)}}
 		r.commitRun(fresh, ev)
 	} else {
 		r.run = prior.Run

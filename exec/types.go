@@ -5,12 +5,7 @@
 // given before acting on it.
 package exec
 
-import (
-	"bytes"
-	"encoding/json"
-	"sort"
-	"time"
-)
+import "time"
 
 // Step statuses (SPEC §3).
 const (
@@ -45,18 +40,16 @@ const (
 	// EvChildEvent carries one event of a sub-plan step's child run to the
 	// parent's renderers (never stored in the parent: the child run has its
 	// own log). StepID is the parent step; Child is the child's event.
-	EvChildEvent         = "child_event"
-	EvRetryReserved      = "step_retry_reserved"
-	EvRecoveryFinished   = "recovery_script_finished"
-	EvHandlerInvoked     = "step_handler_invoked"
-	EvStepOrphaned       = "step_orphaned"
-	EvStepClassified     = "step_classified"
-	EvWarning            = "warning"
-	EvWorkflowCompleted  = "workflow_completed"
-	EvWorkflowFailed     = "workflow_failed"
-	EvEndStepSkipped     = "end_step_skipped"
-	EvStepsReset         = "steps_reset"
-	EvRunInterruptedNote = "run_interrupted"
+	EvChildEvent        = "child_event"
+	EvRetryReserved     = "step_retry_reserved"
+	EvRecoveryFinished  = "recovery_script_finished"
+	EvHandlerInvoked    = "step_handler_invoked"
+	EvStepOrphaned      = "step_orphaned"
+	EvStepClassified    = "step_classified"
+	EvWarning           = "warning"
+	EvWorkflowCompleted = "workflow_completed"
+	EvWorkflowFailed    = "workflow_failed"
+	EvStepsReset        = "steps_reset"
 )
 
 // Terminal reports whether a step status needs no more work in this session.
@@ -124,8 +117,9 @@ type RunState struct {
 	FinishedAt *time.Time `json:"finished_at"`
 }
 
-// Event is one entry of a run's audit trail. Fields holds the type-specific
-// fields; they are flattened into the JSON object after the common ones.
+// Event is one entry of a run's audit trail. Data holds the fields of its
+// type (events.go); they are flattened into the JSON object after the
+// common ones.
 type Event struct {
 	Seq      int64
 	Time     time.Time
@@ -135,10 +129,14 @@ type Event struct {
 	Attempt  int
 	Status   string
 	ExitCode *int
-	Fields   map[string]any
+	Data     Payload
+
+	// ParentRunID and ParentStepID mark a child run's event in the parent's
+	// JSON stream (`--ui json`): the run and step that ran the child.
+	ParentRunID, ParentStepID string
 
 	// Line is set on EvStepOutput events only (never stored): one line of
-	// output, Stream "stdout" or "stderr" in Fields.
+	// output; Data (*StepOutput) says which stream.
 	Line []byte
 	// Child is set on EvChildEvent events only: the child run's event.
 	Child *Event
@@ -154,101 +152,6 @@ func (e Event) Marshal() ([]byte, error) {
 		return e.JSON, nil
 	}
 	return e.MarshalJSON()
-}
-
-// MarshalJSON writes the common fields first, in a stable order, then Fields
-// sorted by key.
-func (e Event) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	first := true
-	put := func(k string, v any) error {
-		if !first {
-			b.WriteByte(',')
-		}
-		first = false
-		kb, _ := json.Marshal(k)
-		b.Write(kb)
-		b.WriteByte(':')
-		vb, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		b.Write(vb)
-		return nil
-	}
-	_ = put("seq", e.Seq)
-	_ = put("time", e.Time.UTC().Format(time.RFC3339Nano))
-	_ = put("type", e.Type)
-	_ = put("run_id", e.RunID)
-	if e.StepID != "" {
-		_ = put("step_id", e.StepID)
-	}
-	if e.Attempt != 0 {
-		_ = put("attempt", e.Attempt)
-	}
-	if e.Status != "" {
-		_ = put("status", e.Status)
-	}
-	if e.ExitCode != nil {
-		_ = put("exit_code", *e.ExitCode)
-	}
-	keys := make([]string, 0, len(e.Fields))
-	for k := range e.Fields {
-		switch k {
-		case "seq", "time", "type", "run_id", "step_id", "attempt", "status", "exit_code":
-			continue
-		}
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if err := put(k, e.Fields[k]); err != nil {
-			return nil, err
-		}
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
-
-// UnmarshalJSON reads an event written by MarshalJSON.
-func (e *Event) UnmarshalJSON(data []byte) error {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil {
-		return err
-	}
-	*e = Event{Fields: map[string]any{}}
-	for k, v := range m {
-		var err error
-		switch k {
-		case "seq":
-			err = json.Unmarshal(v, &e.Seq)
-		case "time":
-			err = json.Unmarshal(v, &e.Time)
-		case "type":
-			err = json.Unmarshal(v, &e.Type)
-		case "run_id":
-			err = json.Unmarshal(v, &e.RunID)
-		case "step_id":
-			err = json.Unmarshal(v, &e.StepID)
-		case "attempt":
-			err = json.Unmarshal(v, &e.Attempt)
-		case "status":
-			err = json.Unmarshal(v, &e.Status)
-		case "exit_code":
-			var c int
-			err = json.Unmarshal(v, &c)
-			e.ExitCode = &c
-		default:
-			var x any
-			err = json.Unmarshal(v, &x)
-			e.Fields[k] = x
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func intp(n int) *int { return &n }

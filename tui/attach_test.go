@@ -8,6 +8,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/internal/evtest"
 )
 
 // TestAttachedKeysSayLeave: in a view of another process's run, the footer
@@ -51,11 +52,11 @@ func TestLeave(t *testing.T) {
 func TestSummaryOf(t *testing.T) {
 	exit := 2
 	s := SummaryOf(Options{Plan: "demo", RunID: "demo-1", Styles: NewStyles(false), ResumeHint: true}, []exec.Event{
-		{Type: exec.EvRunStarted, RunID: "demo-1", Time: t0, Fields: map[string]any{"plan": "demo",
-			"steps": []any{map[string]any{"id": "a", "phase": "main"}, map[string]any{"id": "b", "phase": "main"}}}},
+		evtest.Typed(exec.Event{Type: exec.EvRunStarted, RunID: "demo-1", Time: t0}, map[string]any{"plan": "demo",
+			"steps": []any{map[string]any{"id": "a", "phase": "main"}, map[string]any{"id": "b", "phase": "main"}}}),
 		status("a", exec.StatusSuccess, 1, map[string]any{"duration_ms": int64(1500)}),
-		{Type: exec.EvStepStatus, StepID: "b", Status: exec.StatusFailure, Attempt: 1, ExitCode: &exit, Time: t0,
-			Fields: map[string]any{"error": "boom"}},
+		evtest.Typed(exec.Event{Type: exec.EvStepStatus, StepID: "b", Status: exec.StatusFailure, Attempt: 1, ExitCode: &exit, Time: t0},
+			map[string]any{"error": "boom"}),
 		{Type: exec.EvWorkflowFailed, RunID: "demo-1", Status: exec.RunFailed, Time: t0.Add(3 * time.Second)},
 	})
 	for _, want := range []string{"demo-1 failed in 3.0s", "✓ a     main   success", "b failure: exit 2: boom", "resume with: faber resume demo-1"} {

@@ -625,7 +625,10 @@ func (m *Model) step(id string, e exec.Event) *stepRow {
 	if r := m.byID[id]; r != nil {
 		return r
 	}
-	phase, _ := e.Fields["phase"].(string)
+	var phase string
+	if d, ok := e.Data.(*exec.StepStatus); ok {
+		phase = d.Phase
+	}
 	r := m.addStep(StepDef{ID: id, Phase: phase})
 	m.layoutRows()
 	return r
@@ -636,17 +639,18 @@ func (m *Model) apply(e exec.Event) {
 	m.events++
 	switch e.Type {
 	case exec.EvRunStarted:
+		d := data[exec.RunStarted](e)
 		if !e.Time.IsZero() {
 			m.start = e.Time
 		}
-		if p, ok := e.Fields["plan"].(string); ok && m.opt.Plan == "" {
-			m.opt.Plan = p
+		if d.Plan != "" && m.opt.Plan == "" {
+			m.opt.Plan = d.Plan
 		}
 		if m.opt.RunID == "" {
 			m.opt.RunID = e.RunID
 		}
 		if len(m.steps) == 0 {
-			if infos := stepInfos(e.Fields["steps"]); len(infos) > 0 {
+			if infos := d.Steps; len(infos) > 0 {
 				for _, in := range infos {
 					m.addStep(StepDef{ID: in.ID, Name: in.Name, Phase: in.Phase})
 				}
@@ -672,12 +676,11 @@ func (m *Model) apply(e exec.Event) {
 		m.applyChild(m.step(e.StepID, e), *e.Child)
 	case exec.EvRetryReserved:
 		r := m.step(e.StepID, e)
-		r.retries, _ = toInt(e.Fields["retry_count"])
-		r.budget, _ = toInt(e.Fields["max_retries"])
-		r.budgetBy, _ = e.Fields["failure_handler"].(string)
+		d := data[exec.RetryReserved](e)
+		r.retries, r.budget, r.budgetBy = d.RetryCount, d.MaxRetries, d.FailureHandler
 		msg := fmt.Sprintf("retry %d/%d reserved by failure handler %s", r.retries, r.budget, r.budgetBy)
-		if d, ok := toInt(e.Fields["delay_ms"]); ok && d > 0 {
-			msg += ", after " + fmtDur(time.Duration(d)*time.Millisecond)
+		if d.DelayMs > 0 {
+			msg += ", after " + fmtDur(time.Duration(d.DelayMs)*time.Millisecond)
 		}
 		r.log.add(logLine{text: msg, mark: true})
 		m.fitAttempt(r)
@@ -690,23 +693,21 @@ func (m *Model) apply(e exec.Event) {
 		r.log.add(logLine{text: fmt.Sprintf("recovery script exited %d", code), mark: true})
 	case exec.EvHandlerInvoked:
 		r := m.step(e.StepID, e)
-		if c, ok := e.Fields["handler_command"].(string); ok {
-			r.handler = c
-		}
-		r.retries, _ = toInt(e.Fields["retry_count"])
-		r.budget, _ = toInt(e.Fields["max_retries"])
+		d := data[exec.HandlerInvoked](e)
+		r.handler = d.HandlerCommand
+		r.retries, r.budget = d.RetryCount, d.MaxRetries
 		r.budgetBy = "on_failure"
-		status, message := handlerOutcome(e.Fields["handler_result"])
+		status, message := handlerOutcome(d.HandlerResult)
 		r.log.add(logLine{text: fmt.Sprintf("on_failure %s: %s", status, oneLine(message)), mark: true})
 		m.fitAttempt(r)
 	case exec.EvStepOrphaned:
 		r := m.step(e.StepID, e)
-		r.log.add(logLine{text: fmt.Sprintf("was running when faber died: %v", e.Fields["message"]), mark: true})
+		r.log.add(logLine{text: "was running when faber died: " + data[exec.StepOrphaned](e).Message, mark: true})
 	case exec.EvStepClassified:
 		r := m.step(e.StepID, e)
-		r.classified, _ = e.Fields["action"].(string)
+		r.classified = data[exec.StepClassified](e).Action
 	case exec.EvWarning:
-		m.say(fmt.Sprintf("warning: %v", e.Fields["message"]), true)
+		m.say("warning: "+data[exec.Warning](e).Message, true)
 	case exec.EvWorkflowCompleted, exec.EvWorkflowFailed:
 		m.runStatus = e.Status
 		m.end = e.Time
@@ -724,21 +725,22 @@ func (m *Model) applyStatus(e exec.Event) {
 		r.attempt = e.Attempt
 		m.fitAttempt(r)
 	}
+	d := data[exec.StepStatus](e)
 	r.exit = e.ExitCode
-	r.err, _ = e.Fields["error"].(string)
+	r.err = d.Error
 	switch e.Status {
 	case exec.StatusInProgress:
-		r.started = fieldTime(e.Fields["started_at"], e.Time)
+		r.started = timeOr(d.StartedAt, e.Time)
 		r.hasDur = false
 	case exec.StatusRemediating:
-		if c, ok := e.Fields["handler_command"].(string); ok && c != "" {
-			r.handler = c
+		if d.HandlerCommand != "" {
+			r.handler = d.HandlerCommand
 		} else if prev != exec.StatusRemediating {
 			r.handler = r.def.Handler
 		}
 	}
-	if d, ok := toInt(e.Fields["duration_ms"]); ok && e.Status != exec.StatusInProgress {
-		r.dur, r.hasDur = time.Duration(d)*time.Millisecond, true
+	if d.DurationMs != nil && e.Status != exec.StatusInProgress {
+		r.dur, r.hasDur = time.Duration(*d.DurationMs)*time.Millisecond, true
 	}
 	if !m.follow {
 		return
@@ -751,7 +753,8 @@ func (m *Model) applyStatus(e exec.Event) {
 }
 
 func (m *Model) applyLine(r *stepRow, e exec.Event) {
-	kind, _ := e.Fields["kind"].(string)
+	out := data[exec.StepOutput](e)
+	kind := out.Kind
 	if kind == "" {
 		kind = "attempt"
 	}
@@ -769,10 +772,7 @@ func (m *Model) applyLine(r *stepRow, e exec.Event) {
 		r.lastAttempt, r.lastKind = e.Attempt, kind
 	}
 	text := sanitize(e.Line)
-	stderr := false
-	if s, _ := e.Fields["stream"].(string); s == "stderr" {
-		stderr = true
-	}
+	stderr := out.Stream == "stderr"
 	r.log.add(logLine{text: text, stderr: stderr})
 	if kind == "attempt" && strings.TrimSpace(text) != "" {
 		r.lastLine = text
@@ -790,9 +790,8 @@ func (m *Model) applyLine(r *stepRow, e exec.Event) {
 func (m *Model) applyChild(r *stepRow, c exec.Event) {
 	cr := m.childRuns[c.RunID]
 	if cr == nil {
-		pr, _ := c.Fields["parent_run_id"].(string)
-		ps, _ := c.Fields["parent_step_id"].(string)
-		p := m.childRuns[pr]
+		ps := c.ParentStepID
+		p := m.childRuns[c.ParentRunID]
 		if ps == "" {
 			p = nil
 		}
@@ -801,7 +800,14 @@ func (m *Model) applyChild(r *stepRow, c exec.Event) {
 	switch c.Type {
 	case exec.EvRunStarted, exec.EvRunResumed:
 		cr.status = ""
-		for _, in := range stepInfos(c.Fields["steps"]) {
+		var infos []exec.StepInfo
+		switch d := c.Data.(type) {
+		case *exec.RunStarted:
+			infos = d.Steps
+		case *exec.RunResumed:
+			infos = d.Steps
+		}
+		for _, in := range infos {
 			cs := m.childStep(cr, in.ID)
 			if in.Name != "" {
 				cs.name = in.Name
@@ -817,31 +823,30 @@ func (m *Model) applyChild(r *stepRow, c exec.Event) {
 		if c.Attempt > 0 {
 			cs.attempt = c.Attempt
 		}
+		d := data[exec.StepStatus](c)
 		cs.exit = c.ExitCode
-		cs.err, _ = c.Fields["error"].(string)
+		cs.err = d.Error
 		switch c.Status {
 		case exec.StatusInProgress:
 			def := c.Time
 			if def.IsZero() {
 				def = m.now()
 			}
-			cs.started = fieldTime(c.Fields["started_at"], def)
+			cs.started = timeOr(d.StartedAt, def)
 			cs.hasDur = false
 		case exec.StatusRemediating:
-			if h, ok := c.Fields["handler_command"].(string); ok && h != "" {
-				cs.handler = h
+			if d.HandlerCommand != "" {
+				cs.handler = d.HandlerCommand
 			} else if prev != exec.StatusRemediating {
 				cs.handler = ""
 			}
 		}
-		if d, ok := toInt(c.Fields["duration_ms"]); ok && c.Status != exec.StatusInProgress {
-			cs.dur, cs.hasDur = time.Duration(d)*time.Millisecond, true
+		if d.DurationMs != nil && c.Status != exec.StatusInProgress {
+			cs.dur, cs.hasDur = time.Duration(*d.DurationMs)*time.Millisecond, true
 		}
 	case exec.EvHandlerInvoked:
-		if c.StepID != "" {
-			if h, ok := c.Fields["handler_command"].(string); ok {
-				m.childStep(cr, c.StepID).handler = h
-			}
+		if d, ok := c.Data.(*exec.HandlerInvoked); ok && c.StepID != "" {
+			m.childStep(cr, c.StepID).handler = d.HandlerCommand
 		}
 	case exec.EvWorkflowCompleted, exec.EvWorkflowFailed:
 		cr.status = c.Status
@@ -891,68 +896,16 @@ func (m *Model) childStep(cr *childRun, id string) *childStep {
 }
 
 // stepInfos reads the steps field of run_started or run_resumed: live
-// ([]exec.StepInfo) or decoded from JSON (a list of objects).
-func stepInfos(x any) []exec.StepInfo {
-	switch v := x.(type) {
-	case []exec.StepInfo:
-		return v
-	case []any:
-		out := make([]exec.StepInfo, 0, len(v))
-		for _, it := range v {
-			o, ok := it.(map[string]any)
-			if !ok {
-				continue
-			}
-			id, _ := o["id"].(string)
-			if id == "" {
-				continue
-			}
-			name, _ := o["name"].(string)
-			phase, _ := o["phase"].(string)
-			out = append(out, exec.StepInfo{ID: id, Name: name, Phase: phase})
-		}
-		return out
+func handlerOutcome(r *exec.HandlerResult) (status, message string) {
+	if r == nil {
+		return "done", ""
 	}
-	return nil
+	return r.Status, r.Message
 }
 
-// handlerOutcome reads a handler_result field, live (*exec.HandlerResult)
-// or decoded from JSON (a map).
-func handlerOutcome(x any) (status, message string) {
-	switch v := x.(type) {
-	case *exec.HandlerResult:
-		if v != nil {
-			return v.Status, v.Message
-		}
-	case exec.HandlerResult:
-		return v.Status, v.Message
-	case map[string]any:
-		s, _ := v["status"].(string)
-		msg, _ := v["message"].(string)
-		return s, msg
-	}
-	return "done", ""
-}
-
-func toInt(x any) (int, bool) {
-	switch v := x.(type) {
-	case int:
-		return v, true
-	case int64:
-		return int(v), true
-	case float64:
-		return int(v), true
-	case int32:
-		return int(v), true
-	}
-	return 0, false
-}
-
-func fieldTime(x any, def time.Time) time.Time {
-	if s, ok := x.(string); ok {
-		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-			return t
-		}
+func timeOr(t *time.Time, def time.Time) time.Time {
+	if t != nil {
+		return *t
 	}
 	if def.IsZero() {
 		return time.Now()

@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/internal/evtest"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -41,12 +42,11 @@ func status(step, st string, attempt int, fields map[string]any) exec.Event {
 	if fields == nil {
 		fields = map[string]any{}
 	}
-	return exec.Event{Type: exec.EvStepStatus, StepID: step, Status: st, Attempt: attempt, Time: t0, Fields: fields}
+	return evtest.Typed(exec.Event{Type: exec.EvStepStatus, StepID: step, Status: st, Attempt: attempt, Time: t0}, fields)
 }
 
 func line(step, stream, text string) exec.Event {
-	return exec.Event{Type: exec.EvStepOutput, StepID: step, Attempt: 1, Line: []byte(text),
-		Fields: map[string]any{"stream": stream, "kind": "attempt"}}
+	return evtest.Typed(exec.Event{Type: exec.EvStepOutput, StepID: step, Attempt: 1, Line: []byte(text)}, map[string]any{"stream": stream, "kind": "attempt"})
 }
 
 func feed(m *Model, evs ...exec.Event) { m.Update(eventsMsg{events: evs}) }
@@ -165,7 +165,7 @@ func TestViewShowsEveryStatus(t *testing.T) {
 func TestRetryBudgetAndHandlerCommand(t *testing.T) {
 	m, _ := newTestModel(t, defs("main", "flaky")...)
 	feed(m, status("flaky", exec.StatusInProgress, 1, nil),
-		exec.Event{Type: exec.EvRetryReserved, StepID: "flaky", Attempt: 2, Fields: map[string]any{"retry_count": 1, "max_retries": 3, "failure_handler": "transient", "delay_ms": int64(2000)}},
+		evtest.Typed(exec.Event{Type: exec.EvRetryReserved, StepID: "flaky", Attempt: 2}, map[string]any{"retry_count": 1, "max_retries": 3, "failure_handler": "transient", "delay_ms": int64(2000)}),
 		status("flaky", exec.StatusRetrying, 2, map[string]any{"error": "exit status 10"}))
 	row := rowOf(t, m.View(), "flaky")
 	if !strings.Contains(row, "#2 retry 1/3") || !strings.Contains(row, "waiting to retry") {
@@ -175,9 +175,9 @@ func TestRetryBudgetAndHandlerCommand(t *testing.T) {
 	if row := rowOf(t, m.View(), "flaky"); !strings.Contains(row, "on_failure: ./fix.sh --id 7") {
 		t.Errorf("remediating row lacks the exact handler command: %q", row)
 	}
-	feed(m, exec.Event{Type: exec.EvHandlerInvoked, StepID: "flaky", Attempt: 3, Fields: map[string]any{
+	feed(m, evtest.Typed(exec.Event{Type: exec.EvHandlerInvoked, StepID: "flaky", Attempt: 3}, map[string]any{
 		"handler_command": "./fix.sh --id 7", "retry_count": 1, "max_retries": 1,
-		"handler_result": &exec.HandlerResult{Status: "failure", Message: "could not fix", ExitCode: 2, ActionTaken: "stop"}}},
+		"handler_result": &exec.HandlerResult{Status: "failure", Message: "could not fix", ExitCode: 2, ActionTaken: "stop"}}),
 		status("flaky", exec.StatusRemediationFailed, 3, map[string]any{"error": "exit status 10", "duration_ms": int64(10)}))
 	v := m.View()
 	if row := rowOf(t, v, "flaky"); !strings.Contains(row, "exit status 10") || !strings.Contains(row, "retry 1/1") {
@@ -476,11 +476,9 @@ func TestSummary(t *testing.T) {
 	feed(m,
 		status("fetch", exec.StatusSuccess, 1, map[string]any{"duration_ms": int64(1200)}),
 		status("compile", exec.StatusSuccess, 2, map[string]any{"duration_ms": int64(300)}),
-		exec.Event{Type: exec.EvStepStatus, StepID: "deploy", Status: exec.StatusFailure, Attempt: 1, ExitCode: intp(3),
-			Fields: map[string]any{"error": "connection refused", "duration_ms": int64(50)}},
+		evtest.Typed(exec.Event{Type: exec.EvStepStatus, StepID: "deploy", Status: exec.StatusFailure, Attempt: 1, ExitCode: intp(3)}, map[string]any{"error": "connection refused", "duration_ms": int64(50)}),
 		status("notify", exec.StatusCanceled, 0, nil),
-		exec.Event{Type: exec.EvWorkflowFailed, Status: exec.RunFailed, Time: t0.Add(4 * time.Second),
-			Fields: map[string]any{"failed_steps": []string{"deploy"}, "total_steps": 4, "failed_steps_count": 1}})
+		evtest.Typed(exec.Event{Type: exec.EvWorkflowFailed, Status: exec.RunFailed, Time: t0.Add(4 * time.Second)}, map[string]any{"failed_steps": []string{"deploy"}, "total_steps": 4, "failed_steps_count": 1}))
 	s := m.Summary()
 	for _, want := range []string{
 		"✗ faber demo demo-20260102T030405-abcd failed in 4.0s",
@@ -527,8 +525,8 @@ func TestSummaryOfLargePlanListsWhatDidNotSucceed(t *testing.T) {
 
 func TestStepsFromRunStartedAndPrior(t *testing.T) {
 	m := NewModel(Options{Styles: NewStyles(false)})
-	feed(m, exec.Event{Type: exec.EvRunStarted, RunID: "x-1", Time: t0, Fields: map[string]any{"plan": "x",
-		"steps": []exec.StepInfo{{ID: "one", Name: "one", Phase: "p"}, {ID: "two", Name: "Second", Phase: "p"}}}})
+	feed(m, evtest.Typed(exec.Event{Type: exec.EvRunStarted, RunID: "x-1", Time: t0}, map[string]any{"plan": "x",
+		"steps": []exec.StepInfo{{ID: "one", Name: "one", Phase: "p"}, {ID: "two", Name: "Second", Phase: "p"}}}))
 	v := m.View()
 	if !strings.Contains(v, "x · x-1") || !strings.Contains(v, "one") || !strings.Contains(v, "Second") {
 		t.Errorf("steps from run_started:\n%s", v)
@@ -591,11 +589,11 @@ func TestRendererBatchesAndSummarizes(t *testing.T) {
 		}()
 	}
 	tu.Event(status("a", exec.StatusSuccess, 1, map[string]any{"duration_ms": int64(10)}))
-	tu.Event(exec.Event{Type: exec.EvStepStatus, StepID: "b", Status: exec.StatusFailure, Attempt: 1, ExitCode: intp(1), Fields: map[string]any{"error": "it broke"}})
+	tu.Event(evtest.Typed(exec.Event{Type: exec.EvStepStatus, StepID: "b", Status: exec.StatusFailure, Attempt: 1, ExitCode: intp(1)}, map[string]any{"error": "it broke"}))
 	for g := 0; g < 4; g++ {
 		<-done
 	}
-	tu.Event(exec.Event{Type: exec.EvWorkflowFailed, Status: exec.RunFailed, Fields: map[string]any{"failed_steps": []string{"b"}}})
+	tu.Event(evtest.Typed(exec.Event{Type: exec.EvWorkflowFailed, Status: exec.RunFailed}, map[string]any{"failed_steps": []string{"b"}}))
 	start := time.Now()
 	if err := tu.Close(); err != nil {
 		t.Fatal(err)
@@ -749,7 +747,7 @@ func childStarted(run string, fields map[string]any, ids ...string) exec.Event {
 	for k, v := range fields {
 		f[k] = v
 	}
-	return exec.Event{Type: exec.EvRunStarted, RunID: run, Fields: f}
+	return evtest.Typed(exec.Event{Type: exec.EvRunStarted, RunID: run}, f)
 }
 
 func childStatus(run, step, st string, attempt int, fields map[string]any) exec.Event {
@@ -901,12 +899,11 @@ func TestChildRunFromPriorAndInSummary(t *testing.T) {
 		t.Errorf("the child run of a resumed step is not shown:\n%s", v)
 	}
 	feed(m, status("sub", exec.StatusInProgress, 2, nil),
-		childEv(t, "sub", exec.Event{Type: exec.EvRunResumed, RunID: "child-7", Fields: map[string]any{"steps": []exec.StepInfo{{ID: "k1"}, {ID: "k2"}}}}),
+		childEv(t, "sub", evtest.Typed(exec.Event{Type: exec.EvRunResumed, RunID: "child-7"}, map[string]any{"steps": []exec.StepInfo{{ID: "k1"}, {ID: "k2"}}})),
 		childEv(t, "sub", childStatus("child-7", "k1", exec.StatusSuccess, 1, nil)),
-		childEv(t, "sub", exec.Event{Type: exec.EvStepStatus, RunID: "child-7", StepID: "k2", Status: exec.StatusFailure, Attempt: 1, ExitCode: intp(2),
-			Fields: map[string]any{"error": "no disk"}}),
+		childEv(t, "sub", evtest.Typed(exec.Event{Type: exec.EvStepStatus, RunID: "child-7", StepID: "k2", Status: exec.StatusFailure, Attempt: 1, ExitCode: intp(2)}, map[string]any{"error": "no disk"})),
 		childEv(t, "sub", exec.Event{Type: exec.EvWorkflowFailed, RunID: "child-7", Status: exec.RunFailed}),
-		exec.Event{Type: exec.EvStepStatus, StepID: "sub", Status: exec.StatusFailure, Attempt: 2, ExitCode: intp(1), Fields: map[string]any{"error": "child run failed: k2"}},
+		evtest.Typed(exec.Event{Type: exec.EvStepStatus, StepID: "sub", Status: exec.StatusFailure, Attempt: 2, ExitCode: intp(1)}, map[string]any{"error": "child run failed: k2"}),
 		exec.Event{Type: exec.EvWorkflowFailed, Status: exec.RunFailed, Time: t0.Add(time.Second)})
 	v := m.View()
 	if strings.Count(v, "↳ child run") != 1 || lineIndex(v, "↳ child run child-7", "2/2", "failed") < 0 || lineIndex(v, "k2", "exit 2: no disk") < 0 {
@@ -931,7 +928,7 @@ func TestRendererDeliversChildEvents(t *testing.T) {
 		tu.Event(childEv(t, "sub", childStatus("child-1", fmt.Sprintf("c%d", i), exec.StatusSuccess, 1, nil)))
 	}
 	tu.Event(childEv(t, "sub", childStatus("child-1", "bad", exec.StatusFailure, 1, map[string]any{"error": "broken"})))
-	tu.Event(exec.Event{Type: exec.EvStepStatus, StepID: "sub", Status: exec.StatusFailure, Attempt: 1, Fields: map[string]any{"error": "child failed"}})
+	tu.Event(evtest.Typed(exec.Event{Type: exec.EvStepStatus, StepID: "sub", Status: exec.StatusFailure, Attempt: 1}, map[string]any{"error": "child failed"}))
 	tu.Event(exec.Event{Type: exec.EvWorkflowFailed, Status: exec.RunFailed})
 	if err := tu.Close(); err != nil {
 		t.Fatal(err)

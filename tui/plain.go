@@ -2,7 +2,6 @@ package tui
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -75,35 +74,39 @@ func PlainLine(e exec.Event, s Styles) string {
 		return s.Dim.Render(e.StepID+" ↳ "+e.Child.RunID) + " " + l
 	case exec.EvStepOutput:
 		prefix := e.StepID
-		if k, _ := e.Fields["kind"].(string); k != "" && k != "attempt" {
-			prefix += " " + k
+		out := data[exec.StepOutput](e)
+		if out.Kind != "" && out.Kind != "attempt" {
+			prefix += " " + out.Kind
 		}
-		if st, _ := e.Fields["stream"].(string); st == "stderr" {
+		if out.Stream == "stderr" {
 			return s.Dim.Render(prefix+" !") + " " + string(e.Line)
 		}
 		return s.Dim.Render(prefix+" |") + " " + string(e.Line)
-	case exec.EvRunStarted:
-		return fmt.Sprintf("%s %s run %s (plan %v, %v steps)", ts, s.Glyph(exec.RunInProgress), e.RunID, e.Fields["plan"], e.Fields["total_steps"])
 	case exec.EvRunResumed:
 		return fmt.Sprintf("%s %s resumed run %s", ts, s.Glyph(exec.RunInProgress), e.RunID)
+	case exec.EvRunStarted:
+		d := data[exec.RunStarted](e)
+		return fmt.Sprintf("%s %s run %s (plan %s, %d steps)", ts, s.Glyph(exec.RunInProgress), e.RunID, d.Plan, d.TotalSteps)
 	case exec.EvStepStatus:
+		d := data[exec.StepStatus](e)
 		msg := fmt.Sprintf("%s %s %s %s", ts, s.Glyph(e.Status), e.StepID, s.Status(e.Status))
 		if e.Status == exec.StatusInProgress || e.Status == exec.StatusRetrying {
 			msg += fmt.Sprintf(" (attempt %d)", e.Attempt)
 		}
-		if d, ok := toInt(e.Fields["duration_ms"]); ok && e.Status == exec.StatusSuccess {
-			msg += " " + s.Dim.Render(fmtDur(time.Duration(d)*time.Millisecond))
+		if d.DurationMs != nil && e.Status == exec.StatusSuccess {
+			msg += " " + s.Dim.Render(fmtDur(time.Duration(*d.DurationMs)*time.Millisecond))
 		}
 		if e.ExitCode != nil && e.Status != exec.StatusSuccess {
 			msg += fmt.Sprintf(" exit %d", *e.ExitCode)
 		}
-		if er, _ := e.Fields["error"].(string); er != "" && e.Status != exec.StatusSuccess {
-			msg += ": " + oneLine(er)
+		if d.Error != "" && e.Status != exec.StatusSuccess {
+			msg += ": " + oneLine(d.Error)
 		}
 		return msg
 	case exec.EvRetryReserved:
-		return fmt.Sprintf("%s %s %s retry %v/%v reserved by %v (attempt %d next%s)", ts, s.Glyph(exec.StatusRetrying), e.StepID,
-			e.Fields["retry_count"], e.Fields["max_retries"], e.Fields["failure_handler"], e.Attempt, delayText(e.Fields["delay_ms"]))
+		d := data[exec.RetryReserved](e)
+		return fmt.Sprintf("%s %s %s retry %d/%d reserved by %s (attempt %d next%s)", ts, s.Glyph(exec.StatusRetrying), e.StepID,
+			d.RetryCount, d.MaxRetries, d.FailureHandler, e.Attempt, delayText(d.DelayMs))
 	case exec.EvRecoveryFinished:
 		code := 0
 		if e.ExitCode != nil {
@@ -111,31 +114,36 @@ func PlainLine(e exec.Event, s Styles) string {
 		}
 		return fmt.Sprintf("%s %s %s recovery script exited %d", ts, s.Glyph(exec.StatusRetrying), e.StepID, code)
 	case exec.EvHandlerInvoked:
-		res, _ := json.Marshal(e.Fields["handler_result"])
+		d := data[exec.HandlerInvoked](e)
 		var hr exec.HandlerResult
-		_ = json.Unmarshal(res, &hr)
-		return fmt.Sprintf("%s %s %s on_failure %v → %s (exit %d): %s; %s", ts, s.Glyph(exec.StatusRemediating), e.StepID,
-			e.Fields["handler_command"], hr.Status, hr.ExitCode, oneLine(hr.Message), strings.ReplaceAll(hr.ActionTaken, "_", " "))
-	case exec.EvWarning:
-		return fmt.Sprintf("%s %s warning: %v", ts, s.Warn.Render("!"), e.Fields["message"])
-	case exec.EvStepOrphaned:
-		return fmt.Sprintf("%s %s %s was running when faber died: %v", ts, s.Glyph(exec.StatusInterrupted), e.StepID, e.Fields["message"])
-	case exec.EvStepClassified:
-		return fmt.Sprintf("%s %s %s classified %v: %v", ts, s.Glyph(exec.StatusPendingFailed), e.StepID, e.Fields["action"], e.Fields["reason"])
-	case exec.EvWorkflowCompleted, exec.EvWorkflowFailed:
-		failed := ""
-		if ids, ok := e.Fields["failed_steps"].([]string); ok && len(ids) > 0 {
-			failed = " — failed: " + strings.Join(ids, ", ")
+		if d.HandlerResult != nil {
+			hr = *d.HandlerResult
 		}
-		return fmt.Sprintf("%s %s run %s %s (%v steps, %v failed)%s", ts, s.Glyph(e.Status), e.RunID, s.Status(e.Status),
-			e.Fields["total_steps"], e.Fields["failed_steps_count"], failed)
+		return fmt.Sprintf("%s %s %s on_failure %s → %s (exit %d): %s; %s", ts, s.Glyph(exec.StatusRemediating), e.StepID,
+			d.HandlerCommand, hr.Status, hr.ExitCode, oneLine(hr.Message), strings.ReplaceAll(hr.ActionTaken, "_", " "))
+	case exec.EvWarning:
+		d := data[exec.Warning](e)
+		return fmt.Sprintf("%s %s warning: %s", ts, s.Warn.Render("!"), d.Message)
+	case exec.EvStepOrphaned:
+		d := data[exec.StepOrphaned](e)
+		return fmt.Sprintf("%s %s %s was running when faber died: %s", ts, s.Glyph(exec.StatusInterrupted), e.StepID, d.Message)
+	case exec.EvStepClassified:
+		d := data[exec.StepClassified](e)
+		return fmt.Sprintf("%s %s %s classified %s: %s", ts, s.Glyph(exec.StatusPendingFailed), e.StepID, d.Action, d.Reason)
+	case exec.EvWorkflowCompleted, exec.EvWorkflowFailed:
+		d := data[exec.WorkflowEnded](e)
+		failed := ""
+		if len(d.FailedSteps) > 0 {
+			failed = " — failed: " + strings.Join(d.FailedSteps, ", ")
+		}
+		return fmt.Sprintf("%s %s run %s %s (%d steps, %d failed)%s", ts, s.Glyph(e.Status), e.RunID, s.Status(e.Status),
+			d.TotalSteps, d.FailedStepsCount, failed)
 	}
 	return ""
 }
 
-func delayText(x any) string {
-	ms, ok := toInt(x)
-	if !ok || ms <= 0 {
+func delayText(ms int64) string {
+	if ms <= 0 {
 		return ""
 	}
 	return ", after " + fmtDur(time.Duration(ms)*time.Millisecond)
@@ -190,13 +198,8 @@ func (j *JSON) Event(e exec.Event) {
 			return
 		}
 		c := *e.Child
-		f := make(map[string]any, len(c.Fields)+2)
-		for k, v := range c.Fields {
-			f[k] = v
-		}
-		f["parent_run_id"] = e.RunID
-		f["parent_step_id"] = e.StepID
-		c.Fields = f
+		c.ParentRunID, c.ParentStepID = e.RunID, e.StepID
+		c.JSON = nil
 		e = c
 	}
 	j.q.put(e)
@@ -206,4 +209,15 @@ func (j *JSON) Event(e exec.Event) {
 func (j *JSON) Close() error {
 	j.q.close()
 	return j.w.Flush()
+}
+
+// data is the event's payload of type T, or an empty one when it has none.
+func data[T any, P interface {
+	*T
+	exec.Payload
+}](e exec.Event) *T {
+	if d, ok := e.Data.(P); ok && d != nil {
+		return (*T)(d)
+	}
+	return new(T)
 }

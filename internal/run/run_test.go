@@ -31,8 +31,8 @@ func newRun(t *testing.T) (stateDir, runID string) {
 	b := &exec.StepState{ID: "b", Name: "b", Phase: "main", Status: exec.StatusPending, Needs: []string{"a"}}
 	run := &exec.RunState{RunID: runID, Plan: "p", Status: exec.RunPendingFailed, StartedAt: time.Now()}
 	evs := []exec.Event{
-		{Type: exec.EvRunStarted, Fields: map[string]any{"plan": "p"}},
-		{Type: exec.EvStepStatus, StepID: "a", Attempt: 1, Status: exec.StatusPendingFailed, ExitCode: &code, Fields: map[string]any{"error": "boom", "phase": "main"}},
+		{Type: exec.EvRunStarted, Data: &exec.RunStarted{Plan: "p"}},
+		{Type: exec.EvStepStatus, StepID: "a", Attempt: 1, Status: exec.StatusPendingFailed, ExitCode: &code, Data: &exec.StepStatus{Error: "boom", Phase: "main"}},
 		{Type: exec.EvWorkflowFailed, Status: exec.RunPendingFailed},
 	}
 	exec.Stamp(evs, 0, runID, time.Now())

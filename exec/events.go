@@ -1,0 +1,368 @@
+package exec
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+	"time"
+)
+
+// Payload is the type-specific part of an event: one struct per event type,
+// marshaled after the common fields. The JSON keys of every payload are
+// declared in alphabetical order (TestPayloadKeysSorted), so the JSON of an
+// event is the same as when its fields were written from a sorted map.
+type Payload interface{ eventType() string }
+
+// RunStarted is the payload of run_started.
+type RunStarted struct {
+	Jobs       int        `json:"jobs"`
+	Plan       string     `json:"plan"`
+	PlanFile   string     `json:"plan_file"`
+	Steps      []StepInfo `json:"steps"`
+	TotalSteps int        `json:"total_steps"`
+}
+
+// RunResumed is the payload of run_resumed.
+type RunResumed struct {
+	ChangedSteps []string   `json:"changed_steps"`
+	EditedPlan   bool       `json:"edited_plan"`
+	Orphaned     []string   `json:"orphaned"`
+	Plan         string     `json:"plan"`
+	ResetSteps   []string   `json:"reset_steps"`
+	Steps        []StepInfo `json:"steps"`
+}
+
+// StepStatus is the payload of step_status: what a reader needs to rebuild
+// the step's record from the log alone.
+type StepStatus struct {
+	ChildRunID     string     `json:"child_run_id,omitempty"`
+	DurationMs     *int64     `json:"duration_ms,omitempty"` // with finished_at
+	Error          string     `json:"error,omitempty"`
+	FinishedAt     *time.Time `json:"finished_at,omitempty"`
+	HandlerCommand string     `json:"handler_command,omitempty"` // remediating: the handler's command line
+	Phase          string     `json:"phase"`
+	Reason         string     `json:"reason,omitempty"` // why a reader set it (reset, classified ...)
+	StartedAt      *time.Time `json:"started_at,omitempty"`
+}
+
+// StepOutput is the payload of step_output (never stored): which stream of
+// which process the line came from. Kind is attempt, handler or recovery.
+type StepOutput struct {
+	Kind   string `json:"kind"`
+	Stream string `json:"stream"`
+}
+
+// RetryReserved is the payload of step_retry_reserved (SPEC §4 step 1).
+type RetryReserved struct {
+	DelayMs        int64  `json:"delay_ms"`
+	Error          string `json:"error"`
+	FailedAttempt  int    `json:"failed_attempt"`
+	FailedExitCode int    `json:"failed_exit_code"`
+	FailureHandler string `json:"failure_handler"`
+	MaxRetries     int    `json:"max_retries"`
+	RetryCount     int    `json:"retry_count"`
+	Rule           int    `json:"rule"`
+}
+
+// RecoveryFinished is the payload of recovery_script_finished; Error is
+// empty when the script succeeded.
+type RecoveryFinished struct {
+	Error         string `json:"error,omitempty"`
+	FailedAttempt int    `json:"failed_attempt"`
+}
+
+// HandlerInvoked is the payload of step_handler_invoked (SPEC §4 step 3).
+type HandlerInvoked struct {
+	Error          string         `json:"error"`
+	HandlerArgv    []string       `json:"handler_argv"`
+	HandlerCommand string         `json:"handler_command"`
+	HandlerResult  *HandlerResult `json:"handler_result"`
+	HandlerType    string         `json:"handler_type"`
+	MaxRetries     int            `json:"max_retries"`
+	OriginalStatus string         `json:"original_status"`
+	Phase          string         `json:"phase"`
+	RetryCount     int            `json:"retry_count"`
+}
+
+// StepOrphaned is the payload of step_orphaned: a step that was running
+// when its faber died, found by resume.
+type StepOrphaned struct {
+	Message        string `json:"message"`
+	PGID           int    `json:"pgid"`
+	PreviousStatus string `json:"previous_status"`
+}
+
+// StepClassified is the payload of step_classified.
+type StepClassified struct {
+	Action string `json:"action"`
+	Reason string `json:"reason"`
+}
+
+// Warning is the payload of warning.
+type Warning struct {
+	Message string `json:"message"`
+}
+
+// WorkflowEnded is the payload of workflow_completed and workflow_failed
+// (SPEC §7); EndStepStatus is set when the plan has an end step.
+type WorkflowEnded struct {
+	EndStepStatus      string   `json:"end_step_status,omitempty"`
+	EvaluatedByEndStep bool     `json:"evaluated_by_end_step"`
+	FailedSteps        []string `json:"failed_steps"`
+	FailedStepsCount   int      `json:"failed_steps_count"`
+	TotalSteps         int      `json:"total_steps"`
+}
+
+// StepsReset is the payload of steps_reset.
+type StepsReset struct {
+	FailedOnly bool     `json:"failed_only"`
+	Requested  []string `json:"requested"`
+	Steps      []string `json:"steps"`
+}
+
+// Other holds the fields of an event type this version does not know (a
+// newer faber's child run), kept as they were.
+type Other map[string]json.RawMessage
+
+func (*RunStarted) eventType() string       { return EvRunStarted }
+func (*RunResumed) eventType() string       { return EvRunResumed }
+func (*StepStatus) eventType() string       { return EvStepStatus }
+func (*StepOutput) eventType() string       { return EvStepOutput }
+func (*RetryReserved) eventType() string    { return EvRetryReserved }
+func (*RecoveryFinished) eventType() string { return EvRecoveryFinished }
+func (*HandlerInvoked) eventType() string   { return EvHandlerInvoked }
+func (*StepOrphaned) eventType() string     { return EvStepOrphaned }
+func (*StepClassified) eventType() string   { return EvStepClassified }
+func (*Warning) eventType() string          { return EvWarning }
+func (*WorkflowEnded) eventType() string    { return EvWorkflowCompleted }
+func (*StepsReset) eventType() string       { return EvStepsReset }
+func (Other) eventType() string             { return "" }
+
+// newPayload returns an empty payload for an event type, nil for a type
+// without one or unknown.
+func newPayload(typ string) Payload {
+	switch typ {
+	case EvRunStarted:
+		return &RunStarted{}
+	case EvRunResumed:
+		return &RunResumed{}
+	case EvStepStatus:
+		return &StepStatus{}
+	case EvStepOutput:
+		return &StepOutput{}
+	case EvRetryReserved:
+		return &RetryReserved{}
+	case EvRecoveryFinished:
+		return &RecoveryFinished{}
+	case EvHandlerInvoked:
+		return &HandlerInvoked{}
+	case EvStepOrphaned:
+		return &StepOrphaned{}
+	case EvStepClassified:
+		return &StepClassified{}
+	case EvWarning:
+		return &Warning{}
+	case EvWorkflowCompleted, EvWorkflowFailed:
+		return &WorkflowEnded{}
+	case EvStepsReset:
+		return &StepsReset{}
+	}
+	return nil
+}
+
+// commonKeys are the JSON keys of Event's own fields.
+var commonKeys = [...]string{"seq", "time", "type", "run_id", "step_id", "attempt", "status", "exit_code", "parent_run_id", "parent_step_id"}
+
+func isCommonKey(k string) bool {
+	for _, c := range commonKeys {
+		if k == c {
+			return true
+		}
+	}
+	return false
+}
+
+// MarshalJSON writes the common fields first, in a stable order, then the
+// payload's fields sorted by key.
+func (e Event) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.Grow(256)
+	b.WriteString(`{"seq":`)
+	b.WriteString(itoa64(e.Seq))
+	b.WriteString(`,"time":"`)
+	b.WriteString(e.Time.UTC().Format(time.RFC3339Nano))
+	b.WriteString(`","type":`)
+	writeJSONString(&b, e.Type)
+	b.WriteString(`,"run_id":`)
+	writeJSONString(&b, e.RunID)
+	if e.StepID != "" {
+		b.WriteString(`,"step_id":`)
+		writeJSONString(&b, e.StepID)
+	}
+	if e.Attempt != 0 {
+		b.WriteString(`,"attempt":`)
+		b.WriteString(itoa64(int64(e.Attempt)))
+	}
+	if e.Status != "" {
+		b.WriteString(`,"status":`)
+		writeJSONString(&b, e.Status)
+	}
+	if e.ExitCode != nil {
+		b.WriteString(`,"exit_code":`)
+		b.WriteString(itoa64(int64(*e.ExitCode)))
+	}
+	fields, err := e.payloadFields()
+	if err != nil {
+		return nil, err
+	}
+	if len(fields) > 2 { // more than {}
+		b.WriteByte(',')
+		b.Write(fields[1 : len(fields)-1])
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// payloadFields is the JSON object of the payload's fields, sorted by key,
+// with the parent run's fields of a child event merged in.
+func (e Event) payloadFields() ([]byte, error) {
+	var raw []byte
+	switch d := e.Data.(type) {
+	case nil:
+		raw = []byte("{}")
+	case Other:
+		return sortedObject(d, e.ParentRunID, e.ParentStepID)
+	default:
+		var err error
+		if raw, err = json.Marshal(d); err != nil {
+			return nil, err
+		}
+	}
+	if e.ParentRunID == "" && e.ParentStepID == "" {
+		return raw, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	return sortedObject(m, e.ParentRunID, e.ParentStepID)
+}
+
+func sortedObject(m map[string]json.RawMessage, parentRun, parentStep string) ([]byte, error) {
+	all := make(map[string]json.RawMessage, len(m)+2)
+	for k, v := range m {
+		if !isCommonKey(k) {
+			all[k] = v
+		}
+	}
+	if parentRun != "" {
+		all["parent_run_id"], _ = json.Marshal(parentRun)
+	}
+	if parentStep != "" {
+		all["parent_step_id"], _ = json.Marshal(parentStep)
+	}
+	keys := make([]string, 0, len(all))
+	for k := range all {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeJSONString(&b, k)
+		b.WriteByte(':')
+		b.Write(all[k])
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func writeJSONString(b *bytes.Buffer, s string) {
+	q, _ := json.Marshal(s)
+	b.Write(q)
+}
+
+func itoa64(n int64) string {
+	var a [20]byte
+	return string(appendInt(a[:0], n))
+}
+
+func appendInt(b []byte, n int64) []byte {
+	if n < 0 {
+		b = append(b, '-')
+		if n == -n { // the smallest int64
+			return append(b, "9223372036854775808"...)
+		}
+		n = -n
+	}
+	var a [20]byte
+	i := len(a)
+	for {
+		i--
+		a[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			break
+		}
+	}
+	return append(b, a[i:]...)
+}
+
+// eventHead is the common part of an event's JSON.
+type eventHead struct {
+	Seq          int64     `json:"seq"`
+	Time         time.Time `json:"time"`
+	Type         string    `json:"type"`
+	RunID        string    `json:"run_id"`
+	StepID       string    `json:"step_id"`
+	Attempt      int       `json:"attempt"`
+	Status       string    `json:"status"`
+	ExitCode     *int      `json:"exit_code"`
+	ParentRunID  string    `json:"parent_run_id"`
+	ParentStepID string    `json:"parent_step_id"`
+}
+
+// UnmarshalJSON reads an event written by MarshalJSON, its payload typed by
+// its type (Other for a type this version does not know).
+func (e *Event) UnmarshalJSON(data []byte) error {
+	// One pass decodes the head and, for the most common type, the payload.
+	var hs struct {
+		eventHead
+		StepStatus
+	}
+	if err := json.Unmarshal(data, &hs); err != nil {
+		return err
+	}
+	h := hs.eventHead
+	*e = Event{Seq: h.Seq, Time: h.Time, Type: h.Type, RunID: h.RunID, StepID: h.StepID, Attempt: h.Attempt,
+		Status: h.Status, ExitCode: h.ExitCode, ParentRunID: h.ParentRunID, ParentStepID: h.ParentStepID}
+	if h.Type == EvStepStatus {
+		d := hs.StepStatus
+		e.Data = &d
+		return nil
+	}
+	if p := newPayload(h.Type); p != nil {
+		if err := json.Unmarshal(data, p); err != nil {
+			return err
+		}
+		e.Data = p
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return err
+	}
+	o := Other{}
+	for k, v := range m {
+		if !isCommonKey(k) {
+			o[k] = v
+		}
+	}
+	if len(o) > 0 {
+		e.Data = o
+	}
+	return nil
+}

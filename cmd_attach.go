@@ -41,8 +41,7 @@ const (
 
 // AttachCmd shows the live view of a run that another faber process owns.
 type AttachCmd struct {
-	RunID string `arg:"" optional:"" name:"run-id" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
-	Last  bool   `name:"last" help:"The newest run in the state dir."`
+	RunRef `embed:""`
 }
 
 // Help explains attach.
@@ -66,7 +65,7 @@ Examples:
 
 // Run shows the view until the run ends or the user leaves.
 func (c *AttachCmd) Run(g *Globals) error {
-	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
+	if err := c.resolve(g); err != nil {
 		return err
 	}
 	id := c.RunID

@@ -130,21 +130,16 @@ func printJSON(w io.Writer, v any) error {
 
 // StatusCmd shows one run.
 type StatusCmd struct {
-	RunID string `arg:"" optional:"" name:"run-id" predictor:"run" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
-	Last  bool   `name:"last" help:"The newest run in the state dir."`
-	JSON  bool   `name:"json" help:"Print the run and every step as JSON."`
+	RunRef `embed:""`
+	JSON   bool `name:"json" help:"Print the run and every step as JSON."`
 }
 
 // Run prints the run's status.
 func (c *StatusCmd) Run(g *Globals) error {
-	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
-		return err
-	}
-	v, _, de, err := run.Load(g.StateDir, c.RunID)
+	v, err := c.view(g)
 	if err != nil {
 		return err
 	}
-	warnDamaged(g, de)
 	out := run.StatusOf(v)
 	if c.JSON {
 		return printJSON(g.stdout, out)
@@ -173,15 +168,14 @@ func (c *StatusCmd) Run(g *Globals) error {
 
 // EventsCmd prints the audit trail.
 type EventsCmd struct {
-	RunID  string `arg:"" optional:"" name:"run-id" predictor:"run" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
-	Last   bool   `name:"last" help:"The newest run in the state dir."`
-	JSON   bool   `name:"json" help:"One JSON object per line, exactly as stored."`
-	Follow bool   `short:"f" help:"Keep printing new events until the run ends."`
+	RunRef `embed:""`
+	JSON   bool `name:"json" help:"One JSON object per line, exactly as stored."`
+	Follow bool `short:"f" help:"Keep printing new events until the run ends."`
 }
 
 // Run prints events oldest first.
 func (c *EventsCmd) Run(g *Globals) error {
-	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
+	if err := c.resolve(g); err != nil {
 		return err
 	}
 	// No meta.json needed: the event log is what is left to read of a run
@@ -239,8 +233,7 @@ func (c *EventsCmd) Run(g *Globals) error {
 
 // LogsCmd prints a step's logs.
 type LogsCmd struct {
-	RunID    string `arg:"" optional:"" name:"run-id" predictor:"run" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
-	Last     bool   `name:"last" help:"The newest run in the state dir."`
+	RunRef   `embed:""`
 	Step     string `arg:"" optional:"" name:"step" help:"The step id."`
 	Attempt  int    `name:"attempt" placeholder:"N" help:"Which attempt (default: the latest); for --handler/--recovery, the failed attempt that triggered it."`
 	Stderr   bool   `name:"stderr" help:"Print stderr instead of stdout."`
@@ -254,17 +247,13 @@ func (c *LogsCmd) Run(g *Globals) error {
 	if err := lastWithStep(c.Last, &c.RunID, &c.Step); err != nil {
 		return err
 	}
-	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
-		return err
-	}
 	if c.Handler && c.Recovery {
 		return withCode(exitUsage, fmt.Errorf("--handler and --recovery exclude each other"))
 	}
-	v, _, de, err := run.Load(g.StateDir, c.RunID)
+	v, err := c.view(g)
 	if err != nil {
 		return err
 	}
-	warnDamaged(g, de)
 	var st *exec.StepState
 	for _, s := range v.Steps {
 		if s.ID == c.Step {

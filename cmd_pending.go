@@ -10,21 +10,16 @@ import (
 
 // PendingCmd lists pending_failed steps.
 type PendingCmd struct {
-	RunID string `arg:"" optional:"" name:"run-id" predictor:"run" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
-	Last  bool   `name:"last" help:"The newest run in the state dir."`
-	JSON  bool   `name:"json" help:"Print a JSON array of {step_id, name, phase, attempt, exit_code, error, hint, stderr_tail}."`
+	RunRef `embed:""`
+	JSON   bool `name:"json" help:"Print a JSON array of {step_id, name, phase, attempt, exit_code, error, hint, stderr_tail}."`
 }
 
 // Run prints the pending steps.
 func (c *PendingCmd) Run(g *Globals) error {
-	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
-		return err
-	}
-	v, _, de, err := run.Load(g.StateDir, c.RunID)
+	v, err := c.view(g)
 	if err != nil {
 		return err
 	}
-	warnDamaged(g, de)
 	ps := run.PendingOf(g.StateDir, c.RunID, v)
 	if c.JSON {
 		return printJSON(g.stdout, ps)
@@ -52,8 +47,7 @@ func (c *PendingCmd) Run(g *Globals) error {
 
 // ClassifyCmd classifies a pending_failed step.
 type ClassifyCmd struct {
-	RunID  string `arg:"" optional:"" name:"run-id" predictor:"run" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
-	Last   bool   `name:"last" help:"The newest run in the state dir."`
+	RunRef `embed:""`
 	Step   string `arg:"" optional:"" name:"step" help:"The pending_failed step."`
 	Retry  bool   `name:"retry" xor:"action" required:"" help:"Run the step again on resume (next attempt number)."`
 	Fail   bool   `name:"fail" xor:"action" required:"" help:"Fail the step for good; its dependents are canceled."`
@@ -73,7 +67,7 @@ func (c *ClassifyCmd) Run(g *Globals) error {
 	if err := lastWithStep(c.Last, &c.RunID, &c.Step); err != nil {
 		return err
 	}
-	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
+	if err := c.resolve(g); err != nil {
 		return err
 	}
 	action := exec.ClassifiedRetry

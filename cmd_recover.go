@@ -21,8 +21,7 @@ import (
 
 // RecoverCmd lets an agent classify pending steps, then resumes.
 type RecoverCmd struct {
-	RunID string `arg:"" optional:"" name:"run-id" predictor:"run" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
-	Last  bool   `name:"last" help:"The newest run in the state dir."`
+	RunRef `embed:""`
 	Agent string `name:"agent" placeholder:"CMD" help:"Agent command line (default: the plan's agent:, else 'claude -p')."`
 }
 
@@ -52,7 +51,7 @@ Examples:
 
 // Run runs the agent, then resumes.
 func (c *RecoverCmd) Run(g *Globals) error {
-	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
+	if err := c.resolve(g); err != nil {
 		return err
 	}
 	v, err := run.View(g.StateDir, c.RunID)

@@ -71,8 +71,7 @@ func resumeSession(g *Globals, runID string, o run.ResumeOptions, s sessionArgs)
 
 // ResetCmd resets steps of a run.
 type ResetCmd struct {
-	RunID      string   `arg:"" optional:"" name:"run-id" predictor:"run" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
-	Last       bool     `name:"last" help:"The newest run in the state dir."`
+	RunRef     `embed:""`
 	FailedOnly bool     `name:"failed-only" help:"Only failed, canceled and pending_failed steps (and their downstream)."`
 	Step       []string `name:"step" placeholder:"ID" help:"Reset this step and everything downstream (repeatable)."`
 }
@@ -89,7 +88,7 @@ numbers continue and logs are kept. Refused while the run is active.
 
 // Run resets the steps and records why.
 func (c *ResetCmd) Run(g *Globals) error {
-	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
+	if err := c.resolve(g); err != nil {
 		return err
 	}
 	changed, err := run.Reset(g.StateDir, c.RunID, c.FailedOnly, c.Step, storeOptions(g))

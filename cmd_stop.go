@@ -14,8 +14,7 @@ import (
 
 // StopCmd stops an active run from another terminal.
 type StopCmd struct {
-	RunID  string `arg:"" optional:"" name:"run-id" predictor:"run" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
-	Last   bool   `name:"last" help:"The newest run in the state dir."`
+	RunRef `embed:""`
 	Hard   bool   `name:"hard" help:"Kill the run's processes at once (SIGKILL), like a second Ctrl-C."`
 	NoWait bool   `name:"no-wait" help:"Return once the run has the request, without waiting for it to end."`
 }
@@ -37,7 +36,7 @@ Examples:
 
 // Run sends the owner the request and waits for the run to end.
 func (c *StopCmd) Run(g *Globals) error {
-	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
+	if err := c.resolve(g); err != nil {
 		return err
 	}
 	o, err := state.OwnerOf(g.StateDir, c.RunID)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/state"
 )
 
@@ -70,4 +72,28 @@ func lastWithStep(last bool, runID, step *string) error {
 		return withCode(exitUsage, fmt.Errorf("which step? give the step id after the run"))
 	}
 	return nil
+}
+
+// RunRef is the run argument of every command that works on one run: an
+// id, a unique prefix of one, or --last.
+type RunRef struct {
+	RunID string `arg:"" optional:"" name:"run-id" predictor:"run" help:"The run: its id, a unique prefix of it, or --last (see faber list)."`
+	Last  bool   `name:"last" help:"The newest run in the state dir."`
+}
+
+// resolve makes r.RunID the run's full id (resolveRun).
+func (r *RunRef) resolve(g *Globals) error { return resolveRun(g, &r.RunID, r.Last) }
+
+// view resolves the run and rebuilds it from its event log; a damaged
+// store is a warning, as the log still shows the run.
+func (r *RunRef) view(g *Globals) (*exec.View, error) {
+	if err := r.resolve(g); err != nil {
+		return nil, err
+	}
+	v, _, de, err := run.Load(g.StateDir, r.RunID)
+	if err != nil {
+		return nil, err
+	}
+	warnDamaged(g, de)
+	return v, nil
 }

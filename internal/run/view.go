@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/faber-run/faber/exec"
 	"github.com/faber-run/faber/state"
@@ -56,12 +55,8 @@ func View(stateDir, runID string) (*exec.View, error) {
 // Status is the object 'faber status --json' prints and the MCP tool
 // get_run_status returns (SPEC §1).
 type Status struct {
-	RunID      string            `json:"run_id"`
-	Plan       string            `json:"plan"`
-	Status     string            `json:"status"`
-	StartedAt  time.Time         `json:"started_at"`
-	FinishedAt *time.Time        `json:"finished_at"`
-	Steps      []*exec.StepState `json:"steps"`
+	exec.RunState
+	Steps []*exec.StepState `json:"steps"`
 }
 
 // StatusOf is the status of a view. The event log never carries the
@@ -71,7 +66,7 @@ func StatusOf(v *exec.View) Status {
 	if steps == nil {
 		steps = []*exec.StepState{}
 	}
-	return Status{RunID: v.Run.RunID, Plan: v.Run.Plan, Status: v.Run.Status, StartedAt: v.Run.StartedAt, FinishedAt: v.Run.FinishedAt, Steps: steps}
+	return Status{RunState: v.Run, Steps: steps}
 }
 
 // PendingStep is one step awaiting classification, as `pending --json`

@@ -43,6 +43,11 @@ func StepVars(p *spec.Plan, s *spec.Step, runID, attempt string, fail *FailValue
 	v["step_name"] = s.Name
 	v["phase"] = s.Phase
 	v["attempt"] = attempt
+	if s.Item != nil {
+		for k, x := range s.Item.Vars() {
+			v[k] = x
+		}
+	}
 	if fail != nil {
 		v["error"] = fail.Error
 		v["exit_code"] = fail.ExitCode

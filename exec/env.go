@@ -73,6 +73,12 @@ func (r *Runner) env(sr *stepRun, attempt int, vars map[string]string, result st
 	for _, k := range p.ContextKeys {
 		e = append(e, "FABER_CTX_"+strings.ToUpper(k)+"="+p.Context[k])
 	}
+	if it := sr.def.Item; it != nil {
+		e = append(e, "FABER_ITEM="+it.Value, "FABER_ITEM_KEY="+it.Key)
+		for _, k := range it.Names {
+			e = append(e, "FABER_ITEM_"+strings.ToUpper(k)+"="+it.Fields[k])
+		}
+	}
 	if fail != nil {
 		e = append(e,
 			"FABER_ERROR="+sr.st.Error,

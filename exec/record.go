@@ -72,6 +72,11 @@ func (r *Runner) commitWith(run *RunState, steps []*StepState, evs []Event) {
 		r.intr = true
 		return
 	}
+	for _, st := range steps {
+		if sr := r.byID[st.ID]; sr != nil && sr.group != nil {
+			r.itemChanged(sr)
+		}
+	}
 	if r.Sink != nil {
 		for _, e := range evs {
 			r.Sink.Event(e)

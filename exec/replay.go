@@ -7,6 +7,8 @@ type StepInfo struct {
 	Name  string   `json:"name"`
 	Phase string   `json:"phase"`
 	Needs []string `json:"needs"`
+	// FanOut is the fan-out step an item step <id>[<key>] belongs to.
+	FanOut string `json:"fan_out,omitempty"`
 }
 
 // View is a run as rebuilt from its event log: what `faber status` shows.
@@ -41,7 +43,7 @@ func Replay(events [][]byte) (*View, error) {
 		seen := map[string]bool{}
 		for _, in := range infos {
 			st := get(in.ID)
-			st.Name, st.Phase = in.Name, in.Phase
+			st.Name, st.Phase, st.FanOut = in.Name, in.Phase, in.FanOut
 			st.Needs = in.Needs
 			if st.Needs == nil {
 				st.Needs = []string{}

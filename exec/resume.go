@@ -24,6 +24,11 @@ func StepHash(p *spec.Plan, s *spec.Step) string {
 	for k, v := range p.Context {
 		vars[k] = v
 	}
+	if s.Item != nil {
+		for k, v := range s.Item.Vars() {
+			vars[k] = v
+		}
+	}
 	run, err := subst.Expand(s.Run, vars)
 	if err != nil {
 		run = s.Run

@@ -110,6 +110,11 @@ type stepRun struct {
 	isEnd      bool
 	failed     *outcome // the failed attempt being handled
 	failedN    int      // its attempt number
+	// Fan-out: join is set on a join step; group (the join step) and
+	// counted (settled, as the join last counted it) on an item.
+	join    *joinRun
+	group   *stepRun
+	counted bool
 }
 
 type msgKind int
@@ -193,7 +198,7 @@ func (r *Runner) setup(prior *Prior) {
 			sr.st = prior.Steps[def.ID]
 		}
 		if sr.st == nil {
-			sr.st = &StepState{ID: def.ID, Name: def.Name, Phase: def.Phase, Status: StatusPending, Needs: append([]string{}, def.Deps...)}
+			sr.st = &StepState{ID: def.ID, Name: def.Name, Phase: def.Phase, Status: StatusPending, Needs: append([]string{}, def.Deps...), FanOut: def.FanOutOf}
 			if sr.st.Needs == nil {
 				sr.st.Needs = []string{}
 			}
@@ -220,6 +225,7 @@ func (r *Runner) setup(prior *Prior) {
 			dep.dependents = append(dep.dependents, sr)
 		}
 	}
+	r.wireFanOuts()
 	if prior == nil {
 		r.run = &RunState{RunID: r.RunID, Plan: p.Name, Status: RunInProgress, StartedAt: now}
 		ev := Event{Type: EvRunStarted, Data: &RunStarted{Plan: p.Name, PlanFile: p.File, Jobs: r.jobs, TotalSteps: len(p.Steps), Steps: StepInfos(p)}}
@@ -233,6 +239,10 @@ func (r *Runner) setup(prior *Prior) {
 	}
 	// Dependency counters; a step whose dependencies are all done is ready.
 	for _, sr := range r.steps {
+		if sr.join != nil {
+			sr.waiting = sr.join.waiting
+			continue
+		}
 		for _, d := range sr.deps {
 			if !satisfied(d) {
 				sr.waiting++
@@ -254,7 +264,7 @@ func StepInfos(p *spec.Plan) []StepInfo {
 		if needs == nil {
 			needs = []string{}
 		}
-		out = append(out, StepInfo{ID: s.ID, Name: s.Name, Phase: s.Phase, Needs: needs})
+		out = append(out, StepInfo{ID: s.ID, Name: s.Name, Phase: s.Phase, Needs: needs, FanOut: s.FanOutOf})
 	}
 	if p.End != nil {
 		out = append(out, StepInfo{ID: p.End.ID, Name: p.End.Name, Phase: p.End.Phase, Needs: []string{}})

@@ -57,6 +57,13 @@ func (r *Runner) fill() {
 		if sr.st.Status != StatusPending && sr.st.Status != StatusRetrying {
 			continue
 		}
+		if sr.join != nil {
+			r.runJoin(sr)
+			continue
+		}
+		if r.holdItem(sr) {
+			continue
+		}
 		r.startAttempt(sr)
 	}
 }
@@ -88,6 +95,7 @@ func (r *Runner) takeSlot(sr *stepRun) {
 	if !sr.slot {
 		sr.slot = true
 		r.running++
+		r.slotChanged(sr, true)
 	}
 }
 
@@ -95,6 +103,7 @@ func (r *Runner) freeSlot(sr *stepRun) {
 	if sr.slot {
 		sr.slot = false
 		r.running--
+		r.slotChanged(sr, false)
 	}
 }
 
@@ -197,6 +206,9 @@ const childPendingExit = 3
 // release lets dependents of a done step start.
 func (r *Runner) release(sr *stepRun) {
 	for _, d := range sr.dependents {
+		if d.join != nil {
+			continue // a join counts its items as they settle (itemChanged)
+		}
 		d.waiting--
 		if d.waiting == 0 && d.st.Status == StatusPending {
 			r.push(d)
@@ -249,6 +261,11 @@ func (r *Runner) settlePending() {
 	}
 	for _, sr := range r.steps {
 		if sr.st.Status != StatusPending {
+			continue
+		}
+		if sr.join != nil && joinReady(sr) {
+			changed = append(changed, sr.st)
+			evs = append(evs, r.decideJoin(sr))
 			continue
 		}
 		if !r.stopping && visit(sr) {

@@ -95,6 +95,9 @@ type StepState struct {
 	Needs       []string     `json:"needs"`
 	Remediation *Remediation `json:"remediation"`
 
+	// FanOut is, on an item step <id>[<key>], the id of its fan-out step.
+	FanOut string `json:"fan_out,omitempty"`
+
 	// ChildRunID links a sub-plan step (`plan:`) to its child run.
 	ChildRunID string `json:"child_run_id,omitempty"`
 

@@ -61,6 +61,30 @@ func (b *builder) needs(s *Step, ids map[string]*Step) []string {
 	for _, item := range items {
 		n, pos := item.V, item.Pos
 		d := ids[n]
+		if base, key, ok := SplitItemID(n); ok && d == nil {
+			bs := ids[base]
+			switch {
+			case bs == nil:
+				b.errorf(pos, "step %q: needs unknown step %q", s.ID, base)
+			case bs.FanOut == nil:
+				b.errorf(pos, "step %q: needs %s, but step %q does not fan out (foreach: or matrix:)", s.ID, n, base)
+			case strings.Contains(key, "{") && s.FanOut == nil:
+				b.errorf(pos, "step %q: needs %s; {item} is only known in a fan-out step", s.ID, n)
+			default:
+				b.itemNeeds[s] = append(b.itemNeeds[s], itemNeed{base: base, tmpl: key, pos: pos})
+				if !seen[base] {
+					seen[base] = true
+					deps = append(deps, bs)
+				}
+			}
+			continue
+		}
+		if d != nil && d.FanOut != nil {
+			if b.plainNeed[s] == nil {
+				b.plainNeed[s] = map[string]bool{}
+			}
+			b.plainNeed[s][n] = true
+		}
 		switch {
 		case n == "end":
 			b.errorf(pos, "step %q: needs the end step, which always runs last", s.ID)

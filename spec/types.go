@@ -166,6 +166,14 @@ type Step struct {
 	ChildName string
 
 	Pos Pos // position of the step's mapping (its `id:` key where known)
+
+	// FanOut is set on the join step of a fan-out (foreach:/matrix:): it
+	// runs no process and succeeds when every item did.
+	FanOut *FanOut
+	Join   bool
+	// Item and FanOutOf are set on an item step <id>[<key>] of a fan-out.
+	Item     *Item
+	FanOutOf string
 }
 
 // On-failure kinds.

@@ -66,6 +66,12 @@ type builder struct {
 	stepWhere       map[*Step]string
 	stepExtra       map[*Step]*rawStep // id, needs, plan and context of a step (not the end step)
 	scripts         []scriptCheck
+	// itemNeeds are a step's needs: entries naming items (base[{item}]);
+	// plainNeed the fan-out steps it also needs as a whole.
+	itemNeeds map[*Step][]itemNeed
+	plainNeed map[*Step]map[string]bool
+	// itemVars are the {item...} names of the fan-out step being checked.
+	itemVars map[string]bool
 }
 
 // build converts raw into a Plan, recording every problem found.
@@ -80,6 +86,8 @@ func (p *parser) build(raw *rawPlan) *Plan {
 		stepRaw:         map[*Step]*rawStepBody{},
 		stepWhere:       map[*Step]string{},
 		stepExtra:       map[*Step]*rawStep{},
+		itemNeeds:       map[*Step][]itemNeed{},
+		plainNeed:       map[*Step]map[string]bool{},
 	}
 	if b.goos == "" {
 		b.goos = runtime.GOOS
@@ -129,6 +137,7 @@ func (p *parser) build(raw *rawPlan) *Plan {
 		b.checkStep(pl.End)
 	}
 	b.runScriptChecks()
+	b.expandFanOuts()
 	b.byID()
 	return pl
 }
@@ -427,6 +436,7 @@ func (b *builder) phase(rp *rawPhase) {
 		}
 		s.PlanContext, s.PlanContextKeys = b.omap(&rs.Context)
 		b.stepExtra[s] = rs
+		b.fanOut(s, rs)
 		if rs.ID.Set && rs.ID.V == "end" {
 			b.errorf(rs.ID.Pos, `step "end": the id end is reserved for the end step (use end: for it)`)
 		}
@@ -540,6 +550,16 @@ func (b *builder) checkStep(s *Step) {
 		where = fmt.Sprintf("step %q", s.ID)
 	}
 	ext := b.stepExtra[s] // nil for the end step
+	b.itemVars = nil
+	if s.FanOut != nil {
+		b.itemVars = map[string]bool{"item": true}
+		for _, it := range s.FanOut.Items {
+			for _, k := range it.Names {
+				b.itemVars["item."+k] = true
+			}
+		}
+		defer func() { b.itemVars = nil }()
+	}
 
 	// run / plan
 	hasPlan := ext != nil && ext.Plan.Set
@@ -826,7 +846,7 @@ func (b *builder) checkCommand(line string, pos Pos, what string) (kind, target 
 
 // known reports whether name may be substituted in a template.
 func (b *builder) knownVar(name string, handler bool) bool {
-	if b.known[name] {
+	if b.known[name] || b.itemVars[name] {
 		return true
 	}
 	for _, n := range stepBuiltins {

@@ -13,6 +13,10 @@ import (
 // hands values to the shell: {error} is read from FABER_SUB_error.
 const EnvPrefix = "FABER_SUB_"
 
+// envName is the variable that hands {name} to the shell; the dot of
+// {item.x} becomes __, as a shell name has no dots.
+func envName(name string) string { return EnvPrefix + strings.ReplaceAll(name, ".", "__") }
+
 // Script renders a run: or recovery script for a POSIX shell (see IsPOSIXShell).
 // Each {name} is replaced by a reference to the environment variable EnvPrefix+name,
 // quoted for the place where the template put it, and env holds the
@@ -152,7 +156,7 @@ func Script(tmpl string, vars map[string]string) (script string, env []string, e
 	for _, r := range t.refs {
 		if !seen[r.name] {
 			seen[r.name] = true
-			env = append(env, EnvPrefix+r.name+"="+CleanValue(vars[r.name]))
+			env = append(env, envName(r.name)+"="+CleanValue(vars[r.name]))
 		}
 	}
 	return script, env, nil
@@ -171,7 +175,7 @@ const (
 
 // render writes the reference to name in style st.
 func render(st style, name string) string {
-	ref := "${" + EnvPrefix + name + "}"
+	ref := "${" + envName(name) + "}"
 	switch st {
 	case styleQuoted, styleComment:
 		return `"` + ref + `"`

@@ -82,8 +82,19 @@ func scan(tmpl string) []segment {
 	return segs
 }
 
-// nameLen returns the length of the [a-z_][a-z0-9_]* prefix of s.
+// nameLen returns the length of the [a-z_][a-z0-9_]* prefix of s, or of
+// item.[a-z_][a-z0-9_]* (a field of a fan-out item).
 func nameLen(s string) int {
+	n := plainNameLen(s)
+	if n == len("item") && strings.HasPrefix(s, "item.") {
+		if m := plainNameLen(s[n+1:]); m > 0 {
+			return n + 1 + m
+		}
+	}
+	return n
+}
+
+func plainNameLen(s string) int {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
@@ -97,7 +108,7 @@ func nameLen(s string) int {
 }
 
 // Names returns every {name} reference in tmpl, in order. Names match
-// [a-z_][a-z0-9_]*; "{{" and "}}" are literal braces; any other brace text is
+// [a-z_][a-z0-9_]* (or item.[a-z_][a-z0-9_]*, a fan-out item's field); "{{" and "}}" are literal braces; any other brace text is
 // literal; "${name}" (a '$' right before the '{') is the shell's parameter syntax
 // and not a faber variable.
 func Names(tmpl string) []NameRef {

@@ -1,0 +1,499 @@
+package spec
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/faber-run/faber/spec/subst"
+	"gopkg.in/yaml.v3"
+)
+
+// Fan-out (README, "Fan-out"): a step with foreach: or matrix: becomes one
+// step per item, <id>[<key>], and a join step <id> that needs them all and
+// succeeds when every item did.
+
+// MaxItems is the most items one fan-out may have.
+const MaxItems = 100000
+
+// maxKey is the longest item key kept as written; longer ones, and ones
+// with characters outside keyChars, are cleaned (see itemKey).
+const maxKey = 64
+
+// Item is one item of a fan-out step.
+type Item struct {
+	Key    string            // in the step id: <id>[<key>]
+	Value  string            // {item}
+	Fields map[string]string // {item.<name>}
+	Names  []string          // Fields' names in order
+	Index  int               // 0-based position
+}
+
+// Vars are the item's substitution variables: item and item.<name>.
+func (it *Item) Vars() map[string]string {
+	v := make(map[string]string, len(it.Fields)+1)
+	v["item"] = it.Value
+	for k, x := range it.Fields {
+		v["item."+k] = x
+	}
+	return v
+}
+
+// FanOut is the fan-out of a step: on the template while the plan is built,
+// then on the join step.
+type FanOut struct {
+	Kind        string // list, range, glob, lines or matrix
+	Items       []Item
+	MaxParallel int      // 0: no bound but jobs
+	ItemIDs     []string // the item steps' ids (join step)
+}
+
+// fanNode is a raw fan-out value (foreach: or matrix:), interpreted by the
+// builder.
+type fanNode struct {
+	N   *yaml.Node
+	Pos Pos
+	Set bool
+}
+
+func (f *fanNode) decode(p *parser, n *yaml.Node, where string) {
+	f.N, f.Pos, f.Set = n, nodePos(n), true
+}
+
+func (f *fanNode) schema(*schemaGen) map[string]any { return map[string]any{} }
+
+var (
+	fieldName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+	keyChars  = regexp.MustCompile(`[^A-Za-z0-9._=,+@:-]`)
+)
+
+// fanOut reads a step's foreach:/matrix:/max_parallel: into s.FanOut.
+func (b *builder) fanOut(s *Step, rs *rawStep) {
+	if !rs.Foreach.Set && !rs.Matrix.Set {
+		if rs.MaxParallel.Set {
+			b.errorf(rs.MaxParallel.Pos, "step %q: max_parallel is only for fan-out steps (foreach: or matrix:)", s.ID)
+		}
+		return
+	}
+	where := fmt.Sprintf("step %q", s.ID)
+	if rs.Foreach.Set && rs.Matrix.Set {
+		b.errorf(rs.Matrix.Pos, "%s: has both foreach and matrix; use one of them", where)
+		return
+	}
+	if rs.Plan.Set {
+		b.errorf(rs.keyPos("plan"), "%s: a plan: step cannot fan out (yet); fan out a run: step", where)
+		return
+	}
+	fo := &FanOut{MaxParallel: rs.MaxParallel.V}
+	if rs.Foreach.Set {
+		b.foreach(fo, s, rs.Foreach.N, where+": foreach")
+	} else {
+		b.matrix(fo, rs.Matrix.N, where+": matrix")
+	}
+	if len(fo.Items) > MaxItems {
+		b.errorf(rs.Foreach.Pos, "%s: %d items; at most %d", where, len(fo.Items), MaxItems)
+		return
+	}
+	keyItems(fo.Items)
+	s.FanOut = fo
+}
+
+func (b *builder) foreach(fo *FanOut, s *Step, n *yaml.Node, where string) {
+	n = deref(n)
+	switch n.Kind {
+	case yaml.SequenceNode:
+		fo.Kind = "list"
+		for i, e := range n.Content {
+			e = deref(e)
+			switch e.Kind {
+			case yaml.ScalarNode:
+				fo.Items = append(fo.Items, Item{Value: e.Value, Index: i})
+			case yaml.MappingNode:
+				it := Item{Index: i, Fields: map[string]string{}}
+				for _, kv := range b.pairs(e, where) {
+					v := deref(kv.v)
+					switch {
+					case !fieldName.MatchString(kv.key):
+						b.errorf(nodePos(kv.k), "%s: item %d: field %q must match [a-z_][a-z0-9_]* (it is {item.%s})", where, i+1, kv.key, kv.key)
+						continue
+					case v.Kind != yaml.ScalarNode:
+						b.errorf(nodePos(v), "%s: item %d: %s: must be a string or number, not %s", where, i+1, kv.key, kindName(v))
+						continue
+					}
+					it.Fields[kv.key] = v.Value
+					it.Names = append(it.Names, kv.key)
+				}
+				it.Value = it.Fields["id"]
+				if it.Value == "" {
+					it.Value = it.Fields["name"]
+				}
+				if it.Value == "" {
+					it.Value = strconv.Itoa(i + 1)
+				}
+				fo.Items = append(fo.Items, it)
+			default:
+				b.errorf(nodePos(e), "%s: item %d: must be a string, number or mapping, not %s", where, i+1, kindName(e))
+			}
+		}
+	case yaml.MappingNode:
+		pairs := b.pairs(n, where)
+		if len(pairs) != 1 {
+			b.errorf(nodePos(n), "%s: a mapping takes exactly one of range, glob or lines", where)
+			return
+		}
+		kv := pairs[0]
+		v := deref(kv.v)
+		switch kv.key {
+		case "range":
+			fo.Kind = "range"
+			b.rangeItems(fo, v, where+".range")
+		case "glob":
+			fo.Kind = "glob"
+			if v.Kind != yaml.ScalarNode || v.Value == "" {
+				b.errorf(nodePos(v), "%s.glob: must be a pattern such as data/*.csv", where)
+				return
+			}
+			dir := b.plan.Dir
+			if s.Dir != "" && !strings.Contains(s.Dir, "{") {
+				dir = filepath.Join(dir, filepath.FromSlash(s.Dir))
+				if filepath.IsAbs(s.Dir) {
+					dir = s.Dir
+				}
+			}
+			pat := filepath.FromSlash(v.Value)
+			abs := pat
+			if !filepath.IsAbs(pat) {
+				abs = filepath.Join(dir, pat)
+			}
+			matches, err := filepath.Glob(abs)
+			if err != nil {
+				b.errorf(nodePos(v), "%s.glob: bad pattern %q: %v", where, v.Value, err)
+				return
+			}
+			for i, m := range matches {
+				val := m
+				if !filepath.IsAbs(pat) {
+					if rel, err := filepath.Rel(dir, m); err == nil {
+						val = filepath.ToSlash(rel)
+					}
+				}
+				fo.Items = append(fo.Items, Item{Value: val, Index: i})
+			}
+			if len(matches) == 0 {
+				b.warnf(nodePos(v), "%s.glob: %q matches no file now (in %s); the step has no items", where, v.Value, dir)
+			}
+		case "lines":
+			fo.Kind = "lines"
+			if v.Kind != yaml.ScalarNode || v.Value == "" {
+				b.errorf(nodePos(v), "%s.lines: must be a file name", where)
+				return
+			}
+			path := filepath.FromSlash(v.Value)
+			if !filepath.IsAbs(path) {
+				path = filepath.Join(b.plan.Dir, path)
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				b.errorf(nodePos(v), "%s.lines: %v", where, err)
+				return
+			}
+			i := 0
+			for _, l := range strings.Split(string(data), "\n") {
+				l = strings.TrimRight(l, "\r")
+				if strings.TrimSpace(l) == "" {
+					continue
+				}
+				fo.Items = append(fo.Items, Item{Value: l, Index: i})
+				i++
+			}
+		default:
+			b.errorf(nodePos(kv.k), "%s: unknown key %q; use range, glob or lines%s", where, kv.key, suggest(kv.key, []string{"range", "glob", "lines"}))
+		}
+	default:
+		b.errorf(nodePos(n), "%s: must be a list, or a mapping with range, glob or lines, not %s", where, kindName(n))
+	}
+}
+
+func (b *builder) rangeItems(fo *FanOut, v *yaml.Node, where string) {
+	var nums []int
+	if v.Kind == yaml.SequenceNode {
+		for _, e := range v.Content {
+			e = deref(e)
+			var x int
+			if e.Kind != yaml.ScalarNode || e.ShortTag() != "!!int" || e.Decode(&x) != nil {
+				b.errorf(nodePos(e), "%s: must be integers [from, to] or [from, to, step]", where)
+				return
+			}
+			nums = append(nums, x)
+		}
+	}
+	if len(nums) < 2 || len(nums) > 3 {
+		b.errorf(nodePos(v), "%s: must be [from, to] or [from, to, step] (to included)", where)
+		return
+	}
+	step := 1
+	if len(nums) == 3 {
+		step = nums[2]
+	}
+	from, to := nums[0], nums[1]
+	if step == 0 || (to-from)/step < 0 {
+		b.errorf(nodePos(v), "%s: step %d never gets from %d to %d", where, step, from, to)
+		return
+	}
+	if (to-from)/step >= MaxItems {
+		b.errorf(nodePos(v), "%s: more than %d items", where, MaxItems)
+		return
+	}
+	for i, x := 0, from; (step > 0 && x <= to) || (step < 0 && x >= to); i, x = i+1, x+step {
+		fo.Items = append(fo.Items, Item{Value: strconv.Itoa(x), Index: i})
+	}
+}
+
+func (b *builder) matrix(fo *FanOut, n *yaml.Node, where string) {
+	fo.Kind = "matrix"
+	n = deref(n)
+	if n.Kind != yaml.MappingNode {
+		b.errorf(nodePos(n), "%s: must be a mapping of name: [values], not %s", where, kindName(n))
+		return
+	}
+	var names []string
+	var values [][]string
+	var exclude []map[string]string
+	for _, kv := range b.pairs(n, where) {
+		v := deref(kv.v)
+		if kv.key == "exclude" {
+			if v.Kind != yaml.SequenceNode {
+				b.errorf(nodePos(v), "%s.exclude: must be a list of mappings", where)
+				continue
+			}
+			for _, e := range v.Content {
+				e = deref(e)
+				if e.Kind != yaml.MappingNode {
+					b.errorf(nodePos(e), "%s.exclude: must be a list of mappings, not %s", where, kindName(e))
+					continue
+				}
+				m := map[string]string{}
+				for _, ekv := range b.pairs(e, where+".exclude") {
+					m[ekv.key] = deref(ekv.v).Value
+				}
+				exclude = append(exclude, m)
+			}
+			continue
+		}
+		if !fieldName.MatchString(kv.key) {
+			b.errorf(nodePos(kv.k), "%s: name %q must match [a-z_][a-z0-9_]* (it is {item.%s})", where, kv.key, kv.key)
+			continue
+		}
+		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+			b.errorf(nodePos(v), "%s.%s: must be a non-empty list of values", where, kv.key)
+			continue
+		}
+		var vals []string
+		for _, e := range v.Content {
+			e = deref(e)
+			if e.Kind != yaml.ScalarNode {
+				b.errorf(nodePos(e), "%s.%s: values must be strings or numbers, not %s", where, kv.key, kindName(e))
+				continue
+			}
+			vals = append(vals, e.Value)
+		}
+		names = append(names, kv.key)
+		values = append(values, vals)
+	}
+	if len(names) == 0 {
+		b.errorf(nodePos(n), "%s: has no names", where)
+		return
+	}
+	for _, ex := range exclude {
+		for k := range ex {
+			if !contains(names, k) {
+				b.errorf(nodePos(n), "%s.exclude: %q is not a name of the matrix%s", where, k, suggest(k, names))
+			}
+		}
+	}
+	total := 1
+	for _, v := range values {
+		total *= len(v)
+		if total > MaxItems {
+			b.errorf(nodePos(n), "%s: more than %d combinations", where, MaxItems)
+			return
+		}
+	}
+	idx := make([]int, len(names))
+	for c := 0; c < total; c++ {
+		f := make(map[string]string, len(names))
+		parts := make([]string, len(names))
+		for i, nm := range names {
+			f[nm] = values[i][idx[i]]
+			parts[i] = nm + "=" + f[nm]
+		}
+		if !excluded(f, exclude) {
+			fo.Items = append(fo.Items, Item{Value: strings.Join(parts, ","), Fields: f, Names: names, Index: len(fo.Items)})
+		}
+		for i := len(idx) - 1; i >= 0; i-- { // the last name varies fastest
+			idx[i]++
+			if idx[i] < len(values[i]) {
+				break
+			}
+			idx[i] = 0
+		}
+	}
+}
+
+func excluded(f map[string]string, exclude []map[string]string) bool {
+	for _, ex := range exclude {
+		all := len(ex) > 0
+		for k, v := range ex {
+			if f[k] != v {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+// keyItems gives each item its key: its value where that is short and made
+// of [A-Za-z0-9._=,+@:-], else the value with other characters as _ and cut
+// to 64; a key taken already (or empty) becomes the item's number #<n>.
+func keyItems(items []Item) {
+	seen := make(map[string]bool, len(items))
+	for i := range items {
+		k := keyChars.ReplaceAllString(items[i].Value, "_")
+		if len(k) > maxKey {
+			k = k[:maxKey]
+		}
+		if k == "" || seen[k] || strings.HasPrefix(k, "#") {
+			k = "#" + strconv.Itoa(i+1)
+		}
+		seen[k] = true
+		items[i].Key = k
+	}
+}
+
+// ItemID is the id of the item step of a fan-out step.
+func ItemID(stepID, key string) string { return stepID + "[" + key + "]" }
+
+// SplitItemID splits <id>[<key>] into id and key (ok false for other ids).
+func SplitItemID(id string) (step, key string, ok bool) {
+	i := strings.IndexByte(id, '[')
+	if i <= 0 || !strings.HasSuffix(id, "]") {
+		return "", "", false
+	}
+	return id[:i], id[i+1 : len(id)-1], true
+}
+
+// itemNeed is a needs: entry naming items of a fan-out step: base[key
+// template], resolved per item when the plan is expanded.
+type itemNeed struct {
+	base, tmpl string
+	pos        Pos
+}
+
+// expandFanOuts replaces every fan-out step by its item steps followed by
+// its join step, which keeps the step's id, so whatever needs the step
+// needs all its items.
+func (b *builder) expandFanOuts() {
+	pl := b.plan
+	any := false
+	for _, s := range pl.Steps {
+		if s.FanOut != nil || len(b.itemNeeds[s]) > 0 {
+			any = true
+			break
+		}
+	}
+	if !any {
+		return
+	}
+	if _, ok := pl.Context["item"]; ok {
+		b.errorf(Pos{Line: 1, Col: 1}, "context: item is reserved in a plan with fan-out steps ({item} is the item)")
+	}
+	itemIDs := map[string]bool{}
+	for _, s := range pl.Steps {
+		if s.FanOut != nil {
+			for _, it := range s.FanOut.Items {
+				itemIDs[ItemID(s.ID, it.Key)] = true
+			}
+		}
+	}
+	resolve := func(s *Step, deps []string, vars map[string]string) []string {
+		needs := b.itemNeeds[s]
+		if len(needs) == 0 {
+			return deps
+		}
+		out := make([]string, 0, len(deps)+len(needs))
+		for _, d := range deps {
+			if b.plainNeed[s][d] || !hasBase(needs, d) {
+				out = append(out, d)
+			}
+		}
+		for _, n := range needs {
+			key, err := subst.Expand(n.tmpl, vars)
+			if err != nil {
+				b.errorf(n.pos, "step %q: needs %s[%s]: %v", s.ID, n.base, n.tmpl, err)
+				continue
+			}
+			id := ItemID(n.base, key)
+			if !itemIDs[id] {
+				b.errorf(n.pos, "step %q: needs %s, which is not an item of step %q", s.ID, id, n.base)
+				continue
+			}
+			if !contains(out, id) {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	var steps []*Step
+	for _, ph := range pl.Phases {
+		var phSteps []*Step
+		for _, s := range ph.Steps {
+			if s.FanOut == nil {
+				s.Deps = resolve(s, s.Deps, nil)
+				phSteps = append(phSteps, s)
+				continue
+			}
+			fo := s.FanOut
+			fo.ItemIDs = make([]string, len(fo.Items))
+			for i := range fo.Items {
+				it := &fo.Items[i]
+				c := *s
+				c.ID = ItemID(s.ID, it.Key)
+				c.Name = s.Name + "[" + it.Key + "]"
+				c.FanOut = nil
+				c.Item = it
+				c.FanOutOf = s.ID
+				c.Deps = resolve(s, s.Deps, it.Vars())
+				fo.ItemIDs[i] = c.ID
+				phSteps = append(phSteps, &c)
+			}
+			s.Join = true
+			s.Deps = fo.ItemIDs
+			if fo.ItemIDs == nil {
+				s.Deps = []string{}
+			}
+			phSteps = append(phSteps, s)
+		}
+		ph.Steps = phSteps
+		steps = append(steps, phSteps...)
+	}
+	for i, s := range steps {
+		s.Index = i
+	}
+	pl.Steps = steps
+}
+
+func hasBase(needs []itemNeed, id string) bool {
+	for _, n := range needs {
+		if n.base == id {
+			return true
+		}
+	}
+	return false
+}

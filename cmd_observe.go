@@ -132,7 +132,11 @@ func printJSON(w io.Writer, v any) error {
 type StatusCmd struct {
 	RunRef `embed:""`
 	JSON   bool `name:"json" help:"Print the run and every step as JSON."`
+	All    bool `name:"all" help:"List every item of a fan-out step (by default those that did not succeed, at most 20)."`
 }
+
+// maxItemRows is how many items of one fan-out faber status lists.
+const maxItemRows = 20
 
 // Run prints the run's status.
 func (c *StatusCmd) Run(g *Globals) error {
@@ -149,7 +153,7 @@ func (c *StatusCmd) Run(g *Globals) error {
 	fmt.Fprintf(g.stdout, "run %s  plan %s  %s %s\n", out.RunID, out.Plan, s.Glyph(out.Status), s.Status(out.Status))
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STEP\tPHASE\tSTATUS\tATTEMPT\tEXIT\tDURATION\tERROR")
-	for _, st := range steps {
+	row := func(indent string, st *exec.StepState, errText string) {
 		exit := "-"
 		if st.ExitCode != nil {
 			exit = fmt.Sprint(*st.ExitCode)
@@ -158,9 +162,43 @@ func (c *StatusCmd) Run(g *Globals) error {
 		if st.FinishedAt != nil {
 			dur = (time.Duration(st.DurationMs) * time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s %s\t%d\t%s\t%s\t%s\n", st.ID, st.Phase, s.Glyph(st.Status), st.Status, st.Attempt, exit, dur, run.FirstLine(st.Error))
+		fmt.Fprintf(tw, "%s%s\t%s\t%s %s\t%d\t%s\t%s\t%s\n", indent, st.ID, st.Phase, s.Glyph(st.Status), st.Status, st.Attempt, exit, dur, errText)
 		if st.ChildRunID != "" {
-			fmt.Fprintf(tw, "  └ child run %s: %s\n", st.ChildRunID, childSummary(g, st.ChildRunID))
+			fmt.Fprintf(tw, "%s  └ child run %s: %s\n", indent, st.ChildRunID, childSummary(g, st.ChildRunID))
+		}
+	}
+	// Items of a fan-out show under their step, with counts; those that
+	// succeeded only with --all.
+	counts, items := run.FanOuts(steps)
+	for _, st := range steps {
+		if st.FanOut != "" {
+			continue
+		}
+		n := counts[st.ID]
+		if n == nil {
+			row("", st, run.FirstLine(st.Error))
+			continue
+		}
+		text := n.String()
+		if st.Status != exec.StatusPending && st.Status != exec.StatusSuccess && n.Failed == 0 {
+			text += "; " + run.FirstLine(st.Error)
+		}
+		row("", st, text)
+		shown, hidden := 0, 0
+		for _, it := range items[st.ID] {
+			switch {
+			case c.All:
+			case it.Status == exec.StatusSuccess:
+				continue
+			case shown == maxItemRows:
+				hidden++
+				continue
+			}
+			shown++
+			row("  ", it, run.FirstLine(it.Error))
+		}
+		if hidden > 0 {
+			fmt.Fprintf(tw, "  … %d more (faber status --all)\n", hidden)
 		}
 	}
 	return tw.Flush()

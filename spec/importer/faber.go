@@ -134,7 +134,7 @@ func (c *conv) faber(root *yaml.Node) *yaml.Node {
 		set(out, nameK, "name", newStr(nameF, s))
 	}
 	if desc != nil {
-		set(out, nil, "description", clone(desc, 0))
+		set(out, nil, "description", c.clone(desc, 0))
 	} else if wfID != "" {
 		set(out, nil, "description", newStr(wfN, "FABER workflow "+wfID))
 	}
@@ -317,10 +317,10 @@ func (c *conv) faberStep(phase string, sn *yaml.Node, fp *faberPlan, stepFound *
 	id := sanitizeID(phase + "-" + idF.v.Value)
 	set(s, idF.k, "id", newStr(idF.v, id))
 	if f, ok := fs["name"]; ok {
-		set(s, f.k, "name", clone(f.v, 0))
+		set(s, f.k, "name", c.clone(f.v, 0))
 	}
 	if f, ok := fs["description"]; ok {
-		set(s, f.k, "description", clone(f.v, 0))
+		set(s, f.k, "description", c.clone(f.v, 0))
 	}
 	prompt := ""
 	var promptF field
@@ -394,7 +394,7 @@ func (c *conv) faberStep(phase string, sn *yaml.Node, fp *faberPlan, stepFound *
 			for _, r := range c.fields(f.v, where+": result_handling") {
 				switch r.key {
 				case "on_failure", "max_retries":
-					set(rh, r.k, r.key, clone(r.v, 0))
+					set(rh, r.k, r.key, c.clone(r.v, 0))
 				case "on_success", "on_warning":
 					if r.v.Value != "continue" {
 						c.warnf(r.k, "%s: result_handling: %s: %s dropped (faber goes on after a step that exits 0)", where, r.key, kindName(r.v))

@@ -216,11 +216,17 @@ func ConvertNode(f Format, file string, doc *yaml.Node, opts Options) (plan *yam
 
 // conv holds the state of one conversion.
 type conv struct {
-	file  string
-	opts  Options
-	errs  []Diagnostic
-	warns []Diagnostic
+	file   string
+	opts   Options
+	errs   []Diagnostic
+	warns  []Diagnostic
+	cloned int  // nodes copied so far (YAML alias bombs)
+	tooBig bool // the copy limit was reported
 }
+
+// maxCloned bounds the nodes copied from the source: aliases could
+// otherwise expand a small file into a huge plan.
+const maxCloned = 100000
 
 func (c *conv) errorf(at *yaml.Node, f string, a ...any) {
 	c.errs = append(c.errs, Diagnostic{Line: at.Line, Col: at.Column, Message: fmt.Sprintf(f, a...)})
@@ -418,9 +424,14 @@ func set(m *yaml.Node, keyAt *yaml.Node, key string, v *yaml.Node) {
 
 // clone copies a subtree (aliases resolved) with its positions and plain
 // styles, so that JSON input comes out as ordinary YAML.
-func clone(n *yaml.Node, depth int) *yaml.Node {
+func (c *conv) clone(n *yaml.Node, depth int) *yaml.Node {
 	n = deref(n)
-	if depth > 100 {
+	c.cloned++
+	if depth > 100 || c.cloned > maxCloned {
+		if !c.tooBig {
+			c.tooBig = true
+			c.errorf(n, "too deeply nested, or expands too many YAML aliases")
+		}
 		return newStr(n, "")
 	}
 	out := &yaml.Node{Kind: n.Kind, Tag: n.Tag, Value: n.Value, Line: n.Line, Column: n.Column}
@@ -433,8 +444,8 @@ func clone(n *yaml.Node, depth int) *yaml.Node {
 	if n.Kind == yaml.SequenceNode && allScalars(n) {
 		out.Style = yaml.FlowStyle
 	}
-	for _, c := range n.Content {
-		out.Content = append(out.Content, clone(c, depth+1))
+	for _, k := range n.Content {
+		out.Content = append(out.Content, c.clone(k, depth+1))
 	}
 	return out
 }

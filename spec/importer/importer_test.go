@@ -368,3 +368,12 @@ func TestConvertNodeKeepsPositions(t *testing.T) {
 		t.Fatalf("%s %v", out, err)
 	}
 }
+
+func TestAliasBombIsAnError(t *testing.T) {
+	in := "name: n\na: &a [1,1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\n" +
+		"failure_handlers: [{name: h, rules: [{exit_codes: [*e, *e]}]}]\njobs:\n  - {name: a, command: x}\n"
+	_, _, err := convert(t, FormatTorc, in)
+	if err == nil || !strings.Contains(allErrors(err), "expands too many YAML aliases") {
+		t.Errorf("err = %v", allErrors(err))
+	}
+}

@@ -119,10 +119,10 @@ func (c *conv) torc(root *yaml.Node) *yaml.Node {
 		c.errorf(root, "missing required field \"name\"")
 	}
 	if desc.v != nil {
-		set(out, desc.k, "description", clone(desc.v, 0))
+		set(out, desc.k, "description", c.clone(desc.v, 0))
 	}
 	if upf.v != nil {
-		set(out, upf.k, "use_pending_failed", clone(upf.v, 0))
+		set(out, upf.k, "use_pending_failed", c.clone(upf.v, 0))
 	}
 	if handlerN != nil {
 		set(out, handlerK, "failure_handlers", c.torcHandlers(handlerN))
@@ -731,7 +731,7 @@ func (c *conv) torcStep(j *torcJob, files map[string]torcFile, rrs, scheds map[s
 		case "name", "command", "depends_on", "depends_on_regexes", "parameters", "parameter_mode", "use_parameters",
 			"resource_requirements", "scheduler", "input_files", "output_files":
 		case "failure_handler":
-			set(s, f.k, "failure_handler", clone(f.v, 0))
+			set(s, f.k, "failure_handler", c.clone(f.v, 0))
 		case "cancel_on_blocking_job_failure":
 			if f.v.Value != "true" {
 				c.warnf(f.k, "%s: cancel_on_blocking_job_failure: %s dropped (faber always cancels the steps that need a failed step)", where, f.v.Value)
@@ -958,7 +958,7 @@ func (c *conv) torcHandlers(n *yaml.Node) *yaml.Node {
 		for _, f := range c.fields(h, "failure_handlers") {
 			switch f.key {
 			case "name":
-				set(hm, f.k, "name", clone(f.v, 0))
+				set(hm, f.k, "name", c.clone(f.v, 0))
 			case "rules":
 				rules := newSeq(f.v, false)
 				if f.v.Kind != yaml.SequenceNode {
@@ -971,7 +971,7 @@ func (c *conv) torcHandlers(n *yaml.Node) *yaml.Node {
 					for _, rf := range c.fields(r, "failure_handlers: rules") {
 						switch rf.key {
 						case "exit_codes", "match_all_exit_codes", "max_retries":
-							set(rm, rf.k, rf.key, clone(rf.v, 0))
+							set(rm, rf.k, rf.key, c.clone(rf.v, 0))
 						case "recovery_script":
 							script := escapeBraces(rf.v.Value)
 							var pre []string

@@ -56,6 +56,7 @@ type CLI struct {
 	Resume     ResumeCmd     `cmd:"" help:"Continue a stopped, failed or crashed run without re-running what succeeded."`
 	Validate   ValidateCmd   `cmd:"" help:"Check a plan without running anything: fields, dependencies, variables, handlers."`
 	Graph      GraphCmd      `cmd:"" help:"Print a plan's dependency graph: text, Graphviz dot or JSON; run nothing."`
+	Import     ImportCmd     `cmd:"" help:"Convert a Torc workflow or a FABER plan.json into a faber plan (YAML)."`
 	List       ListCmd       `cmd:"" help:"List the runs in the state dir, newest first."`
 	Status     StatusCmd     `cmd:"" help:"Show one run: every step with its status, attempts and error."`
 	Events     EventsCmd     `cmd:"" help:"Show a run's audit trail: every decision, oldest first."`

@@ -19,6 +19,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/faber-run/faber/spec/importer"
 )
 
 // Options controls how a plan is loaded.
@@ -85,6 +87,9 @@ func Parse(file string, data []byte, opts Options) (plan *Plan, err error) {
 	if root == nil {
 		return nil, p.invalid()
 	}
+	if root = p.imported(root); root == nil {
+		return nil, p.invalid()
+	}
 	var raw rawPlan
 	p.decodeObject(reflect.ValueOf(&raw).Elem(), root, "")
 	plan = p.build(&raw)
@@ -93,6 +98,34 @@ func Parse(file string, data []byte, opts Options) (plan *Plan, err error) {
 	}
 	plan.Warnings = p.warns
 	return plan, nil
+}
+
+// imported returns the plan root itself, or, for a Torc workflow or a
+// FABER plan.json, the faber plan it converts to (nil after recording the
+// conversion's errors). The converted nodes keep the positions of the
+// source, so every later message points into the file as written.
+func (p *parser) imported(root *yaml.Node) *yaml.Node {
+	f := importer.DetectNode(root)
+	if f == importer.FormatNone {
+		return root
+	}
+	plan, warns, err := importer.ConvertNode(f, p.file, root, importer.Options{})
+	for _, w := range warns {
+		p.warnf(Pos{Line: w.Line, Col: w.Col}, "%s", w.Message)
+	}
+	if err != nil {
+		var ie *importer.Errors
+		if errors.As(err, &ie) {
+			for _, d := range ie.Diags {
+				p.errorf(Pos{Line: d.Line, Col: d.Col}, "%s", d.Message)
+			}
+		} else {
+			p.errorf(Pos{}, "%v", err)
+		}
+		return nil
+	}
+	p.budget = 16*countNodes(plan) + 100000
+	return plan
 }
 
 // parser holds the state of one Parse call.

@@ -1,0 +1,454 @@
+package importer
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// faberPhases are FABER's phases, in the order they run.
+func faberPhases() []string {
+	return []string{"frame", "architect", "build", "evaluate", "release"}
+}
+
+// faberPlan is what the top level of a FABER plan.json says about the
+// steps: which phases and step run, for which items, with which agent.
+type faberPlan struct {
+	items        []map[string]string // flattened work items
+	itemsN       *yaml.Node
+	itemArg      string // --work-id or --target
+	itemKey      string // work_id or target
+	maxParallel  *yaml.Node
+	instructions string
+	phasesToRun  map[string]bool
+	stepToRun    string
+	stepToRunN   *yaml.Node
+	agent        []string
+	needPrompt   bool // a step runs a bare prompt: the /prompt command is needed
+}
+
+func (c *conv) faber(root *yaml.Node) *yaml.Node {
+	out := newMap(root)
+	fp := &faberPlan{agent: c.opts.Agent}
+	var nameF, wfN, agentF *yaml.Node
+	var nameK *yaml.Node
+	for _, f := range c.fields(root, "plan") {
+		switch f.key {
+		case "id":
+			nameK, nameF = f.k, f.v
+		case "workflow":
+			wfN = f.v
+		case "items":
+			c.faberItems(f.v, fp)
+		case "agent":
+			agentF = f.v
+		case "autonomy":
+			c.warnf(f.k, "autonomy: dropped (faber asks for no approvals: every step runs as planned)")
+		case "phases_to_run":
+			fp.phasesToRun = map[string]bool{}
+			for _, p := range c.strList(f.v, "phases_to_run") {
+				for _, x := range strings.Split(p.Value, ",") {
+					if x = strings.TrimSpace(x); x != "" {
+						fp.phasesToRun[x] = true
+					}
+				}
+			}
+		case "step_to_run":
+			fp.stepToRun, _ = c.str(f.v, "step_to_run")
+			fp.stepToRunN = f.v
+		case "additional_instructions":
+			fp.instructions, _ = c.str(f.v, "additional_instructions")
+		case "execution":
+			for _, e := range c.fields(f.v, "execution") {
+				switch e.key {
+				case "max_concurrent":
+					fp.maxParallel = e.v
+				case "mode":
+					if e.v.Value == "serial" {
+						fp.maxParallel = newScalar(e.v, "1")
+					}
+				case "status", "started_at", "completed_at", "results":
+					// the executor's bookkeeping, not the plan
+				default:
+					c.errorf(e.k, "execution: unknown FABER field %q: no faber equivalent", e.key)
+				}
+			}
+		case "created", "created_by", "source", "$schema", "resolved_at":
+			// metadata of the planner
+		default:
+			c.errorf(f.k, "unknown FABER plan field %q: no faber equivalent", f.key)
+		}
+	}
+	if agentF != nil {
+		fp.agent = nil
+		switch agentF.Kind {
+		case yaml.ScalarNode:
+			fp.agent = strings.Fields(agentF.Value)
+		default:
+			for _, a := range c.strList(agentF, "agent") {
+				fp.agent = append(fp.agent, a.Value)
+			}
+		}
+	}
+	if len(fp.agent) == 0 {
+		fp.agent = defaultAgent()
+	}
+	var desc *yaml.Node
+	var phaseMap map[string]field
+	wfID := ""
+	for _, f := range c.fields(wfN, "workflow") {
+		switch f.key {
+		case "id":
+			wfID = f.v.Value
+			if nameF == nil {
+				nameK, nameF = f.k, f.v
+			}
+		case "description":
+			desc = f.v
+		case "phases":
+			phaseMap = map[string]field{}
+			for _, p := range c.fields(f.v, "workflow: phases") {
+				phaseMap[p.key] = p
+			}
+		case "hooks":
+			for _, h := range c.fields(f.v, "workflow: hooks") {
+				if len(h.v.Content) > 0 {
+					c.errorf(h.k, "workflow: hooks: %s: not supported (write the hook as a step of pre_steps or post_steps)", h.key)
+				}
+			}
+		case "autonomy":
+			c.warnf(f.k, "workflow: autonomy: dropped (faber asks for no approvals: every step runs as planned)")
+		case "extends", "skip_steps":
+			c.errorf(f.k, "workflow: %s: not supported: import a resolved plan (the planner's plan.json has the whole workflow)", f.key)
+		case "resolved_at", "inheritance_chain", "$schema", "integrations", "logging", "name":
+			// metadata of the planner
+		default:
+			c.errorf(f.k, "workflow: unknown FABER field %q: no faber equivalent", f.key)
+		}
+	}
+	if nameF == nil {
+		c.errorf(root, "missing \"id\" (or workflow.id): the plan needs a name")
+	} else if s, ok := c.str(nameF, "id"); ok {
+		set(out, nameK, "name", newStr(nameF, s))
+	}
+	if desc != nil {
+		set(out, nil, "description", c.clone(desc, 0))
+	} else if wfID != "" {
+		set(out, nil, "description", newStr(wfN, "FABER workflow "+wfID))
+	}
+	known := map[string]bool{}
+	for _, p := range faberPhases() {
+		known[p] = true
+	}
+	for k, p := range phaseMap {
+		if !known[k] {
+			c.errorf(p.k, "workflow: phases: unknown phase %q (FABER's phases are %s)", k, strings.Join(faberPhases(), ", "))
+		}
+	}
+	for p := range fp.phasesToRun {
+		if !known[p] {
+			c.errorf(root, "phases_to_run: unknown phase %q", p)
+		}
+	}
+	phases := newSeq(wfN, false)
+	stepFound := false
+	for _, name := range faberPhases() {
+		pf, ok := phaseMap[name]
+		if !ok || (fp.phasesToRun != nil && !fp.phasesToRun[name]) {
+			continue
+		}
+		if ph := c.faberPhase(name, pf, fp, &stepFound); ph != nil {
+			phases.Content = append(phases.Content, ph)
+		}
+	}
+	if fp.stepToRun != "" && !stepFound {
+		c.errorf(fp.stepToRunN, "step_to_run: no step %q (write phase:step-id)", fp.stepToRun)
+	}
+	// agent and commands come before the phases, as in a hand-written plan.
+	ag := newSeq(root, true)
+	for _, a := range fp.agent {
+		ag.Content = append(ag.Content, newStr(root, a))
+	}
+	set(out, agentF, "agent", ag)
+	if fp.needPrompt {
+		cmds := newMap(root)
+		set(cmds, nil, "/prompt", newStr(root, shellJoin(fp.agent)))
+		set(out, nil, "commands", cmds)
+	}
+	if len(phases.Content) == 0 {
+		c.errorf(wfN, "workflow: no phase with steps to run")
+	}
+	set(out, nil, "phases", phases)
+	return out
+}
+
+// faberItems reads items[]: each a mapping, flattened to scalar fields
+// (issue.number becomes issue_number).
+func (c *conv) faberItems(n *yaml.Node, fp *faberPlan) {
+	fp.itemsN = n
+	if n.Kind != yaml.SequenceNode {
+		c.errorf(n, "items: must be a list, not %s", kindName(n))
+		return
+	}
+	for i, it := range n.Content {
+		it = deref(it)
+		m := map[string]string{}
+		c.flatten(it, "", m, fmt.Sprintf("items[%d]", i))
+		fp.items = append(fp.items, m)
+	}
+	if len(fp.items) == 0 {
+		return
+	}
+	for _, key := range []string{"work_id", "target"} {
+		all := true
+		for _, m := range fp.items {
+			if m[key] == "" {
+				all = false
+			}
+		}
+		if all {
+			fp.itemKey, fp.itemArg = key, "--"+strings.ReplaceAll(key, "_", "-")
+			return
+		}
+	}
+	c.errorf(n, "items: every item needs a work_id (or every item a target): it is what the steps are run for")
+}
+
+func (c *conv) flatten(n *yaml.Node, prefix string, m map[string]string, where string) {
+	n = deref(n)
+	switch n.Kind {
+	case yaml.MappingNode:
+		for _, f := range c.fields(n, where) {
+			k := sanitizeKey(f.key)
+			if prefix != "" {
+				k = prefix + "_" + k
+			}
+			c.flatten(f.v, k, m, where)
+		}
+	case yaml.ScalarNode:
+		if prefix == "" {
+			c.errorf(n, "%s: must be a mapping with work_id or target, not %s", where, kindName(n))
+			return
+		}
+		m[prefix] = n.Value
+	case yaml.SequenceNode:
+		// lists in items (labels, ...) do not reach the steps
+	}
+}
+
+func sanitizeKey(k string) string {
+	return strings.ReplaceAll(sanitizeID(k), "-", "_")
+}
+
+// faberPhase converts one phase: pre_steps, steps and post_steps, in that
+// order, as the sequential steps of one faber phase.
+func (c *conv) faberPhase(name string, pf field, fp *faberPlan, stepFound *bool) *yaml.Node {
+	ph := newMap(pf.k)
+	set(ph, pf.k, "name", newStr(pf.k, name))
+	steps := newSeq(pf.v, false)
+	lists := map[string]field{}
+	for _, f := range c.fields(pf.v, "phase "+name) {
+		switch f.key {
+		case "enabled":
+			if f.v.Value == "false" {
+				c.warnf(f.k, "phase %s: enabled: false: the phase is left out", name)
+				return nil
+			}
+		case "pre_steps", "steps", "post_steps":
+			lists[f.key] = f
+		case "description":
+			// faber phases have no description; the steps keep theirs
+		case "validation":
+			c.warnf(f.k, "phase %s: validation: dropped (faber checks a step by its exit code; make a step that checks)", name)
+		case "max_retries":
+			c.warnf(f.k, "phase %s: max_retries: dropped (faber has no phase retry loop; use result_handling or failure_handlers on a step)", name)
+		case "require_approval":
+			c.warnf(f.k, "phase %s: require_approval: dropped (faber does not pause for approval)", name)
+		default:
+			c.errorf(f.k, "phase %s: unknown FABER field %q: no faber equivalent", name, f.key)
+		}
+	}
+	for _, key := range []string{"pre_steps", "steps", "post_steps"} {
+		f, ok := lists[key]
+		if !ok {
+			continue
+		}
+		if f.v.Kind != yaml.SequenceNode {
+			c.errorf(f.v, "phase %s: %s: must be a list, not %s", name, key, kindName(f.v))
+			continue
+		}
+		for _, sn := range f.v.Content {
+			sn = deref(sn)
+			if s := c.faberStep(name, sn, fp, stepFound); s != nil {
+				steps.Content = append(steps.Content, s)
+			}
+		}
+	}
+	if len(steps.Content) == 0 {
+		return nil
+	}
+	set(ph, nil, "steps", steps)
+	return ph
+}
+
+// faberStep converts one step.
+func (c *conv) faberStep(phase string, sn *yaml.Node, fp *faberPlan, stepFound *bool) *yaml.Node {
+	fs := map[string]field{}
+	var order []string
+	for _, f := range c.fields(sn, "phase "+phase+": step") {
+		fs[f.key] = f
+		order = append(order, f.key)
+	}
+	idF, ok := fs["id"]
+	if !ok {
+		c.errorf(sn, "phase %s: a step has no id", phase)
+		return nil
+	}
+	where := fmt.Sprintf("phase %s: step %q", phase, idF.v.Value)
+	if fp.stepToRun != "" {
+		if fp.stepToRun != phase+":"+idF.v.Value {
+			return nil
+		}
+		*stepFound = true
+	}
+	s := newMap(sn)
+	id := sanitizeID(phase + "-" + idF.v.Value)
+	set(s, idF.k, "id", newStr(idF.v, id))
+	if f, ok := fs["name"]; ok {
+		set(s, f.k, "name", c.clone(f.v, 0))
+	}
+	if f, ok := fs["description"]; ok {
+		set(s, f.k, "description", c.clone(f.v, 0))
+	}
+	prompt := ""
+	var promptF field
+	if f, ok := fs["prompt"]; ok {
+		promptF = f
+		prompt, _ = c.str(f.v, where+": prompt")
+	}
+	if fp.instructions != "" {
+		if prompt != "" {
+			prompt += "\n\n"
+		}
+		prompt += fp.instructions
+	}
+	var words []string
+	at := sn
+	if f, ok := fs["skill"]; ok {
+		sk, _ := c.str(f.v, where+": skill")
+		words = append(words, "/"+sk)
+		at = f.k
+		if cf, ok := fs["config"]; ok {
+			words = append(words, c.configArgs(cf, where)...)
+		}
+	} else if _, ok := fs["prompt"]; ok {
+		words = append(words, "/prompt")
+		at = promptF.k
+		fp.needPrompt = true
+		if cf, ok := fs["config"]; ok {
+			c.errorf(cf.k, "%s: config: only a skill takes config", where)
+		}
+	} else {
+		c.errorf(sn, "%s: has neither prompt nor skill: nothing to run", where)
+		return nil
+	}
+	if prompt != "" {
+		words = append(words, shellQuote(prompt))
+	}
+	line := escapeBraces(strings.Join(words, " "))
+	switch {
+	case len(fp.items) == 1:
+		line += " " + fp.itemArg + " " + escapeBraces(shellQuote(fp.items[0][fp.itemKey]))
+	case len(fp.items) > 1:
+		line += " " + fp.itemArg + " {item." + fp.itemKey + "}"
+	}
+	set(s, at, "run", newStr(at, line))
+	if len(fp.items) > 1 {
+		l := newSeq(fp.itemsN, false)
+		for _, it := range fp.items {
+			m := newMap(fp.itemsN)
+			m.Style = yaml.FlowStyle
+			keys := make([]string, 0, len(it))
+			for k := range it {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				set(m, fp.itemsN, k, newStr(fp.itemsN, it[k]))
+			}
+			l.Content = append(l.Content, m)
+		}
+		set(s, fp.itemsN, "foreach", l)
+		if fp.maxParallel != nil {
+			set(s, fp.maxParallel, "max_parallel", newScalar(fp.maxParallel, fp.maxParallel.Value))
+		}
+	}
+	for _, key := range order {
+		f := fs[key]
+		switch key {
+		case "id", "name", "description", "prompt", "skill", "config":
+		case "result_handling":
+			rh := newMap(f.v)
+			for _, r := range c.fields(f.v, where+": result_handling") {
+				switch r.key {
+				case "on_failure", "max_retries":
+					set(rh, r.k, r.key, c.clone(r.v, 0))
+				case "on_success", "on_warning":
+					if r.v.Value != "continue" {
+						c.warnf(r.k, "%s: result_handling: %s: %s dropped (faber goes on after a step that exits 0)", where, r.key, kindName(r.v))
+					}
+				default:
+					c.errorf(r.k, "%s: result_handling: unknown FABER field %q: no faber equivalent", where, r.key)
+				}
+			}
+			if len(rh.Content) > 0 {
+				set(s, f.k, "result_handling", rh)
+			}
+		case "conditional":
+			c.errorf(f.k, "%s: conditional: not supported: faber runs every step (use result_handling.on_failure to react to a failure)", where)
+		default:
+			c.errorf(f.k, "%s: unknown FABER step field %q: no faber equivalent", where, key)
+		}
+	}
+	return s
+}
+
+// configArgs turns a skill's config into --key value arguments (true:
+// --key alone; false: left out).
+func (c *conv) configArgs(cf field, where string) []string {
+	var out []string
+	for _, f := range c.fields(cf.v, where+": config") {
+		if f.v.Kind != yaml.ScalarNode {
+			c.errorf(f.v, "%s: config: %s: must be a string, number or boolean (nested config is not supported)", where, f.key)
+			continue
+		}
+		k := "--" + strings.ReplaceAll(f.key, "_", "-")
+		switch {
+		case f.v.ShortTag() == "!!bool" && f.v.Value == "true":
+			out = append(out, k)
+		case f.v.ShortTag() == "!!bool":
+		default:
+			out = append(out, k, shellQuote(f.v.Value))
+		}
+	}
+	return out
+}
+
+// shellQuote quotes s as one POSIX shell word, with single quotes where
+// needed.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@%+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func shellJoin(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = shellQuote(a)
+	}
+	return strings.Join(q, " ")
+}

@@ -1,0 +1,379 @@
+package importer
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDetect(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     Format
+	}{
+		{"torc yaml", "name: x\njobs:\n  - {name: a, command: echo}\n", FormatTorc},
+		{"torc json", `{"name": "x", "jobs": [{"name": "a", "command": "echo"}]}`, FormatTorc},
+		{"faber plan.json", `{"id": "p", "workflow": {"phases": {"build": {"steps": []}}}}`, FormatFaber},
+		{"faber plan: steps", "name: x\nsteps:\n  - {id: a, run: echo}\n", FormatNone},
+		{"faber plan: phases and jobs", "name: x\njobs: 2\nphases: []\n", FormatNone},
+		{"faber plan wins over torc-looking jobs", "name: x\nsteps: []\njobs:\n  - {name: a, command: echo}\n", FormatNone},
+		{"jobs without command", "name: x\njobs:\n  - {name: a}\n", FormatNone},
+		{"jobs not a list", "name: x\njobs: 4\n", FormatNone},
+		{"both torc and faber", `{"jobs": [{"command": "x"}], "workflow": {"phases": {}}}`, FormatNone},
+		{"not yaml", "{{{", FormatNone},
+		{"a list", "- a\n", FormatNone},
+		{"empty", "", FormatNone},
+	}
+	for _, tt := range tests {
+		if got := Detect([]byte(tt.in)); got != tt.want {
+			t.Errorf("%s: Detect = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func convert(t *testing.T, f Format, in string) (string, []string, error) {
+	t.Helper()
+	out, warns, err := Convert(f, "w.yaml", []byte(in), Options{})
+	return string(out), warns, err
+}
+
+func mustConvert(t *testing.T, f Format, in string) (string, []string) {
+	t.Helper()
+	out, warns, err := convert(t, f, in)
+	if err != nil {
+		t.Fatalf("Convert: %v", err)
+	}
+	return out, warns
+}
+
+func TestTorcMapping(t *testing.T) {
+	in := `name: demo
+description: d
+use_pending_failed: true
+files:
+  - {name: raw, path: "data/raw {x}.csv"}
+resource_requirements:
+  - {name: rr, num_cpus: 2, memory: 2g, num_gpus: 1, runtime: P1DT2H30M}
+slurm_schedulers:
+  - {name: gpu, account: proj, partition: gpu, walltime: "04:00:00", gres: "gpu:1", nodes: 2, extra: "--exclusive"}
+slurm_defaults: {qos: high, constraint: cpu}
+failure_handlers:
+  - name: h
+    rules:
+      - {exit_codes: [1], max_retries: 2, recovery_script: "echo $TORC_RETURN_CODE"}
+jobs:
+  - name: Fetch Data!
+    command: curl -o ${files.output.raw} http://x && echo $TORC_WORKFLOW_ID $TORC_ATTEMPT_ID
+  - name: train
+    command: train ${files.input.raw} ${HOME}
+    resource_requirements: rr
+    scheduler: gpu
+    failure_handler: h
+  - name: other
+    command: "true"
+    depends_on_regexes: ["^tr"]
+`
+	out, warns := mustConvert(t, FormatTorc, in)
+	for _, want := range []string{
+		"name: demo\n", "use_pending_failed: true\n",
+		"  - id: fetch-data\n    name: Fetch Data!\n",
+		"run: curl -o data/raw {{x}}.csv http://x",
+		"      TORC_WORKFLOW_ID: '{run_id}'\n", "      TORC_ATTEMPT_ID: '{attempt}'\n",
+		"    needs: []\n",
+		"run: train data/raw {{x}}.csv ${{HOME}}",
+		"    needs: [fetch-data]\n",
+		"    timeout: 26h30m0s\n",
+		"    executor: slurm\n",
+		"      cpus: 2\n", "      mem: 2G\n", "      gpus: \"1\"\n", "      account: proj\n", "      partition: gpu\n",
+		"      time: 04:00:00\n", "      qos: high\n",
+		"extra_args: ['--gres=gpu:1', --nodes=2, --exclusive, --constraint=cpu]",
+		"    failure_handler: h\n",
+		"export TORC_RETURN_CODE=\"$FABER_RETURN_CODE\"\n",
+		"  - id: other\n", "    needs: [train]\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if len(warns) != 0 {
+		t.Errorf("warnings: %v", warns)
+	}
+}
+
+func TestTorcPathsQuoted(t *testing.T) {
+	// paths are written as they are: a path with a space stays one word
+	// only if the Torc command quoted it; the converter does not add quotes.
+	out, _ := mustConvert(t, FormatTorc, "name: n\nfiles: [{name: f, path: a.txt}]\njobs:\n  - {name: a, command: 'cat ${files.input.f}'}\n")
+	if !strings.Contains(out, "run: cat a.txt\n") {
+		t.Errorf("got:\n%s", out)
+	}
+}
+
+func TestTorcFanOut(t *testing.T) {
+	in := `name: sweep
+jobs:
+  - name: task_{i:03d}
+    command: ./run.sh --index {i} --lr {lr}
+    parameters:
+      i: "1:5:2"
+      lr: [0.1, 0.2]
+  - name: zipped_{a}
+    command: echo {a} {b}
+    parameter_mode: zip
+    parameters: {a: "[x,y]", b: "1:2"}
+  - name: after
+    command: echo done
+    depends_on: [task_003, zipped_y]
+`
+	out, _ := mustConvert(t, FormatTorc, in)
+	want := `steps:
+  - id: task
+    name: task_{i:03d}
+    run: ./run.sh --index {item.i} --lr {item.lr}
+    needs: []
+    matrix:
+      i: [1, 3, 5]
+      lr: [0.1, 0.2]
+  - id: zipped
+    name: zipped_{a}
+    run: echo {item.a} {item.b}
+    needs: []
+    foreach:
+      - {a: x, b: 1}
+      - {a: y, b: 2}
+  - id: after
+    name: after
+    run: echo done
+    needs: [task, zipped]
+`
+	if !strings.HasSuffix(out, want) {
+		t.Errorf("got:\n%s\nwant suffix:\n%s", out, want)
+	}
+}
+
+func TestExpandParam(t *testing.T) {
+	tests := []struct {
+		in   string
+		want string
+		err  bool
+	}{
+		{"1:5", "1 2 3 4 5", false},
+		{"0:10:5", "0 5 10", false},
+		{"[a, b,c]", "a b c", false},
+		{"0.0:1.0:0.25", "0.00 0.25 0.50 0.75 1.00", false},
+		{"solo", "solo", false},
+		{"5:1", "", true},
+		{"1:5:0", "", true},
+		{"0.0:1.0", "", true},
+		{"1:1000000000", "", true},
+	}
+	for _, tt := range tests {
+		got, err := expandParam(tt.in)
+		if (err != nil) != tt.err || strings.Join(got, " ") != tt.want {
+			t.Errorf("expandParam(%q) = %q, %v; want %q, err %v", tt.in, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+func TestISODuration(t *testing.T) {
+	tests := map[string]time.Duration{"PT30M": 30 * time.Minute, "PT2H": 2 * time.Hour, "P1D": 24 * time.Hour, "PT1.5S": 1500 * time.Millisecond}
+	for in, want := range tests {
+		if got, err := isoDuration(in); err != nil || got != want {
+			t.Errorf("isoDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"30m", "P", "PT", "PT0S", "1h"} {
+		if _, err := isoDuration(bad); err == nil {
+			t.Errorf("isoDuration(%q): no error", bad)
+		}
+	}
+}
+
+func TestSanitizeID(t *testing.T) {
+	for in, want := range map[string]string{"Fetch Data!": "fetch-data", "a__b": "a__b", "  x  ": "x", "--Q.1": "q.1", "日本": "", "task_": "task"} {
+		if got := sanitizeID(in); got != want {
+			t.Errorf("sanitizeID(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestTorcErrors: every field with no equivalent, and every bad
+// reference, is an error naming it at its line and column.
+func TestTorcErrors(t *testing.T) {
+	head := "name: n\njobs:\n"
+	tests := []struct{ in, want string }{
+		{head + "  - {name: a, command: x, priority: 1}\n", `w.yaml:3:27: job "a": unknown Torc job field "priority": no faber equivalent`},
+		{"name: n\nfoo: 1\njobs:\n  - {name: a, command: x}\n", `w.yaml:2:1: unknown Torc workflow field "foo"`},
+		{head + "  - {name: A, command: x}\n  - {name: a, command: y}\n", `w.yaml:4:12: job "a": its step id "a" is also the id of job "A" (line 3)`},
+		{head + "  - {name: a, command: x, depends_on: [zz]}\n", `w.yaml:3:40: job "a": depends_on: no job named "zz"`},
+		{head + "  - {name: a, command: x, depends_on_regexes: [\"^q\"]}\n", `job "a": depends_on_regexes: "^q" matches no other job`},
+		{head + "  - {name: a, command: x, resource_requirements: big}\n", `job "a": resource_requirements: no resource_requirements named "big"`},
+		{head + "  - {name: a, command: x, scheduler: s}\n", `job "a": scheduler: no slurm_schedulers entry named "s"`},
+		{head + "  - {name: a, command: 'cat ${files.input.nope}'}\n", `no file named "nope" in files:`},
+		{head + "  - {name: a, command: 'x ${user_data.input.u}'}\n", `${user_data...} is not supported`},
+		{head + "  - {name: a, command: x, invocation_script: y}\n", `job "a": invocation_script: not supported`},
+		{head + "  - {name: 'a{i}', command: 'x {i:03d}', parameters: {i: '1:2'}}\n", `format specs are not supported in commands`},
+		{head + "  - {name: a, command: x, parameters: {i: '9:1'}}\n", `w.yaml:3:43: job "a": parameters: i: range "9:1"`},
+		{head + "  - {name: a, command: x, parameters: {i: '1:2', j: '1:3'}, parameter_mode: zip}\n", `parameter_mode zip: parameter "i" has 2 values, "j" has 3`},
+		{"name: n\nactions: [{trigger_type: on_workflow_start}]\njobs:\n  - {name: a, command: x}\n", `w.yaml:2:1: actions: not supported`},
+		{"name: n\nfailure_handlers: [{name: h, rules: [{exit_codes: [1], delay: 2}]}]\njobs:\n  - {name: a, command: x}\n", `failure_handlers: rules: unknown Torc field "delay"`},
+		{"name: n\nresource_requirements: [{name: r, num_nodes: 2}]\njobs:\n  - {name: a, command: x, resource_requirements: r}\n", `num_nodes: 2 nodes need a Slurm scheduler`},
+		{"description: no name\njobs:\n  - {name: a, command: x}\n", `w.yaml:1:1: missing required field "name"`},
+	}
+	for _, tt := range tests {
+		_, _, err := convert(t, FormatTorc, tt.in)
+		var ie *Errors
+		if !errors.As(err, &ie) {
+			t.Errorf("%q: err = %v, want an *Errors", tt.in, err)
+			continue
+		}
+		var all []string
+		for _, d := range ie.Diags {
+			all = append(all, format(ie.File, d))
+		}
+		if !strings.Contains(strings.Join(all, "\n"), tt.want) {
+			t.Errorf("%q:\ngot  %q\nwant %q", tt.in, all, tt.want)
+		}
+	}
+}
+
+func TestTorcWarnings(t *testing.T) {
+	in := `name: n
+user: me
+resource_monitor: {cpu: true}
+compute_node_wait_for_new_jobs_seconds: 60
+jobs_sort_method: gpus_runtime_memory
+resource_requirements: [{name: r, num_cpus: 4, memory: 1g, runtime: PT1H}]
+jobs:
+  - {name: a, command: x, resource_requirements: r, supports_termination: true, cancel_on_blocking_job_failure: false}
+`
+	_, warns := mustConvert(t, FormatTorc, in)
+	got := strings.Join(warns, "\n")
+	for _, want := range []string{
+		"w.yaml:2:1: user: dropped", "w.yaml:3:1: resource_monitor: dropped",
+		"w.yaml:4:1: compute_node_wait_for_new_jobs_seconds: dropped", "w.yaml:5:1: jobs_sort_method: dropped",
+		"num_cpus: dropped", "memory: dropped", "supports_termination: dropped", "cancel_on_blocking_job_failure: false dropped",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("warnings lack %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestFaberMapping(t *testing.T) {
+	in := `{
+  "id": "p1",
+  "workflow": {"id": "wf", "description": "d", "phases": {
+    "release": {"steps": [{"id": "pr", "skill": "repo:pr", "config": {"draft": true, "base": "main", "skip": false}}]},
+    "build": {"post_steps": [{"id": "post", "prompt": "after"}], "steps": [{"id": "impl", "prompt": "do {it}"}], "pre_steps": [{"id": "pre", "prompt": "before"}]}
+  }},
+  "additional_instructions": "be brief",
+  "items": [{"work_id": "1", "issue": {"title": "A"}}, {"work_id": "2", "issue": {"title": "B"}}],
+  "execution": {"max_concurrent": 3}
+}`
+	out, _, err := Convert(FormatFaber, "plan.json", []byte(in), Options{Agent: []string{"my-agent", "--print"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `name: p1
+description: d
+agent: [my-agent, --print]
+commands:
+  /prompt: my-agent --print
+phases:
+  - name: build
+    steps:
+      - id: build-pre
+        run: |-
+          /prompt 'before
+
+          be brief' --work-id {item.work_id}
+        foreach:
+          - {issue_title: A, work_id: "1"}
+          - {issue_title: B, work_id: "2"}
+        max_parallel: 3
+`
+	if !strings.Contains(string(out), want) {
+		t.Errorf("got:\n%s\nwant:\n%s", out, want)
+	}
+	for _, w := range []string{"id: build-impl", "/prompt 'do {{it}}", "id: build-post", "- name: release", "run: /repo:pr --draft --base main 'be brief' --work-id {item.work_id}"} {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	if i, j := strings.Index(string(out), "build-pre"), strings.Index(string(out), "build-post"); i > j {
+		t.Errorf("pre_steps after post_steps:\n%s", out)
+	}
+}
+
+func TestFaberErrors(t *testing.T) {
+	wrap := func(step string) string {
+		return "{\"id\": \"p\", \"workflow\": {\"phases\": {\"build\": {\"steps\": [" + step + "]}}}}"
+	}
+	tests := []struct{ in, want string }{
+		{wrap(`{"id": "a", "prompt": "p", "conditional": "x"}`), `plan.json:1:84: phase build: step "a": conditional: not supported`},
+		{wrap(`{"id": "a"}`), `step "a": has neither prompt nor skill`},
+		{wrap(`{"prompt": "p"}`), `phase build: a step has no id`},
+		{wrap(`{"id": "a", "skill": "s", "config": {"x": {"y": 1}}}`), `config: x: must be a string, number or boolean`},
+		{`{"id": "p", "workflow": {"phases": {"deploy": {"steps": []}}}}`, `unknown phase "deploy"`},
+		{`{"id": "p", "workflow": {"extends": "x", "phases": {}}}`, `workflow: extends: not supported`},
+		{`{"id": "p", "workflow": {"hooks": {"pre_build": [{"name": "h"}]}, "phases": {"build": {"steps": [{"id": "a", "prompt": "p"}]}}}}`, `workflow: hooks: pre_build: not supported`},
+		{`{"id": "p", "bogus": 1, "workflow": {"phases": {}}}`, `plan.json:1:13: unknown FABER plan field "bogus"`},
+		{`{"id": "p", "items": [{"x": 1}], "workflow": {"phases": {"build": {"steps": [{"id": "a", "prompt": "p"}]}}}}`, `every item needs a work_id`},
+		{`{"id": "p", "step_to_run": "build:zz", "workflow": {"phases": {"build": {"steps": [{"id": "a", "prompt": "p"}]}}}}`, `step_to_run: no step "build:zz"`},
+	}
+	for _, tt := range tests {
+		_, _, err := Convert(FormatFaber, "plan.json", []byte(tt.in), Options{})
+		if err == nil || !strings.Contains(allErrors(err), tt.want) {
+			t.Errorf("%s:\ngot  %v\nwant %q", tt.in, allErrors(err), tt.want)
+		}
+	}
+}
+
+func allErrors(err error) string {
+	var ie *Errors
+	if !errors.As(err, &ie) {
+		return "<no *Errors>"
+	}
+	var s []string
+	for _, d := range ie.Diags {
+		s = append(s, format(ie.File, d))
+	}
+	return strings.Join(s, "\n")
+}
+
+func TestFaberFilters(t *testing.T) {
+	in := `{"id": "p", "phases_to_run": ["build"], "step_to_run": "build:b",
+	  "workflow": {"phases": {"frame": {"steps": [{"id": "f", "prompt": "x"}]},
+	    "build": {"steps": [{"id": "a", "prompt": "x"}, {"id": "b", "skill": "s"}]}}}}`
+	out, _, err := Convert(FormatFaber, "plan.json", []byte(in), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(out)
+	if strings.Contains(s, "frame") || strings.Contains(s, "build-a") || !strings.Contains(s, "id: build-b") || strings.Contains(s, "/prompt") {
+		t.Errorf("got:\n%s", s)
+	}
+	if !strings.Contains(s, "agent: [claude, -p]") {
+		t.Errorf("default agent missing:\n%s", s)
+	}
+}
+
+func TestConvertNodeKeepsPositions(t *testing.T) {
+	in := "name: n\njobs:\n  - name: a\n    command: echo hi\n"
+	f := Detect([]byte(in))
+	out, _, err := Convert(f, "w.yaml", []byte(in), Options{})
+	if err != nil || !strings.Contains(string(out), "run: echo hi") {
+		t.Fatalf("%s %v", out, err)
+	}
+}
+
+func TestAliasBombIsAnError(t *testing.T) {
+	in := "name: n\na: &a [1,1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\n" +
+		"failure_handlers: [{name: h, rules: [{exit_codes: [*e, *e]}]}]\njobs:\n  - {name: a, command: x}\n"
+	_, _, err := convert(t, FormatTorc, in)
+	if err == nil || !strings.Contains(allErrors(err), "expands too many YAML aliases") {
+		t.Errorf("err = %v", allErrors(err))
+	}
+}

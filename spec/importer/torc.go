@@ -1,0 +1,1014 @@
+package importer
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// torcJob is one job of a Torc workflow while it is converted.
+type torcJob struct {
+	node    *yaml.Node
+	name    string     // as written (a template when parameterized)
+	nameN   *yaml.Node // the name's node
+	id      string
+	params  []param    // parameters, in file order (nil: a plain job)
+	mode    string     // product (default) or zip
+	modeN   *yaml.Node // parameter_mode's node
+	combos  []map[string]string
+	names   []string // the concrete names (one per combination)
+	fields  map[string]field
+	needs   []string
+	needSet map[string]bool
+}
+
+// param is one Torc parameter with its expanded values.
+type param struct {
+	name   string
+	node   *yaml.Node
+	values []string
+}
+
+// torcParamRef matches {param} and {param:spec} in Torc names and commands.
+var torcParamRef = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)(?::([^{}]*))?\}`)
+
+// torcFileRef matches ${files.input.NAME} and ${files.output.NAME}; NAME
+// may hold {param} placeholders.
+var torcFileRef = regexp.MustCompile(`\$\{files\.(input|output)\.((?:[^{}]|\{[^{}]*\})+)\}`)
+
+// torcUserDataRef matches ${user_data.input.NAME} and the like.
+var torcUserDataRef = regexp.MustCompile(`\$\{user_data\.`)
+
+// torcEnvSubst maps the variables Torc gives jobs to faber's built-in
+// variables, set in the step's env (faber substitutes env values).
+func torcEnvSubst() []struct{ name, value string } {
+	return []struct{ name, value string }{
+		{"TORC_WORKFLOW_ID", "{run_id}"},
+		{"TORC_JOB_ID", "{step_id}"},
+		{"TORC_ATTEMPT_ID", "{attempt}"},
+	}
+}
+
+func (c *conv) torc(root *yaml.Node) *yaml.Node {
+	out := newMap(root)
+	var (
+		name, desc, upf    field
+		jobsN              *yaml.Node
+		wfParams           = map[string]param{}
+		files              = map[string]torcFile{}
+		rrs                = map[string]*yaml.Node{}
+		scheds             = map[string]*yaml.Node{}
+		slurmDefaults      *yaml.Node
+		handlerN, handlerK *yaml.Node
+	)
+	for _, f := range c.fields(root, "workflow") {
+		switch f.key {
+		case "name":
+			name = f
+		case "description":
+			desc = f
+		case "use_pending_failed":
+			upf = f
+		case "jobs":
+			jobsN = f.v
+		case "user":
+			c.warnf(f.k, "user: dropped (faber runs steps as the user who runs faber)")
+		case "parameters":
+			for _, p := range c.params(f.v, "parameters") {
+				wfParams[p.name] = p
+			}
+		case "files":
+			c.torcFiles(f.v, files)
+		case "resource_requirements":
+			c.named(f.v, "resource_requirements", rrs)
+		case "slurm_schedulers":
+			c.named(f.v, "slurm_schedulers", scheds)
+		case "slurm_defaults":
+			slurmDefaults = f.v
+		case "failure_handlers":
+			handlerK, handlerN = f.k, f.v
+		case "user_data":
+			if len(f.v.Content) > 0 {
+				c.errorf(f.k, "user_data: not supported: faber has no user data store (pass data between steps in files under $FABER_OUTPUT_DIR)")
+			}
+		case "actions":
+			if len(f.v.Content) > 0 {
+				c.errorf(f.k, "actions: not supported: faber has no workflow actions (use an end: step, or a step with needs)")
+			}
+		case "resource_monitor":
+			c.warnf(f.k, "resource_monitor: dropped (faber does not sample resource use)")
+		case "compute_node_expiration_buffer_seconds", "compute_node_wait_for_new_jobs_seconds",
+			"compute_node_ignore_workflow_completion", "compute_node_wait_for_healthy_database_minutes":
+			c.warnf(f.k, "%s: dropped (faber has no compute-node workers)", f.key)
+		case "jobs_sort_method":
+			c.warnf(f.k, "jobs_sort_method: dropped (faber starts ready steps in plan order)")
+		default:
+			c.errorf(f.k, "unknown Torc workflow field %q: no faber equivalent", f.key)
+		}
+	}
+	if name.v != nil {
+		if s, ok := c.str(name.v, "name"); ok {
+			set(out, name.k, "name", newStr(name.v, s))
+		}
+	} else {
+		c.errorf(root, "missing required field \"name\"")
+	}
+	if desc.v != nil {
+		set(out, desc.k, "description", c.clone(desc.v, 0))
+	}
+	if upf.v != nil {
+		set(out, upf.k, "use_pending_failed", c.clone(upf.v, 0))
+	}
+	if handlerN != nil {
+		set(out, handlerK, "failure_handlers", c.torcHandlers(handlerN))
+	}
+	jobs := c.torcJobs(jobsN, wfParams)
+	if jobs == nil {
+		return out
+	}
+	c.torcDeps(jobs, files)
+	steps := newSeq(jobsN, false)
+	for _, j := range jobs {
+		steps.Content = append(steps.Content, c.torcStep(j, files, rrs, scheds, slurmDefaults))
+	}
+	set(out, nil, "steps", steps)
+	return out
+}
+
+// named collects a list of mappings with a name field into m.
+func (c *conv) named(n *yaml.Node, where string, m map[string]*yaml.Node) {
+	if n.Kind != yaml.SequenceNode {
+		c.errorf(n, "%s: must be a list, not %s", where, kindName(n))
+		return
+	}
+	for _, it := range n.Content {
+		it = deref(it)
+		if it.Kind != yaml.MappingNode {
+			c.errorf(it, "%s: must be a list of mappings", where)
+			continue
+		}
+		_, nn := get(it, "name")
+		if nn == nil || nn.Kind != yaml.ScalarNode {
+			c.errorf(it, "%s: an entry has no name", where)
+			continue
+		}
+		if _, dup := m[nn.Value]; dup {
+			c.errorf(nn, "%s: duplicate name %q", where, nn.Value)
+			continue
+		}
+		m[nn.Value] = it
+	}
+}
+
+// torcFile is a file of the files: section.
+type torcFile struct {
+	path  string
+	node  *yaml.Node
+	names []string // concrete names when parameterized
+}
+
+func (c *conv) torcFiles(n *yaml.Node, files map[string]torcFile) {
+	m := map[string]*yaml.Node{}
+	c.named(n, "files", m)
+	for name, fn := range m {
+		f := torcFile{node: fn}
+		var params []param
+		mode := "product"
+		for _, kv := range c.fields(fn, "files: "+name) {
+			switch kv.key {
+			case "name":
+			case "path":
+				f.path, _ = c.str(kv.v, "files: "+name+": path")
+			case "parameters":
+				params = append(params, c.params(kv.v, "files: "+name+": parameters")...)
+			case "parameter_mode":
+				mode = kv.v.Value
+			case "use_parameters":
+				c.errorf(kv.k, "files: %s: use_parameters: not supported on files (write the parameters on the file)", name)
+			default:
+				c.errorf(kv.k, "files: %s: unknown Torc file field %q: no faber equivalent", name, kv.key)
+			}
+		}
+		if f.path == "" {
+			c.errorf(fn, "files: %s: missing path", name)
+		}
+		files[name] = f
+		if len(params) > 0 {
+			for _, combo := range c.combos(params, mode, fn) {
+				cn, err := expand(name, combo)
+				if err != nil {
+					c.errorf(fn, "files: %s: %v", name, err)
+					break
+				}
+				cp, err := expand(f.path, combo)
+				if err != nil {
+					c.errorf(fn, "files: %s: path: %v", name, err)
+					break
+				}
+				files[cn] = torcFile{path: cp, node: fn}
+			}
+		}
+	}
+}
+
+// params reads a parameters: mapping (name -> list or range string).
+func (c *conv) params(n *yaml.Node, where string) []param {
+	var out []param
+	for _, f := range c.fields(n, where) {
+		p := param{name: f.key, node: f.k}
+		switch f.v.Kind {
+		case yaml.SequenceNode:
+			for _, it := range c.strList(f.v, where+": "+f.key) {
+				p.values = append(p.values, it.Value)
+			}
+		case yaml.ScalarNode:
+			vals, err := expandParam(f.v.Value)
+			if err != nil {
+				c.errorf(f.v, "%s: %s: %v", where, f.key, err)
+				continue
+			}
+			p.values = vals
+		default:
+			c.errorf(f.v, "%s: %s: must be a list or a string like \"1:10\", not %s", where, f.key, kindName(f.v))
+			continue
+		}
+		if len(p.values) == 0 {
+			c.errorf(f.v, "%s: %s: has no values", where, f.key)
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+const maxValues = 100000
+
+// expandParam expands a Torc parameter string: "1:5" and "0:10:2"
+// (inclusive integer ranges), "0.0:1.0:0.25" (float range), "[a,b,c]"
+// (a list), or a single value.
+func expandParam(s string) ([]string, error) {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
+		var out []string
+		for _, v := range strings.Split(s[1:len(s)-1], ",") {
+			v = strings.Trim(strings.TrimSpace(v), `"'`)
+			if v != "" {
+				out = append(out, v)
+			}
+		}
+		return out, nil
+	}
+	parts := strings.Split(s, ":")
+	if len(parts) < 2 || len(parts) > 3 {
+		return []string{s}, nil
+	}
+	ints := true
+	for _, p := range parts {
+		if _, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64); err != nil {
+			ints = false
+		}
+	}
+	if ints {
+		from, _ := strconv.ParseInt(strings.TrimSpace(parts[0]), 10, 64)
+		to, _ := strconv.ParseInt(strings.TrimSpace(parts[1]), 10, 64)
+		step := int64(1)
+		if len(parts) == 3 {
+			step, _ = strconv.ParseInt(strings.TrimSpace(parts[2]), 10, 64)
+		}
+		if step <= 0 || to < from {
+			return nil, fmt.Errorf("range %q: want from:to or from:to:step with from <= to and step > 0", s)
+		}
+		if (to-from)/step >= maxValues {
+			return nil, fmt.Errorf("range %q has more than %d values", s, maxValues)
+		}
+		var out []string
+		for v := from; v <= to; v += step {
+			out = append(out, strconv.FormatInt(v, 10))
+		}
+		return out, nil
+	}
+	var f [3]float64
+	dec := 0
+	for i, p := range parts {
+		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("range %q: %q is not a number", s, p)
+		}
+		f[i] = v
+		if _, frac, ok := strings.Cut(strings.TrimSpace(p), "."); ok {
+			dec = max(dec, len(frac))
+		}
+	}
+	if len(parts) == 2 {
+		return nil, fmt.Errorf("float range %q needs a step (from:to:step)", s)
+	}
+	if f[2] <= 0 || f[1] < f[0] || (f[1]-f[0])/f[2] >= maxValues {
+		return nil, fmt.Errorf("range %q: want from <= to, step > 0 and at most %d values", s, maxValues)
+	}
+	var out []string
+	n := int(math.Floor((f[1]-f[0])/f[2] + 1e-9))
+	for i := 0; i <= n; i++ {
+		out = append(out, strconv.FormatFloat(f[0]+float64(i)*f[2], 'f', dec, 64))
+	}
+	return out, nil
+}
+
+// combos returns every combination of the parameters' values: the
+// Cartesian product (mode product) or the i-th values together (zip).
+func (c *conv) combos(params []param, mode string, at *yaml.Node) []map[string]string {
+	if mode == "zip" {
+		n := len(params[0].values)
+		for _, p := range params {
+			if len(p.values) != n {
+				c.errorf(at, "parameter_mode zip: parameter %q has %d values, %q has %d", params[0].name, n, p.name, len(p.values))
+				return nil
+			}
+		}
+		out := make([]map[string]string, n)
+		for i := range out {
+			out[i] = map[string]string{}
+			for _, p := range params {
+				out[i][p.name] = p.values[i]
+			}
+		}
+		return out
+	}
+	out := []map[string]string{{}}
+	for _, p := range params {
+		var next []map[string]string
+		for _, m := range out {
+			for _, v := range p.values {
+				n := map[string]string{p.name: v}
+				for k, x := range m {
+					n[k] = x
+				}
+				next = append(next, n)
+			}
+		}
+		out = next
+		if len(out) > maxValues {
+			c.errorf(at, "parameters make more than %d combinations", maxValues)
+			return nil
+		}
+	}
+	return out
+}
+
+// expand substitutes {param} and {param:spec} in a Torc name template.
+func expand(tmpl string, combo map[string]string) (string, error) {
+	var err error
+	out := torcParamRef.ReplaceAllStringFunc(tmpl, func(m string) string {
+		sm := torcParamRef.FindStringSubmatch(m)
+		v, ok := combo[sm[1]]
+		if !ok {
+			return m
+		}
+		s, e := formatValue(v, sm[2])
+		if e != nil && err == nil {
+			err = e
+		}
+		return s
+	})
+	return out, err
+}
+
+var intSpec = regexp.MustCompile(`^(0?)(\d*)d$`)
+var floatSpec = regexp.MustCompile(`^\.(\d+)f$`)
+
+// formatValue applies a Torc format spec (03d, .4f) to a value.
+func formatValue(v, spec string) (string, error) {
+	switch {
+	case spec == "":
+		return v, nil
+	case intSpec.MatchString(spec):
+		i, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return v, fmt.Errorf("format {:%s} needs an integer, not %q", spec, v)
+		}
+		m := intSpec.FindStringSubmatch(spec)
+		w, _ := strconv.Atoi(m[2])
+		if m[1] == "0" {
+			return fmt.Sprintf("%0*d", w, i), nil
+		}
+		return fmt.Sprintf("%*d", w, i), nil
+	case floatSpec.MatchString(spec):
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return v, fmt.Errorf("format {:%s} needs a number, not %q", spec, v)
+		}
+		p, _ := strconv.Atoi(floatSpec.FindStringSubmatch(spec)[1])
+		return strconv.FormatFloat(f, 'f', p, 64), nil
+	}
+	return v, fmt.Errorf("format spec {:%s} is not supported (only d, 0Nd and .Nf)", spec)
+}
+
+// torcJobs reads the jobs, gives each an id, and expands parameters.
+func (c *conv) torcJobs(n *yaml.Node, wf map[string]param) []*torcJob {
+	var jobs []*torcJob
+	ids := map[string]*torcJob{}
+	for _, jn := range n.Content {
+		jn = deref(jn)
+		j := &torcJob{node: jn, fields: map[string]field{}, needSet: map[string]bool{}, mode: "product"}
+		for _, f := range c.fields(jn, "job") {
+			j.fields[f.key] = f
+		}
+		nf, ok := j.fields["name"]
+		if !ok {
+			c.errorf(jn, "job: missing required field \"name\"")
+			continue
+		}
+		j.nameN = nf.v
+		if j.name, ok = c.str(nf.v, "job: name"); !ok {
+			continue
+		}
+		where := fmt.Sprintf("job %q", j.name)
+		if f, ok := j.fields["parameters"]; ok {
+			j.params = c.params(f.v, where+": parameters")
+		}
+		if f, ok := j.fields["use_parameters"]; ok {
+			for _, u := range c.strList(f.v, where+": use_parameters") {
+				p, ok := wf[u.Value]
+				if !ok {
+					c.errorf(u, "%s: use_parameters: no workflow parameter %q", where, u.Value)
+					continue
+				}
+				j.params = append(j.params, p)
+			}
+		}
+		if f, ok := j.fields["parameter_mode"]; ok {
+			j.modeN = f.v
+			if f.v.Value != "product" && f.v.Value != "zip" {
+				c.errorf(f.v, "%s: parameter_mode: must be product or zip, not %s", where, kindName(f.v))
+			} else {
+				j.mode = f.v.Value
+			}
+		}
+		base := j.name
+		if len(j.params) > 0 {
+			j.combos = c.combos(j.params, j.mode, jn)
+			for _, combo := range j.combos {
+				cn, err := expand(j.name, combo)
+				if err != nil {
+					c.errorf(nf.v, "%s: name: %v", where, err)
+					break
+				}
+				j.names = append(j.names, cn)
+			}
+			base = torcParamRef.ReplaceAllString(j.name, "")
+		} else {
+			j.names = []string{j.name}
+		}
+		j.id = sanitizeID(base)
+		if j.id == "" {
+			c.errorf(nf.v, "%s: name has no letter or digit to make a step id from", where)
+			continue
+		}
+		if other, dup := ids[j.id]; dup {
+			c.errorf(nf.v, "%s: its step id %q is also the id of job %q (line %d); rename one of them", where, j.id, other.name, other.nameN.Line)
+			continue
+		}
+		ids[j.id] = j
+		jobs = append(jobs, j)
+	}
+	return jobs
+}
+
+// torcDeps computes each job's needs: depends_on, depends_on_regexes, and
+// the files it reads that another job writes.
+func (c *conv) torcDeps(jobs []*torcJob, files map[string]torcFile) {
+	byName := map[string]*torcJob{}
+	for _, j := range jobs {
+		byName[j.name] = j
+		for _, n := range j.names {
+			byName[n] = j
+		}
+	}
+	producer := map[string]*torcJob{}
+	for _, j := range jobs {
+		for _, fn := range c.jobFiles(j, "output") {
+			producer[fn] = j
+		}
+	}
+	need := func(j, d *torcJob, at *yaml.Node, what string) {
+		if d == j {
+			c.errorf(at, "job %q: %s: depends on itself (a fan-out's instances cannot depend on each other)", j.name, what)
+			return
+		}
+		if !j.needSet[d.id] {
+			j.needSet[d.id] = true
+		}
+	}
+	for _, j := range jobs {
+		where := fmt.Sprintf("job %q", j.name)
+		if f, ok := j.fields["depends_on"]; ok {
+			for _, d := range c.strList(f.v, where+": depends_on") {
+				targets := []string{d.Value}
+				if len(j.combos) > 0 && torcParamRef.MatchString(d.Value) {
+					targets = nil
+					for _, combo := range j.combos {
+						t, _ := expand(d.Value, combo)
+						targets = append(targets, t)
+					}
+				}
+				for _, t := range targets {
+					dj, ok := byName[t]
+					if !ok {
+						c.errorf(d, "%s: depends_on: no job named %q", where, t)
+						break
+					}
+					need(j, dj, d, "depends_on")
+				}
+			}
+		}
+		if f, ok := j.fields["depends_on_regexes"]; ok {
+			for _, d := range c.strList(f.v, where+": depends_on_regexes") {
+				re, err := regexp.Compile(d.Value)
+				if err != nil {
+					c.errorf(d, "%s: depends_on_regexes: bad regexp %q: %v", where, d.Value, err)
+					continue
+				}
+				found := false
+				for _, o := range jobs {
+					for _, n := range o.names {
+						if re.MatchString(n) && o != j {
+							need(j, o, d, "depends_on_regexes")
+							found = true
+							break
+						}
+					}
+				}
+				if !found {
+					c.errorf(d, "%s: depends_on_regexes: %q matches no other job", where, d.Value)
+				}
+			}
+		}
+		for _, fn := range c.jobFiles(j, "input") {
+			if p, ok := producer[fn]; ok && p != j {
+				need(j, p, j.nameN, "input file")
+			}
+		}
+		for _, o := range jobs { // in job order: deterministic
+			if j.needSet[o.id] {
+				j.needs = append(j.needs, o.id)
+			}
+		}
+	}
+}
+
+// jobFiles returns the concrete names of the files a job reads (dir
+// input) or writes (output): from input_files/output_files and from
+// ${files.input.X} / ${files.output.X} in its command.
+func (c *conv) jobFiles(j *torcJob, dir string) []string {
+	var tmpls []string
+	if f, ok := j.fields[dir+"_files"]; ok {
+		for _, n := range c.strListQuiet(f.v) {
+			tmpls = append(tmpls, n.Value)
+		}
+	}
+	if f, ok := j.fields["command"]; ok && f.v.Kind == yaml.ScalarNode {
+		for _, m := range torcFileRef.FindAllStringSubmatch(f.v.Value, -1) {
+			if m[1] == dir {
+				tmpls = append(tmpls, m[2])
+			}
+		}
+	}
+	var out []string
+	for _, t := range tmpls {
+		if len(j.combos) == 0 {
+			out = append(out, t)
+			continue
+		}
+		for _, combo := range j.combos {
+			e, _ := expand(t, combo)
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (c *conv) strListQuiet(n *yaml.Node) []*yaml.Node {
+	if n.Kind == yaml.ScalarNode {
+		return []*yaml.Node{n}
+	}
+	var out []*yaml.Node
+	for _, it := range n.Content {
+		if it = deref(it); it.Kind == yaml.ScalarNode {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// torcStep builds the faber step of a job.
+func (c *conv) torcStep(j *torcJob, files map[string]torcFile, rrs, scheds map[string]*yaml.Node, slurmDefaults *yaml.Node) *yaml.Node {
+	where := fmt.Sprintf("job %q", j.name)
+	s := newMap(j.node)
+	nameF := j.fields["name"]
+	set(s, nameF.k, "id", newStr(j.nameN, j.id))
+	set(s, nameF.k, "name", newStr(j.nameN, j.name))
+	paramSet := map[string]bool{}
+	for _, p := range j.params {
+		paramSet[p.name] = true
+	}
+	cmdF, ok := j.fields["command"]
+	if !ok {
+		c.errorf(j.node, "%s: missing required field \"command\"", where)
+	} else if cmd, ok := c.str(cmdF.v, where+": command"); ok {
+		set(s, cmdF.k, "run", newStr(cmdF.v, c.torcCommand(cmd, cmdF.v, where, paramSet, files)))
+	}
+	needs := newSeq(j.node, true)
+	for _, n := range j.needs {
+		needs.Content = append(needs.Content, newStr(j.node, n))
+	}
+	set(s, nil, "needs", needs)
+	if len(j.params) > 0 {
+		c.fanOut(s, j)
+	}
+	var env []field
+	if cmdF.v != nil {
+		for _, e := range torcEnvSubst() {
+			if strings.Contains(cmdF.v.Value, e.name) {
+				env = append(env, field{key: e.name, v: newStr(cmdF.v, e.value)})
+			}
+		}
+		if strings.Contains(cmdF.v.Value, "TORC_JOB_NAME") {
+			v := j.name
+			if len(j.params) > 0 {
+				v = c.subst(j.name, paramSet)
+			}
+			env = append(env, field{key: "TORC_JOB_NAME", v: newStr(cmdF.v, v)})
+		}
+	}
+	if len(env) > 0 {
+		e := newMap(cmdF.v)
+		for _, f := range env {
+			set(e, f.v, f.key, f.v)
+		}
+		set(s, nil, "env", e)
+	}
+	// Resource requirements and scheduler.
+	var rr, sched *yaml.Node
+	if f, ok := j.fields["resource_requirements"]; ok {
+		if rr = rrs[f.v.Value]; rr == nil {
+			c.errorf(f.v, "%s: resource_requirements: no resource_requirements named %q", where, f.v.Value)
+		}
+	}
+	if f, ok := j.fields["scheduler"]; ok {
+		if sched = scheds[f.v.Value]; sched == nil {
+			c.errorf(f.v, "%s: scheduler: no slurm_schedulers entry named %q (faber runs steps locally unless a Slurm scheduler is named)", where, f.v.Value)
+		}
+	}
+	slurm := newMap(j.node)
+	var extra []string
+	if rr != nil {
+		for _, f := range c.fields(rr, "resource_requirements: "+nameOf(rr)) {
+			switch f.key {
+			case "name":
+			case "runtime":
+				d, err := isoDuration(f.v.Value)
+				if err != nil {
+					c.errorf(f.v, "resource_requirements: runtime: %v", err)
+					continue
+				}
+				set(s, f.k, "timeout", newStr(f.v, d.String()))
+			case "num_cpus":
+				if sched != nil {
+					set(slurm, f.k, "cpus", newScalar(f.v, f.v.Value))
+				} else {
+					c.warnf(f.k, "resource_requirements: num_cpus: dropped for job %q (faber's local executor reserves no CPUs; jobs: limits parallel steps)", j.name)
+				}
+			case "memory":
+				if sched != nil {
+					set(slurm, f.k, "mem", newStr(f.v, strings.ToUpper(f.v.Value)))
+				} else {
+					c.warnf(f.k, "resource_requirements: memory: dropped for job %q (faber's local executor reserves no memory)", j.name)
+				}
+			case "num_gpus":
+				if f.v.Value == "0" {
+					continue
+				}
+				if sched != nil {
+					set(slurm, f.k, "gpus", newStr(f.v, f.v.Value))
+				} else {
+					c.warnf(f.k, "resource_requirements: num_gpus: dropped for job %q (faber's local executor reserves no GPUs)", j.name)
+				}
+			case "num_nodes":
+				if f.v.Value == "1" {
+					continue
+				}
+				if sched != nil {
+					extra = append(extra, "--nodes="+f.v.Value)
+				} else {
+					c.errorf(f.k, "resource_requirements: num_nodes: %s nodes need a Slurm scheduler; job %q runs locally", f.v.Value, j.name)
+				}
+			default:
+				c.errorf(f.k, "resource_requirements: unknown Torc field %q: no faber equivalent", f.key)
+			}
+		}
+	}
+	if sched != nil {
+		set(s, j.fields["scheduler"].k, "executor", newStr(j.fields["scheduler"].v, "slurm"))
+		extra = append(extra, c.torcSlurm(sched, slurmDefaults, slurm)...)
+		if len(extra) > 0 {
+			l := newSeq(sched, true)
+			for _, e := range extra {
+				l.Content = append(l.Content, newStr(sched, e))
+			}
+			set(slurm, nil, "extra_args", l)
+		}
+		if len(slurm.Content) > 0 {
+			set(s, nil, "slurm", slurm)
+		}
+	}
+	for _, key := range orderedKeys(j) {
+		f := j.fields[key]
+		switch key {
+		case "name", "command", "depends_on", "depends_on_regexes", "parameters", "parameter_mode", "use_parameters",
+			"resource_requirements", "scheduler", "input_files", "output_files":
+		case "failure_handler":
+			set(s, f.k, "failure_handler", c.clone(f.v, 0))
+		case "cancel_on_blocking_job_failure":
+			if f.v.Value != "true" {
+				c.warnf(f.k, "%s: cancel_on_blocking_job_failure: %s dropped (faber always cancels the steps that need a failed step)", where, f.v.Value)
+			}
+		case "supports_termination":
+			c.warnf(f.k, "%s: supports_termination: dropped (faber stops every step with SIGTERM, then SIGKILL after kill_grace)", where)
+		case "input_user_data", "output_user_data", "input_user_data_regexes", "output_user_data_regexes":
+			c.errorf(f.k, "%s: %s: not supported: faber has no user data store", where, key)
+		case "input_file_regexes", "output_file_regexes":
+			c.errorf(f.k, "%s: %s: not supported (name the files, or use depends_on)", where, key)
+		case "invocation_script":
+			c.errorf(f.k, "%s: invocation_script: not supported (put its lines before the command)", where)
+		default:
+			c.errorf(f.k, "%s: unknown Torc job field %q: no faber equivalent", where, key)
+		}
+	}
+	return s
+}
+
+func nameOf(n *yaml.Node) string {
+	_, v := get(n, "name")
+	if v == nil {
+		return "?"
+	}
+	return v.Value
+}
+
+// orderedKeys returns a job's keys in file order.
+func orderedKeys(j *torcJob) []string {
+	var out []string
+	for i := 0; i+1 < len(j.node.Content); i += 2 {
+		if _, ok := j.fields[j.node.Content[i].Value]; ok {
+			out = append(out, j.node.Content[i].Value)
+		}
+	}
+	return out
+}
+
+// torcSlurm fills the slurm block from a Slurm scheduler and the
+// workflow's slurm_defaults; it returns the extra srun arguments.
+func (c *conv) torcSlurm(sched, defaults, slurm *yaml.Node) []string {
+	var extra []string
+	has := map[string]bool{}
+	for i := 0; i < len(slurm.Content); i += 2 {
+		has[slurm.Content[i].Value] = true
+	}
+	put := func(k *yaml.Node, key string, v *yaml.Node) {
+		if !has[key] {
+			has[key] = true
+			set(slurm, k, key, newStr(v, v.Value))
+		}
+	}
+	for _, f := range c.fields(sched, "slurm_schedulers") {
+		switch f.key {
+		case "name":
+		case "account", "partition", "qos", "mem":
+			put(f.k, f.key, f.v)
+		case "walltime":
+			put(f.k, "time", f.v)
+		case "nodes":
+			if f.v.Value != "1" {
+				extra = append(extra, "--nodes="+f.v.Value)
+			}
+		case "gres", "tmp":
+			extra = append(extra, "--"+f.key+"="+f.v.Value)
+		case "ntasks_per_node":
+			extra = append(extra, "--ntasks-per-node="+f.v.Value)
+		case "extra":
+			extra = append(extra, strings.Fields(f.v.Value)...)
+		default:
+			c.errorf(f.k, "slurm_schedulers: unknown Torc field %q: no faber equivalent", f.key)
+		}
+	}
+	if defaults != nil {
+		for _, f := range c.fields(defaults, "slurm_defaults") {
+			switch f.key {
+			case "account", "qos":
+				put(f.k, f.key, f.v)
+			default:
+				if f.v.Kind != yaml.ScalarNode {
+					c.errorf(f.v, "slurm_defaults: %s: must be a string", f.key)
+					continue
+				}
+				extra = append(extra, "--"+f.key+"="+f.v.Value)
+			}
+		}
+	}
+	return extra
+}
+
+// fanOut writes a parameterized job's fan-out: matrix: (product) or
+// foreach: a list of maps (zip).
+func (c *conv) fanOut(s *yaml.Node, j *torcJob) {
+	at := j.fields["parameters"].k
+	if at == nil {
+		at = j.fields["use_parameters"].k
+	}
+	if j.mode == "zip" {
+		l := newSeq(at, false)
+		for _, combo := range j.combos {
+			m := newMap(at)
+			m.Style = yaml.FlowStyle
+			for _, p := range j.params {
+				set(m, at, p.name, newScalar(at, combo[p.name]))
+			}
+			l.Content = append(l.Content, m)
+		}
+		set(s, at, "foreach", l)
+		return
+	}
+	m := newMap(at)
+	for _, p := range j.params {
+		l := newSeq(p.node, true)
+		for _, v := range p.values {
+			l.Content = append(l.Content, newScalar(p.node, v))
+		}
+		set(m, p.node, p.name, l)
+	}
+	set(s, at, "matrix", m)
+}
+
+// torcCommand turns a Torc command into a faber run script: file
+// references become paths, {param} becomes {item.param}, and every other
+// brace is doubled so that faber's substitution leaves it alone.
+func (c *conv) torcCommand(cmd string, at *yaml.Node, where string, params map[string]bool, files map[string]torcFile) string {
+	if torcUserDataRef.MatchString(cmd) {
+		c.errorf(at, "%s: command: ${user_data...} is not supported: faber has no user data store", where)
+	}
+	if strings.Contains(cmd, "TORC_API_URL") {
+		c.errorf(at, "%s: command: TORC_API_URL is not supported: faber has no server to call", where)
+	}
+	var bad string
+	cmd = torcFileRef.ReplaceAllStringFunc(cmd, func(m string) string {
+		name := torcFileRef.FindStringSubmatch(m)[2]
+		f, ok := files[name]
+		if !ok {
+			if bad == "" {
+				bad = name
+			}
+			return m
+		}
+		return f.path
+	})
+	if bad != "" {
+		c.errorf(at, "%s: command: ${files...%s}: no file named %q in files:", where, bad, bad)
+	}
+	if strings.Contains(cmd, "TORC_OUTPUT_DIR") {
+		cmd = "TORC_OUTPUT_DIR=\"$FABER_OUTPUT_DIR\"; export TORC_OUTPUT_DIR\n" + cmd
+	}
+	for _, m := range torcParamRef.FindAllStringSubmatch(cmd, -1) {
+		if params[m[1]] && m[2] != "" {
+			c.errorf(at, "%s: command: {%s:%s}: format specs are not supported in commands (only in names)", where, m[1], m[2])
+		}
+	}
+	return c.subst(cmd, params)
+}
+
+// subst doubles every brace of s except the {param} placeholders, which
+// become {item.param}.
+func (c *conv) subst(s string, params map[string]bool) string {
+	var b strings.Builder
+	last := 0
+	for _, loc := range torcParamRef.FindAllStringSubmatchIndex(s, -1) {
+		name := s[loc[2]:loc[3]]
+		if !params[name] {
+			continue
+		}
+		b.WriteString(escapeBraces(s[last:loc[0]]))
+		b.WriteString("{item." + name + "}")
+		last = loc[1]
+	}
+	b.WriteString(escapeBraces(s[last:]))
+	return b.String()
+}
+
+func escapeBraces(s string) string {
+	return strings.NewReplacer("{", "{{", "}", "}}").Replace(s)
+}
+
+var isoRe = regexp.MustCompile(`^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$`)
+
+// isoDuration parses an ISO 8601 duration such as PT30M, PT2H or P1DT6H.
+func isoDuration(s string) (time.Duration, error) {
+	m := isoRe.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil || s == "P" || strings.HasSuffix(s, "T") {
+		return 0, fmt.Errorf("%q is not an ISO 8601 duration like PT30M or P1DT2H", s)
+	}
+	var d time.Duration
+	units := []time.Duration{24 * time.Hour, time.Hour, time.Minute}
+	for i, u := range units {
+		if m[i+1] != "" {
+			n, _ := strconv.ParseInt(m[i+1], 10, 64)
+			if n > 1e6 {
+				return 0, fmt.Errorf("%q is too long", s)
+			}
+			d += time.Duration(n) * u
+		}
+	}
+	if m[4] != "" {
+		sec, _ := strconv.ParseFloat(m[4], 64)
+		if sec > 1e9 {
+			return 0, fmt.Errorf("%q is too long", s)
+		}
+		d += time.Duration(sec * float64(time.Second))
+	}
+	if d == 0 {
+		return 0, fmt.Errorf("%q is zero", s)
+	}
+	return d, nil
+}
+
+// torcHandlers copies failure_handlers, checking their fields (the same as
+// faber's) and making TORC_RETURN_CODE and friends available to recovery
+// scripts.
+func (c *conv) torcHandlers(n *yaml.Node) *yaml.Node {
+	if n.Kind != yaml.SequenceNode {
+		c.errorf(n, "failure_handlers: must be a list, not %s", kindName(n))
+		return newSeq(n, false)
+	}
+	out := newSeq(n, false)
+	for _, h := range n.Content {
+		h = deref(h)
+		hm := newMap(h)
+		for _, f := range c.fields(h, "failure_handlers") {
+			switch f.key {
+			case "name":
+				set(hm, f.k, "name", c.clone(f.v, 0))
+			case "rules":
+				rules := newSeq(f.v, false)
+				if f.v.Kind != yaml.SequenceNode {
+					c.errorf(f.v, "failure_handlers: rules: must be a list")
+					continue
+				}
+				for _, r := range f.v.Content {
+					r = deref(r)
+					rm := newMap(r)
+					for _, rf := range c.fields(r, "failure_handlers: rules") {
+						switch rf.key {
+						case "exit_codes", "match_all_exit_codes", "max_retries":
+							set(rm, rf.k, rf.key, c.clone(rf.v, 0))
+						case "recovery_script":
+							script := escapeBraces(rf.v.Value)
+							var pre []string
+							if strings.Contains(script, "TORC_RETURN_CODE") {
+								pre = append(pre, `TORC_RETURN_CODE="$FABER_RETURN_CODE"`)
+							}
+							if strings.Contains(script, "TORC_JOB_NAME") {
+								pre = append(pre, `TORC_JOB_NAME="$FABER_STEP_NAME"`)
+							}
+							if strings.Contains(script, "TORC_WORKFLOW_ID") {
+								pre = append(pre, `TORC_WORKFLOW_ID="$FABER_RUN_ID"`)
+							}
+							if strings.Contains(script, "TORC_JOB_ID") {
+								pre = append(pre, `TORC_JOB_ID="$FABER_STEP_ID"`)
+							}
+							if strings.Contains(script, "TORC_ATTEMPT_ID") {
+								pre = append(pre, `TORC_ATTEMPT_ID="$FABER_ATTEMPT"`)
+							}
+							if strings.Contains(script, "TORC_OUTPUT_DIR") {
+								pre = append(pre, `TORC_OUTPUT_DIR="$FABER_OUTPUT_DIR"`)
+							}
+							if len(pre) > 0 {
+								script = "export " + strings.Join(pre, " ") + "\n" + script
+							}
+							set(rm, rf.k, "recovery_script", newStr(rf.v, script))
+						default:
+							c.errorf(rf.k, "failure_handlers: rules: unknown Torc field %q: no faber equivalent", rf.key)
+						}
+					}
+					rules.Content = append(rules.Content, rm)
+				}
+				set(hm, f.k, "rules", rules)
+			default:
+				c.errorf(f.k, "failure_handlers: unknown Torc field %q: no faber equivalent", f.key)
+			}
+		}
+		out.Content = append(out.Content, hm)
+	}
+	return out
+}

@@ -22,7 +22,7 @@ import (
 // RecoverCmd lets an agent classify pending steps, then resumes.
 type RecoverCmd struct {
 	RunRef `embed:""`
-	Agent string `name:"agent" placeholder:"CMD" help:"Agent command line (default: the plan's agent:, else 'claude -p')."`
+	Agent  string `name:"agent" placeholder:"CMD" help:"Agent command line (default: the plan's agent:, else 'claude -p')."`
 }
 
 // Help explains recover.

@@ -15,8 +15,8 @@ import (
 // StopCmd stops an active run from another terminal.
 type StopCmd struct {
 	RunRef `embed:""`
-	Hard   bool   `name:"hard" help:"Kill the run's processes at once (SIGKILL), like a second Ctrl-C."`
-	NoWait bool   `name:"no-wait" help:"Return once the run has the request, without waiting for it to end."`
+	Hard   bool `name:"hard" help:"Kill the run's processes at once (SIGKILL), like a second Ctrl-C."`
+	NoWait bool `name:"no-wait" help:"Return once the run has the request, without waiting for it to end."`
 }
 
 // Help explains stop.

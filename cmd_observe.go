@@ -220,30 +220,19 @@ func (c *EventsCmd) Run(g *Globals) error {
 	// whose meta.json is damaged.
 	s := tui.NewStyles(useColor(g, g.stdout))
 	out := bufio.NewWriter(g.stdout)
-	var after int64
+	log := run.NewEventLog(g.StateDir, c.RunID)
 	warned := false
 	for {
-		log, err := state.ReadLog(g.StateDir, c.RunID, after)
-		if err != nil {
-			if errors.Is(err, state.ErrDamaged) || errors.Is(err, state.ErrNotFound) {
-				return run.StoreError(err, c.RunID, g.StateDir)
-			}
-			return withCode(exitState, err)
-		}
-		if !warned {
-			warnDamaged(g, log.Damaged)
+		lines, err := log.Read()
+		if !warned && log.Opened() {
+			warnDamaged(g, log.Damaged())
 			warned = true
 		}
-		lines := log.Events
 		ended := false
 		for _, l := range lines {
-			var e exec.Event
-			if err := json.Unmarshal(l, &e); err != nil {
-				return withCode(exitState, fmt.Errorf("run %s: bad event: %w", c.RunID, err))
-			}
-			after = e.Seq
+			e := l.Event
 			if c.JSON {
-				out.Write(l)
+				out.Write(l.Line)
 				out.WriteByte('\n')
 			} else if line := tui.PlainLine(e, s); line != "" {
 				fmt.Fprintf(out, "%4d %s\n", e.Seq, line)
@@ -254,12 +243,15 @@ func (c *EventsCmd) Run(g *Globals) error {
 				ended = true
 			}
 		}
+		if err != nil {
+			return err
+		}
 		// A write error (a full disk, a closed pipe) ends the command.
 		if err := out.Flush(); err != nil || !c.Follow {
 			return err
 		}
 		if ended {
-			if o, err := state.OwnerOf(g.StateDir, c.RunID); err != nil || !o.Alive {
+			if !run.OwnerAlive(g.StateDir, c.RunID) {
 				return nil
 			}
 		} else if o, err := state.OwnerOf(g.StateDir, c.RunID); err == nil && !o.Alive && len(lines) == 0 {

@@ -1,8 +1,10 @@
 // Package run holds faber's use cases over the runs of a state dir, shared by
 // the command line, the live view and the MCP server: a run's view rebuilt
 // from its event log, its status and pending steps, taking ownership of a run
-// that is not active, recording changes to it (classify, reset), and the
-// typed errors that main maps to exit codes.
+// that is not active, recording changes to it (classify, reset), following a
+// run another process owns (its event log and its running steps' log files:
+// attach, events --follow), and the typed errors that main maps to exit
+// codes.
 package run
 
 import (

@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"fmt"
@@ -37,7 +37,7 @@ func TestRunningLog(t *testing.T) {
 
 // TestLogTail: lines as the runner hands them on (no line end, no \r, a
 // line without its end only at the end), a file that appears late, and a
-// file written before attach came starting at its last lines.
+// file written before the follower came starting at its last lines.
 func TestLogTail(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "attempt-1.out")
@@ -76,7 +76,7 @@ func TestLogTail(t *testing.T) {
 		t.Errorf("a tail read after its final read: %q", got)
 	}
 
-	// Context: the last attachContext lines, and where the others are.
+	// Context: the last followContext lines, and where the others are.
 	long := filepath.Join(dir, "handler-2.err")
 	var b strings.Builder
 	for i := 1; i <= 300; i++ {
@@ -89,7 +89,7 @@ func TestLogTail(t *testing.T) {
 	got = nil
 	tl = &logTail{path: long, stream: "stderr", kind: "handler", n: 2, context: true, runID: "r-1", step: "s"}
 	tl.read(emit, false)
-	if len(got) != attachContext+1 || got[0] != "… earlier lines: faber logs r-1 s --attempt 2 --handler --stderr" ||
+	if len(got) != followContext+1 || got[0] != "… earlier lines: faber logs r-1 s --attempt 2 --handler --stderr" ||
 		got[1] != "line 101" || got[len(got)-1] != "line 300" {
 		t.Errorf("context: %d lines, %q … %q", len(got), got[:min(2, len(got))], got[len(got)-1])
 	}
@@ -118,8 +118,8 @@ func TestLogTail(t *testing.T) {
 // its child run's events.
 func TestFollowerTails(t *testing.T) {
 	runDir := t.TempDir()
-	sink := &collectSink{}
-	f := newFollower(t.TempDir(), "r-1", sink)
+	sink := &Collected{}
+	f := NewFollower(t.TempDir(), "r-1", sink)
 	f.runDir = runDir
 	f.caughtUp = true
 	write := func(step, kind string, n int, ext, s string) {
@@ -162,7 +162,7 @@ func TestFollowerTails(t *testing.T) {
 	readTails()
 
 	var seen []string
-	for _, e := range sink.evs {
+	for _, e := range sink.Events {
 		switch e.Type {
 		case exec.EvStepStatus:
 			seen = append(seen, e.StepID+" "+e.Status)

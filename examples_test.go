@@ -13,6 +13,8 @@ import (
 // TestExamplesValidate keeps the README's example plans valid.
 func TestExamplesValidate(t *testing.T) {
 	plans, err := filepath.Glob("examples/*.yaml")
+	jsonPlans, _ := filepath.Glob("examples/*.json") // Torc and FABER plans, run as they are
+	plans = append(plans, jsonPlans...)
 	if err != nil || len(plans) < 2 {
 		t.Fatalf("examples: %v %v", plans, err)
 	}
@@ -26,7 +28,7 @@ func TestExamplesValidate(t *testing.T) {
 
 // readmeRun matches a README line that runs an example plan, as a user
 // would copy it: "go run . run examples/x.yaml ..." or "faber run ...".
-var readmeRun = regexp.MustCompile(`^(?:go run \.|faber) run (examples/\S+\.ya?ml)([^#]*)`)
+var readmeRun = regexp.MustCompile(`^(?:go run \.|faber) run (examples/\S+\.(?:ya?ml|json))([^#]*)`)
 
 // TestExamplesRunAsREADME runs every examples/ plan the way a new user
 // does: from the repository root (a copy of it), with the default, relative
@@ -49,7 +51,8 @@ func TestExamplesRunAsREADME(t *testing.T) {
 		seen[m[1]] = true
 	}
 	plans, _ := filepath.Glob("examples/*.y*ml")
-	for _, p := range plans {
+	jsonPlans, _ := filepath.Glob("examples/*.json")
+	for _, p := range append(plans, jsonPlans...) {
 		if !seen[filepath.ToSlash(p)] {
 			runs = append(runs, []string{"run", filepath.ToSlash(p)})
 		}

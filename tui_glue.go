@@ -53,7 +53,7 @@ func classifier(g *Globals, runID string) func(stepID string, retry bool) error 
 func stepDefs(plan *spec.Plan) []tui.StepDef {
 	steps := make([]tui.StepDef, 0, len(plan.Steps)+1)
 	add := func(s *spec.Step) {
-		steps = append(steps, tui.StepDef{ID: s.ID, Name: s.Name, Phase: s.Phase, Handler: handlerText(s.OnFailure)})
+		steps = append(steps, tui.StepDef{ID: s.ID, Name: s.Name, Phase: s.Phase, Handler: handlerText(s.OnFailure), FanOut: s.FanOutOf})
 	}
 	for _, s := range plan.Steps {
 		add(s)

@@ -30,6 +30,9 @@ type StepDef struct {
 	// none); shown while the step is remediating, until the exact command
 	// arrives with step_handler_invoked.
 	Handler string
+	// FanOut is, on an item step <id>[<key>], its fan-out step: items are
+	// not rows; their fan-out step's row shows their progress.
+	FanOut string
 }
 
 // Options configure the live view.
@@ -217,6 +220,11 @@ type Model struct {
 	done       bool
 	dropped    int
 
+	// items are the item steps of fan-outs, by id; fans the progress of
+	// each fan-out, by its step id (the row that shows it).
+	items map[string]*itemState
+	fans  map[string]*fanState
+
 	childRuns map[string]*childRun // every child and grandchild run, by run id
 	rowsDirty bool                 // child lines were added: layoutRows is due
 	plainSt   Styles               // colourless, for the child-event lines of the log pane
@@ -233,6 +241,8 @@ func NewModel(opt Options) *Model {
 		counts:    map[string]int{},
 		plainSt:   NewStyles(false),
 		childRuns: map[string]*childRun{},
+		items:     map[string]*itemState{},
+		fans:      map[string]*fanState{},
 		width:     80,
 		height:    24,
 		attW:      3,
@@ -277,6 +287,10 @@ func NewModel(opt Options) *Model {
 func (m *Model) addStep(d StepDef) *stepRow {
 	if d.Name == "" {
 		d.Name = d.ID
+	}
+	if d.FanOut != "" {
+		m.addItem(d)
+		return nil
 	}
 	pi := -1
 	for i, p := range m.phases {
@@ -625,6 +639,9 @@ func (m *Model) step(id string, e exec.Event) *stepRow {
 	if r := m.byID[id]; r != nil {
 		return r
 	}
+	if it := m.items[id]; it != nil {
+		return m.fanRow(it)
+	}
 	var phase string
 	if d, ok := e.Data.(*exec.StepStatus); ok {
 		phase = d.Phase
@@ -652,7 +669,7 @@ func (m *Model) apply(e exec.Event) {
 		if len(m.steps) == 0 {
 			if infos := d.Steps; len(infos) > 0 {
 				for _, in := range infos {
-					m.addStep(StepDef{ID: in.ID, Name: in.Name, Phase: in.Phase})
+					m.addStep(StepDef{ID: in.ID, Name: in.Name, Phase: in.Phase, FanOut: in.FanOut})
 				}
 				m.layoutRows()
 			}
@@ -663,9 +680,17 @@ func (m *Model) apply(e exec.Event) {
 		}
 		m.runStatus, m.end = "", time.Time{}
 	case exec.EvStepStatus:
+		if it := m.items[e.StepID]; it != nil {
+			m.applyItemStatus(it, e)
+			return
+		}
 		m.applyStatus(e)
 	case exec.EvStepOutput:
 		if e.StepID == "" {
+			return
+		}
+		if it := m.items[e.StepID]; it != nil {
+			m.applyItemLine(it, e)
 			return
 		}
 		m.applyLine(m.step(e.StepID, e), e)

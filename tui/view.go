@@ -357,6 +357,9 @@ func (m *Model) rest(r *stepRow) string {
 	if r.def.Name != r.def.ID {
 		name = s.Dim.Render(r.def.Name)
 	}
+	if ft := m.fanText(r); ft != "" {
+		name = ft // a fan-out row: its items' progress
+	}
 	join := func(a, b string) string {
 		if a == "" {
 			return b

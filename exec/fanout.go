@@ -109,12 +109,17 @@ func (r *Runner) decideJoin(sr *stepRun) Event {
 	st.ExitCode = nil
 	st.Hash = StepHash(r.Plan, sr.def)
 	var failed []string
+	canceled := 0
 	for _, it := range sr.join.items {
-		if it.st.Status != StatusSuccess {
+		switch it.st.Status {
+		case StatusSuccess:
+		case StatusCanceled:
+			canceled++
+		default:
 			failed = append(failed, it.def.ID)
 		}
 	}
-	if len(failed) == 0 {
+	if len(failed) == 0 && canceled == 0 {
 		st.Status, st.Error = StatusSuccess, ""
 		return r.statusEvent(sr)
 	}
@@ -124,7 +129,15 @@ func (r *Runner) decideJoin(sr *stepRun) Event {
 	if len(shown) > 10 {
 		shown, more = shown[:10], fmt.Sprintf(" and %d more", len(failed)-10)
 	}
-	st.Error = fmt.Sprintf("%d of %d items failed: %s%s", len(failed), len(sr.join.items), strings.Join(shown, ", "), more)
+	n := len(sr.join.items)
+	switch {
+	case len(failed) == 0:
+		st.Error = fmt.Sprintf("%d of %d items canceled", canceled, n)
+	case canceled == 0:
+		st.Error = fmt.Sprintf("%d of %d items failed: %s%s", len(failed), n, strings.Join(shown, ", "), more)
+	default:
+		st.Error = fmt.Sprintf("%d of %d items failed: %s%s; %d canceled", len(failed), n, strings.Join(shown, ", "), more, canceled)
+	}
 	return r.statusEvent(sr)
 }
 

@@ -50,3 +50,31 @@ func TestRunScript(t *testing.T) {
 		t.Errorf("a figure is missing (nan):\n%s", out)
 	}
 }
+
+// TestFanoutScript runs bench/fanout.sh on a tiny fan-out: the shape of
+// its table, not its figures.
+func TestFanoutScript(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds faber and runs the benchmark script")
+	}
+	if _, err := os.Stat("/usr/bin/time"); err != nil {
+		t.Skip("no GNU time at /usr/bin/time (bench/fanout.sh installs it; a test does not)")
+	}
+	cmd := exec.Command("bash", "fanout.sh")
+	cmd.Env = append(os.Environ(), "ITEMS=20", "J=4", "REPS=2", "STATE_BASE="+t.TempDir())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bench/fanout.sh: %v\nstderr:\n%s\nstdout:\n%s", err, stderr.Bytes(), out)
+	}
+	for _, want := range []string{
+		`(?m)^\| foreach: \{range: \[1, 20\]\}, run: "true" \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9]+ \|$`,
+		`(?m)^\| time ≤ 1.3× the spawn floor \| [0-9.]+× \| (PASS|FAIL) \|$`,
+		`(?m)^\| peak RSS ≤ 150 MB \| [0-9]+ MB \| (PASS|FAIL) \|$`,
+	} {
+		if !regexp.MustCompile(want).Match(out) {
+			t.Errorf("no match for %s in:\n%s", want, out)
+		}
+	}
+}

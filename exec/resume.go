@@ -243,12 +243,18 @@ func ResetSteps(p *spec.Plan, prior *Prior, failedOnly bool, ids []string) ([]*S
 	var targets []string
 	switch {
 	case len(ids) > 0:
+		var roots []string
 		for _, id := range ids {
-			if p.Step(id) == nil {
+			s := p.Step(id)
+			if s == nil {
 				return nil, nil, fmt.Errorf("the plan has no step %q", id)
 			}
+			roots = append(roots, id)
+			if s.Join && s.FanOut != nil {
+				roots = append(roots, s.FanOut.ItemIDs...) // a fan-out step is its items too
+			}
 		}
-		targets = p.Downstream(ids...)
+		targets = p.Downstream(roots...)
 	case failedOnly:
 		var roots []string
 		for _, s := range p.Steps {

@@ -55,28 +55,9 @@ func (c *ListCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	metas, err := state.List(g.StateDir)
+	items, err := listItems(g.StateDir, filter)
 	if err != nil {
 		return withCode(exitState, err)
-	}
-	items := make([]listItem, 0, len(metas))
-	for _, m := range metas {
-		it := listItem{RunID: m.RunID, Plan: m.Plan, Status: exec.RunInProgress, StartedAt: m.StartedAt, ParentRunID: m.ParentRunID}
-		v, _, de, err := run.Load(g.StateDir, m.RunID)
-		if err == nil {
-			it.Status = v.Run.Status
-			it.FinishedAt = v.Run.FinishedAt
-		}
-		if de == nil && m.Damaged != nil {
-			de = m.Damaged
-		}
-		if de == nil && err != nil {
-			errors.As(err, &de)
-		}
-		if de != nil {
-			it.Status, it.Error = statusDamaged, de.Error()
-		}
-		items = append(items, it)
 	}
 	items = filter.apply(items)
 	if c.JSON {

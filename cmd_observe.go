@@ -68,7 +68,10 @@ func (c *ListCmd) Run(g *Globals) error {
 		return nil
 	}
 	s := tui.NewStyles(useColor(g, g.stdout))
-	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	// tabwriter writes cell by cell: one write per cell of 10,000 rows
+	// costs more than reading the runs.
+	out := bufio.NewWriter(g.stdout)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tPLAN\tSTATUS\tSTARTED\tDURATION")
 	// Child runs of sub-plan steps are listed under their parent.
 	children := map[string][]listItem{}
@@ -97,7 +100,10 @@ func (c *ListCmd) Run(g *Globals) error {
 			row(it, "")
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return out.Flush()
 }
 
 func printJSON(w io.Writer, v any) error {

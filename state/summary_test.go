@@ -3,6 +3,7 @@ package state
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -151,9 +152,6 @@ func crash(s *Store) {
 // unchanged; reading the run (a read-only open of its store) changes none.
 func TestSummaryStale(t *testing.T) {
 	for name, change := range map[string]func(t *testing.T, dir string){
-		"events.jsonl appended": func(t *testing.T, dir string) {
-			appendFile(t, filepath.Join(dir, fileEvents), `{"seq":9}`+"\n")
-		},
 		"meta.json rewritten": func(t *testing.T, dir string) {
 			writeFile(t, filepath.Join(dir, fileMeta), "{garbage")
 		},
@@ -172,8 +170,16 @@ func TestSummaryStale(t *testing.T) {
 		"store file removed": func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, dirDB, "MANIFEST"))
 		},
-		"store file added": func(t *testing.T, dir string) {
-			writeFile(t, filepath.Join(dir, dirDB, "000009.mem"), "x")
+		"store file replaced by a directory": func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, dirDB, "KEYREGISTRY"))
+			os.Mkdir(filepath.Join(dir, dirDB, "KEYREGISTRY"), 0o700)
+		},
+		"store removed": func(t *testing.T, dir string) {
+			os.RemoveAll(filepath.Join(dir, dirDB))
+		},
+		"summary larger than a read": func(t *testing.T, dir string) {
+			b, _ := os.ReadFile(filepath.Join(dir, fileSummary))
+			writeFile(t, filepath.Join(dir, fileSummary), string(b[:len(b)-1])+`,"pad":"`+strings.Repeat("x", 5000)+`","run_id":"other"}`)
 		},
 		"summary corrupt": func(t *testing.T, dir string) {
 			writeFile(t, filepath.Join(dir, fileSummary), `{"run_id":`)
@@ -201,18 +207,6 @@ func TestSummaryStale(t *testing.T) {
 func writeFile(t *testing.T, path, s string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func appendFile(t *testing.T, path, s string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(s); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -80,18 +80,7 @@ func listItems(stateDir string, f listFilter) ([]listItem, error) {
 func readRuns(stateDir string, ids []string) []listed {
 	out := make([]listed, len(ids))
 	keep := make([]bool, len(ids))
-	workers := min(runtime.GOMAXPROCS(0), len(ids))
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < len(ids); i += workers {
-				out[i], keep[i] = listRun(stateDir, ids[i])
-			}
-		}()
-	}
-	wg.Wait()
+	parallel(len(ids), func(i int) { out[i], keep[i] = listRun(stateDir, ids[i]) })
 	runs := out[:0]
 	for i := range out {
 		if keep[i] {
@@ -117,13 +106,13 @@ func newestRuns(stateDir string, ids []string, f listFilter) []listed {
 	// A run with no bound is read first.
 	never := time.Unix(1<<62, 0)
 	cands := make([]cand, len(ids))
-	for i, id := range ids {
-		b, ok := state.StartBound(stateDir, id)
+	parallel(len(ids), func(i int) {
+		b, ok := state.StartBound(stateDir, ids[i])
 		if !ok {
 			b = never
 		}
-		cands[i] = cand{id, b}
-	}
+		cands[i] = cand{ids[i], b}
+	})
 	slices.SortFunc(cands, func(a, b cand) int { return b.bound.Compare(a.bound) })
 
 	read := map[string]*listed{} // nil: a run list leaves out
@@ -190,4 +179,20 @@ func (h *timeHeap) Pop() any {
 	t := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return t
+}
+
+// parallel calls f(0) ... f(n-1) on as many goroutines as there are CPUs.
+func parallel(n int, f func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -40,6 +40,11 @@ func (f listFilter) matching() string {
 	return ""
 }
 
+// match says whether a run passes --status and --plan.
+func (f listFilter) match(it listItem) bool {
+	return (f.statuses == nil || f.statuses[it.Status]) && (f.plan == "" || it.Plan == f.plan)
+}
+
 // apply keeps the runs (newest first) that match every filter, each run
 // judged on its own: a child run has its own plan and status. Then --limit
 // keeps the first N runs that are shown at the top level — those whose
@@ -48,10 +53,9 @@ func (f listFilter) matching() string {
 func (f listFilter) apply(items []listItem) []listItem {
 	out := []listItem{} // never nil: --json prints [] for no runs
 	for _, it := range items {
-		if f.statuses != nil && !f.statuses[it.Status] || f.plan != "" && it.Plan != f.plan {
-			continue
+		if f.match(it) {
+			out = append(out, it)
 		}
-		out = append(out, it)
 	}
 	if f.limit <= 0 {
 		return out

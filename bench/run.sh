@@ -28,6 +28,7 @@
 #               (default: bench/.work in the repository)
 #   TMPDISK     a second disk directory to compare ("/tmp"; empty skips it)
 #   TMPFS       a tmpfs to compare ("/dev/shm"; empty skips it)
+#   LIST        runs in the state dir that 'faber list' reads (10000; empty skips it)
 #   KEEP        1 keeps the work dirs
 set -euo pipefail
 
@@ -36,6 +37,7 @@ J=${J:-8}
 CHAIN=${CHAIN:-300}
 REPS=${REPS:-3}
 SCALE=${SCALE-1000 5000 10000}
+LIST=${LIST-10000}
 TMPFS=${TMPFS-/dev/shm}
 TMPDISK=${TMPDISK-/tmp}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -341,6 +343,36 @@ if [[ -n $SCALE ]]; then
 	echo "| faber resume ($((BIG - 1)) done): the last step in_progress after | $START_MS ms |"
 	echo "| faber resume, whole | $RESUME_S s, peak RSS $(calc %.1f "$RESUME_RSS/1024") MB |"
 	echo "| state after resume, B/step-attempt (apparent / allocated) | $BIG_APP / $BIG_ALLOC |"
+	echo
+fi
+
+# ---------------------------------------------------------------- list
+
+if [[ -n $LIST ]]; then
+	say "list: building $LIST finished runs"
+	R=$WORK/results/list
+	mkdir -p "$R"
+	LISTST=$WORK/disk/list
+	# BenchmarkList (list_bench_test.go) makes the runs: copies of one real
+	# run, each with its own meta.json and summary, started a minute apart.
+	(cd "$REPO" && BENCH_LIST_N=$LIST BENCH_LIST_DIR=$LISTST go test -run '^$' -bench '^BenchmarkList$' -benchtime 1x . >"$WORK/listbench.txt" 2>&1) || {
+		say "building the runs for list failed:"
+		cat "$WORK/listbench.txt" >&2
+		exit 1
+	}
+	"$FABER" --state-dir "$LISTST" list >/dev/null # warm the cache, as a second list would be
+	for _ in $(seq "$REPS"); do
+		run_floor "$R/all" "'$FABER' --state-dir '$LISTST' list"
+		run_floor "$R/limit" "'$FABER' --state-dir '$LISTST' list --limit 20"
+	done
+	LIST_S=$(calc %.3f "$(median <"$R/all")")
+	LIMIT_MS=$(calc %.0f "$(median <"$R/limit")*1000")
+	pf() { if awk "BEGIN {exit !($1)}"; then echo PASS; else echo FAIL; fi; }
+	echo "## list (state dir on disk, in the repository; every run finished, with its summary)"
+	echo
+	echo "list $LIST runs: $LIST_S s (goal ≤ 0.3 s) $(pf "$LIST_S <= 0.3")"
+	echo
+	echo "list --limit 20: $LIMIT_MS ms (goal ≤ 50 ms) $(pf "$LIMIT_MS <= 50")"
 	echo
 fi
 

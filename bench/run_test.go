@@ -27,7 +27,7 @@ func TestRunScript(t *testing.T) {
 		t.Skip("no GNU time at /usr/bin/time (bench/run.sh installs it; a test does not)")
 	}
 	cmd := exec.Command("bash", "run.sh")
-	cmd.Env = append(os.Environ(), "N=20", "J=4", "CHAIN=5", "REPS=1", "SCALE=10 30", "TMPFS=", "STATE_BASE="+t.TempDir(), "TMPDISK="+t.TempDir())
+	cmd.Env = append(os.Environ(), "N=20", "J=4", "CHAIN=5", "REPS=1", "SCALE=10 30", "LIST=50", "TMPFS=", "STATE_BASE="+t.TempDir(), "TMPDISK="+t.TempDir())
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -39,6 +39,8 @@ func TestRunScript(t *testing.T) {
 		`(?m)^\| chain of 5 \(floor: shell loop\) \| faber --ui json \| [0-9.]+ \|`,
 		`(?m)^\| 30 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$`,
 		`(?m)^\| faber resume \(29 done\): the last step in_progress after \| -?[0-9]+ ms \|$`,
+		`(?m)^list 50 runs: [0-9.]+ s \(goal ≤ 0\.3 s\) (PASS|FAIL)$`,
+		`(?m)^list --limit 20: [0-9]+ ms \(goal ≤ 50 ms\) (PASS|FAIL)$`,
 		// one column per place of the state dir (TMPDISK is skipped on tmpfs)
 		`(?m)^\| state ≤ 2 KB per step attempt \(allocated, logs aside\) \|( [0-9]+ B, (met|\*\*missed\*\*) \|){1,2}$`,
 	} {

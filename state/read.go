@@ -101,48 +101,103 @@ func ReadPlan(stateDir, runID string) ([]byte, error) {
 	return b, nil
 }
 
-// List returns the metadata of every run in stateDir, newest first (StartedAt
-// descending, then Created descending, then run id). A state dir that does not
-// exist holds no runs. A run still being created, or whose meta.json cannot be
-// read (permissions), is left out rather than failing the whole listing. A run
-// that lost its meta.json or whose meta.json is damaged is listed with Damaged
-// set, and with what the first line of its events.jsonl tells: its plan name
-// and start time, if it can be read.
+// List returns the metadata of every run in stateDir, newest first (see
+// NewestFirst). A state dir that does not exist holds no runs. A run still
+// being created, or whose meta.json cannot be read (permissions), is left out
+// rather than failing the whole listing. A run that lost its meta.json or
+// whose meta.json is damaged is listed with Damaged set, and with what the
+// first line of its events.jsonl tells: its plan name and start time, if it
+// can be read.
 func List(stateDir string) ([]Meta, error) {
+	ids, err := RunIDs(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	metas := make([]Meta, 0, len(ids))
+	for _, id := range ids {
+		if m, ok := listMeta(stateDir, id); ok {
+			metas = append(metas, m)
+		}
+	}
+	slices.SortFunc(metas, NewestFirst)
+	return metas, nil
+}
+
+// NewestFirst orders runs as List does: StartedAt descending, then Created
+// descending, then run id descending.
+func NewestFirst(a, b Meta) int {
+	if c := b.StartedAt.Compare(a.StartedAt); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.Created, a.Created); c != 0 {
+		return c
+	}
+	return strings.Compare(b.RunID, a.RunID)
+}
+
+// RunIDs returns the names of the run directories in stateDir, in directory
+// order; some may name runs still being created (see ListEntry). A state dir
+// that does not exist holds no runs.
+func RunIDs(stateDir string) ([]string, error) {
 	entries, err := os.ReadDir(filepath.Join(stateDir, "runs"))
 	if errors.Is(err, os.ErrNotExist) {
-		return []Meta{}, nil
+		return []string{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list runs in %s: %w", stateDir, err)
 	}
-	metas := make([]Meta, 0, len(entries))
+	ids := make([]string, 0, len(entries))
 	for _, e := range entries {
-		if !e.IsDir() {
-			continue
+		if e.IsDir() {
+			ids = append(ids, e.Name())
 		}
-		m, err := ReadMeta(stateDir, e.Name())
-		var de *DamagedError
-		if errors.As(err, &de) {
-			m = damagedMeta(stateDir, e.Name(), de)
-		} else if err != nil {
-			continue
-		}
-		if m.RunID == "" {
-			m.RunID = e.Name()
-		}
-		metas = append(metas, m)
 	}
-	slices.SortFunc(metas, func(a, b Meta) int {
-		if c := b.StartedAt.Compare(a.StartedAt); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(b.Created, a.Created); c != 0 {
-			return c
-		}
-		return strings.Compare(b.RunID, a.RunID)
-	})
-	return metas, nil
+	return ids, nil
+}
+
+// ListEntry reads one run the way List does, and its summary if it has a
+// current one (see ReadSummary); the Meta then comes from the summary, which
+// holds the fields of meta.json that List sorts by and 'faber list' shows
+// (not Sets, Secrets, PlanFile or ParentStep). ok is false for a run List
+// leaves out.
+func ListEntry(stateDir, runID string) (m Meta, sum *Summary, ok bool) {
+	if s, ok := ReadSummary(stateDir, runID); ok {
+		return s.Meta(), &s, true
+	}
+	m, ok = listMeta(stateDir, runID)
+	return m, nil, ok
+}
+
+// StartBound returns a time no earlier than the run's StartedAt, read
+// without opening a file: the modification time of its meta.json, which
+// Create writes after StartedAt is taken, plus a margin for file systems
+// whose clocks are coarse (2 s on FAT; a few ms where the kernel stamps
+// files from a coarse clock). ok is false where there is none (no
+// meta.json): nothing is known of that run's start.
+func StartBound(stateDir, runID string) (t time.Time, ok bool) {
+	fi, err := os.Stat(filepath.Join(RunDir(stateDir, runID), fileMeta))
+	if err != nil {
+		return time.Time{}, false
+	}
+	return fi.ModTime().Add(startSlack), true
+}
+
+// startSlack is StartBound's margin.
+const startSlack = 2 * time.Second
+
+// listMeta is what List shows of one run; ok is false for a run it leaves out.
+func listMeta(stateDir, runID string) (Meta, bool) {
+	m, err := ReadMeta(stateDir, runID)
+	var de *DamagedError
+	if errors.As(err, &de) {
+		m = damagedMeta(stateDir, runID, de)
+	} else if err != nil {
+		return m, false
+	}
+	if m.RunID == "" {
+		m.RunID = runID
+	}
+	return m, true
 }
 
 // damagedMeta is what List shows of a run whose meta.json is damaged.

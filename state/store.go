@@ -12,6 +12,8 @@
 //	                   line n is the event with seq n
 //	   owner.json      pid, process start time and host of the current owner
 //	   lock            the owner holds an exclusive lock on it while it owns the run
+//	   summary.json    what list shows of the run, left by an owner that closed
+//	                   it cleanly; removed by the next owner (see Summary)
 //
 // Badger allows one opener per directory, yet two runs may go at once in one state
 // dir and list/status/events/logs must work while a run is active in another
@@ -103,6 +105,11 @@ type Change struct {
 	Run    []byte            // new run record; nil = unchanged
 	Steps  map[string][]byte // step id -> new step record
 	Events []Event           // must continue the seq exactly (last+1, +2, ...)
+	// Outcome, when set, is the run's status after this change as its
+	// events tell it; the caller sets it with every change whose events
+	// change the status. The store publishes the last one in the run's
+	// summary at Close. nil leaves the status as it was.
+	Outcome *Outcome
 }
 
 // Snapshot is everything the owner needs to continue a run after Open.
@@ -165,6 +172,13 @@ type Store struct {
 	// moving its records into place failed; they must be moved before anything
 	// else reads or writes records.
 	applyPending bool
+	// outcome is the run's status as the last commit that stated it (or the
+	// summary found at Open) tells; nil if unknown, and then Close writes
+	// no summary.
+	outcome *Outcome
+	// leftOpen is set when Close left Badger as a crash would (see closeDB):
+	// the store's files are not final, so no summary is written.
+	leftOpen bool
 	// testHook, when set by tests, is called at named points of a staged commit
 	// and may return an error to stop it there, as a crash would.
 	testHook func(point string) error
@@ -276,6 +290,18 @@ func openStore(stateDir, runID string, opt Options, exists bool) (_ *Store, err 
 			err = noSpace(stateDir, "opening run "+runID, err)
 		}
 	}()
+	// The summary goes before anything changes: a reader must never take
+	// it for current while this owner writes. What it said is kept, for
+	// the summary this owner leaves, if nothing was changed meanwhile.
+	var prior *Summary
+	if exists {
+		if sum, ok := ReadSummary(stateDir, runID); ok {
+			prior = &sum
+		}
+		if err := removeSummary(dir); err != nil {
+			return nil, fmt.Errorf("run %q: remove %s: %w", runID, fileSummary, err)
+		}
+	}
 	if err := writeOwner(dir); err != nil {
 		return nil, fmt.Errorf("run %q: write owner.json: %w", runID, err)
 	}
@@ -327,6 +353,9 @@ func openStore(stateDir, runID string, opt Options, exists bool) (_ *Store, err 
 		return nil, fail("repair events.jsonl", err)
 	}
 	private(dbDir)
+	if prior != nil && prior.LastSeq == s.lastSeq {
+		s.outcome = &prior.Outcome
+	}
 	return s, nil
 }
 
@@ -649,6 +678,10 @@ func (s *Store) Commit(c Change) error {
 		return fmt.Errorf("run %q: commit: %w", s.runID, err)
 	}
 	s.lastSeq = last
+	if c.Outcome != nil {
+		o := *c.Outcome
+		s.outcome = &o
+	}
 	s.appendMirror(c.Events)
 	return nil
 }
@@ -743,6 +776,14 @@ func (s *Store) Close() error {
 		}
 		s.mirror = nil
 	}
+	if s.lock != nil && s.outcome != nil && !s.leftOpen && !s.applyPending && len(errs) == 0 {
+		// While the run is still owned: the next owner removes it after
+		// taking the lock. A summary is a shortcut for readers: without
+		// one, they read the run itself.
+		if err := s.writeSummary(); err != nil {
+			s.logf("no summary for readers: %v", err)
+		}
+	}
 	if s.lock != nil {
 		if err := os.Remove(filepath.Join(s.dir, fileOwner)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("remove owner.json: %w", err))
@@ -767,6 +808,7 @@ func (s *Store) Close() error {
 func (s *Store) closeDB() error {
 	if s.broken != nil {
 		s.logf("store left for its next owner after a failed write: %v", s.broken)
+		s.leftOpen = true
 		return nil
 	}
 	// A memtable's table is no bigger than its log (the current one's is
@@ -776,6 +818,7 @@ func (s *Store) closeDB() error {
 	need := logs + tablesSize(s.dbDir()) + closeMargin
 	if err := needSpace(s.stateDir, s.dir, need, "closing run "+s.runID); err != nil {
 		s.logf("store left for its next owner: %v", err)
+		s.leftOpen = true
 		return nil
 	}
 	return s.db.Close()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/faber-run/faber/exec"
 	"github.com/faber-run/faber/spec"
@@ -111,6 +112,39 @@ func (a Recorder) Commit(run *exec.RunState, steps []*exec.StepState, events []e
 			return err
 		}
 		c.Events = append(c.Events, state.Event{Seq: e.Seq, JSON: b})
+		if o, ok := outcomeOf(e.Type, b); ok {
+			c.Outcome = &o
+		}
 	}
 	return a.Store.Commit(c)
+}
+
+// outcomeOf is the run's status after an event of type typ (JSON b) as
+// exec.Replay reckons it, which is what 'faber list' shows; ok is false for
+// an event that leaves the status as it was. It reads the status and time
+// back from the JSON, as Replay does, so that the store's summary of the run
+// says to the nanosecond what a replay would.
+func outcomeOf(typ string, b []byte) (state.Outcome, bool) {
+	switch typ {
+	case exec.EvRunStarted, exec.EvRunResumed:
+		return state.Outcome{Status: exec.RunInProgress}, true
+	case exec.EvWorkflowCompleted, exec.EvWorkflowFailed:
+		var e struct {
+			Time   time.Time `json:"time"`
+			Status string    `json:"status"`
+		}
+		if err := json.Unmarshal(b, &e); err != nil {
+			// Not to be: b was just marshalled. An outcome in progress
+			// sends readers to the run itself.
+			return state.Outcome{Status: exec.RunInProgress}, true
+		}
+		if e.Status == "" {
+			e.Status = exec.RunFailed
+			if typ == exec.EvWorkflowCompleted {
+				e.Status = exec.RunSuccess
+			}
+		}
+		return state.Outcome{Status: e.Status, FinishedAt: &e.Time}, true
+	}
+	return state.Outcome{}, false
 }

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"container/heap"
+	"errors"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/internal/run"
+	"github.com/faber-run/faber/state"
+)
+
+// listed is one run as 'faber list' shows it, with what it is sorted by.
+type listed struct {
+	meta state.Meta
+	item listItem
+}
+
+// listRun reads one run for 'faber list'. A run whose last owner closed it
+// cleanly has a summary that says all of it; any other (running, interrupted
+// by a crash, damaged, or whose files changed since the summary was taken)
+// is read from its event log, as 'faber status' reads it. ok is false for a
+// run that state.List leaves out.
+func listRun(stateDir, runID string) (l listed, ok bool) {
+	m, sum, ok := state.ListEntry(stateDir, runID)
+	if !ok {
+		return l, false
+	}
+	it := listItem{RunID: m.RunID, Plan: m.Plan, Status: exec.RunInProgress, StartedAt: m.StartedAt, ParentRunID: m.ParentRunID}
+	// A summary in progress was left by an owner that stopped before the
+	// run ended: whether it is interrupted depends on the owner now.
+	if sum != nil && sum.Status != exec.RunInProgress {
+		it.Status, it.FinishedAt = sum.Status, sum.FinishedAt
+		return listed{m, it}, true
+	}
+	v, _, de, err := run.Load(stateDir, m.RunID)
+	if err == nil {
+		it.Status = v.Run.Status
+		it.FinishedAt = v.Run.FinishedAt
+	}
+	if de == nil && m.Damaged != nil {
+		de = m.Damaged
+	}
+	if de == nil && err != nil {
+		errors.As(err, &de)
+	}
+	if de != nil {
+		it.Status, it.Error = statusDamaged, de.Error()
+	}
+	return listed{m, it}, true
+}
+
+// listItems returns the runs of stateDir that 'faber list' shows before its
+// filters, newest first: every run, or with --limit only those that can be
+// among the first N (see newestRuns).
+func listItems(stateDir string, f listFilter) ([]listItem, error) {
+	ids, err := state.RunIDs(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	var runs []listed
+	if f.limit > 0 {
+		runs = newestRuns(stateDir, ids, f)
+	} else {
+		runs = readRuns(stateDir, ids)
+	}
+	slices.SortFunc(runs, func(a, b listed) int { return state.NewestFirst(a.meta, b.meta) })
+	items := make([]listItem, len(runs))
+	for i, r := range runs {
+		items[i] = r.item
+	}
+	return items, nil
+}
+
+// readRuns reads every run, on as many goroutines as there are CPUs: each
+// run is a few small files, and a state dir may hold thousands.
+func readRuns(stateDir string, ids []string) []listed {
+	out := make([]listed, len(ids))
+	keep := make([]bool, len(ids))
+	parallel(len(ids), func(i int) { out[i], keep[i] = listRun(stateDir, ids[i]) })
+	runs := out[:0]
+	for i := range out {
+		if keep[i] {
+			runs = append(runs, out[i])
+		}
+	}
+	return runs
+}
+
+// newestRuns reads, for --limit N, only the runs that can be among the
+// first N that list shows, and what decides which are: the runs in order of
+// a bound on their start (state.StartBound, a stat each), until N top-level
+// runs that pass the filters started after every run not yet read could
+// have; plus the ancestors of every run read, which decide whether a run is
+// top-level (filter.apply). A child run starts after its parent, so the
+// children of a run kept are among the runs read. Given to filter.apply,
+// these runs give what all of them would.
+func newestRuns(stateDir string, ids []string, f listFilter) []listed {
+	type cand struct {
+		id    string
+		bound time.Time
+	}
+	// A run with no bound is read first.
+	never := time.Unix(1<<62, 0)
+	cands := make([]cand, len(ids))
+	parallel(len(ids), func(i int) {
+		b, ok := state.StartBound(stateDir, ids[i])
+		if !ok {
+			b = never
+		}
+		cands[i] = cand{ids[i], b}
+	})
+	slices.SortFunc(cands, func(a, b cand) int { return b.bound.Compare(a.bound) })
+
+	read := map[string]*listed{} // nil: a run list leaves out
+	var runs []*listed
+	// StartedAt of the top-level runs read that pass the filters, newest
+	// on top, until they count: once they started after every run not read.
+	tops := &timeHeap{}
+	counted := 0
+	var load func(id string)
+	load = func(id string) {
+		if _, done := read[id]; done {
+			return
+		}
+		l, ok := listRun(stateDir, id)
+		if !ok {
+			read[id] = nil
+			return
+		}
+		read[id] = &l
+		runs = append(runs, &l)
+		if p := l.item.ParentRunID; p != "" {
+			load(p)
+		}
+		if !f.match(l.item) {
+			return
+		}
+		if p := read[l.item.ParentRunID]; p != nil && f.match(p.item) {
+			return // shown under its parent; does not count
+		}
+		heap.Push(tops, l.item.StartedAt)
+	}
+	for i, c := range cands {
+		load(c.id)
+		if i+1 == len(cands) {
+			break
+		}
+		// Every run not read yet started at or before next, which only
+		// goes down: a run that started after it stays ahead of them.
+		next := cands[i+1].bound
+		for tops.Len() > 0 && (*tops)[0].After(next) {
+			heap.Pop(tops)
+			counted++
+		}
+		if counted >= f.limit {
+			break
+		}
+	}
+	out := make([]listed, len(runs))
+	for i, l := range runs {
+		out[i] = *l
+	}
+	return out
+}
+
+// timeHeap is a max-heap of times (container/heap).
+type timeHeap []time.Time
+
+func (h timeHeap) Len() int           { return len(h) }
+func (h timeHeap) Less(i, j int) bool { return h[i].After(h[j]) }
+func (h timeHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *timeHeap) Push(x any)        { *h = append(*h, x.(time.Time)) }
+func (h *timeHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return t
+}
+
+// parallel calls f(0) ... f(n-1) on as many goroutines as there are CPUs.
+func parallel(n int, f func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,212 @@
+package state
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// finish commits an event that states the outcome, as a session's last
+// commit does, and closes the store.
+func finish(t *testing.T, s *Store, status string, at time.Time) {
+	t.Helper()
+	seq := s.lastSeq + 1
+	if err := s.Commit(Change{Run: []byte(`{}`), Events: []Event{ev(seq, "workflow_failed")}, Outcome: &Outcome{Status: status, FinishedAt: &at}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantSummary(t *testing.T, dir, id, status string, lastSeq int64) Summary {
+	t.Helper()
+	sum, ok := ReadSummary(dir, id)
+	if !ok {
+		t.Fatalf("no current summary of %s", id)
+	}
+	if sum.Status != status || sum.LastSeq != lastSeq {
+		t.Fatalf("summary says %q at seq %d, want %q at seq %d", sum.Status, sum.LastSeq, status, lastSeq)
+	}
+	return sum
+}
+
+func wantNoSummary(t *testing.T, dir, id string) {
+	t.Helper()
+	if sum, ok := ReadSummary(dir, id); ok {
+		t.Fatalf("summary %+v taken for current", sum)
+	}
+}
+
+func TestSummaryWrittenAtClose(t *testing.T) {
+	dir, id := t.TempDir(), "p-20260101T000000-abcd"
+	started := time.Date(2026, 1, 1, 0, 0, 0, 123456789, time.FixedZone("x", 3600))
+	s, err := Create(dir, Meta{RunID: id, Plan: "p", StartedAt: started, Created: 42, ParentRunID: "q-1"}, []byte("name: p\n"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(Change{Events: []Event{ev(1, "run_started")}, Outcome: &Outcome{Status: "in_progress"}}); err != nil {
+		t.Fatal(err)
+	}
+	wantNoSummary(t, dir, id) // not before the session ends
+	at := time.Date(2026, 1, 1, 0, 1, 0, 987654321, time.UTC)
+	finish(t, s, "failed", at)
+	sum := wantSummary(t, dir, id, "failed", 2)
+	if !sum.FinishedAt.Equal(at) || !sum.StartedAt.Equal(started) || sum.Created != 42 || sum.Plan != "p" || sum.ParentRunID != "q-1" {
+		t.Fatalf("summary %+v", sum)
+	}
+	m, got, ok := ListEntry(dir, id)
+	if !ok || got == nil || m.RunID != id || !m.StartedAt.Equal(started) {
+		t.Fatalf("ListEntry = %+v, %v, %v", m, got, ok)
+	}
+	fi, err := os.Stat(filepath.Join(RunDir(dir, id), fileSummary))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("summary.json has mode %v, want 0600", fi.Mode().Perm())
+	}
+}
+
+// A session that never stated an outcome (a run created and closed before
+// its first event) leaves no summary: readers read the run.
+func TestSummaryNeedsOutcome(t *testing.T) {
+	dir, id := t.TempDir(), "p-20260101T000000-abcd"
+	s := newRun(t, dir, id)
+	if err := s.Commit(Change{Events: []Event{ev(1, "x")}}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	wantNoSummary(t, dir, id)
+	if _, sum, ok := ListEntry(dir, id); !ok || sum != nil {
+		t.Fatalf("ListEntry: summary %v, ok %v", sum, ok)
+	}
+}
+
+// A new owner removes the summary before it changes anything (resume,
+// reset, classify all open the store); a session that commits without a new
+// outcome (reset, classify) carries the old one over, one that resumes the
+// run states its own.
+func TestSummaryInvalidatedByNextOwner(t *testing.T) {
+	dir, id := t.TempDir(), "p-20260101T000000-abcd"
+	s := newRun(t, dir, id)
+	finish(t, s, "pending_failed", time.Now())
+	wantSummary(t, dir, id, "pending_failed", 1)
+
+	// classify/reset: no new outcome.
+	s, err := Open(dir, id, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(RunDir(dir, id), fileSummary)); !os.IsNotExist(err) {
+		t.Fatalf("summary.json still there while the run is owned: %v", err)
+	}
+	if err := s.Commit(Change{Steps: map[string][]byte{"a": []byte(`{}`)}, Events: []Event{ev(2, "step_classified")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantSummary(t, dir, id, "pending_failed", 2)
+
+	// resume: in progress, then a crash (no Close): no summary.
+	s, err = Open(dir, id, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(Change{Events: []Event{ev(3, "run_resumed")}, Outcome: &Outcome{Status: "in_progress"}}); err != nil {
+		t.Fatal(err)
+	}
+	crash(s)
+	wantNoSummary(t, dir, id)
+
+	// The next owner, after the crash, knows no outcome until it states one.
+	s, err = Open(dir, id, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	wantNoSummary(t, dir, id)
+	s, err = Open(dir, id, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	finish(t, s, "success", time.Now())
+	wantSummary(t, dir, id, "success", 4)
+}
+
+// crash ends the session as a killed owner would as far as the summary
+// goes: the lock released, owner.json left, no summary written. (Badger is
+// closed: in this process, an open one would keep its own lock.)
+func crash(s *Store) {
+	s.db.Close()
+	s.mirror.Close()
+	unlock(s.lock)
+	s.lock.Close()
+	s.lock, s.db, s.mirror = nil, nil, nil
+}
+
+// A summary is taken for current only while the files it was taken from are
+// unchanged; reading the run (a read-only open of its store) changes none.
+func TestSummaryStale(t *testing.T) {
+	for name, change := range map[string]func(t *testing.T, dir string){
+		"meta.json rewritten": func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, fileMeta), "{garbage")
+		},
+		"table scribbled": func(t *testing.T, dir string) {
+			ssts, _ := filepath.Glob(filepath.Join(dir, dirDB, "*.sst"))
+			if len(ssts) == 0 {
+				t.Fatal("no table")
+			}
+			f, err := os.OpenFile(ssts[0], os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteAt([]byte("scribble"), 10)
+			f.Close()
+		},
+		"store file removed": func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, dirDB, "MANIFEST"))
+		},
+		"store file replaced by a directory": func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, dirDB, "KEYREGISTRY"))
+			os.Mkdir(filepath.Join(dir, dirDB, "KEYREGISTRY"), 0o700)
+		},
+		"store removed": func(t *testing.T, dir string) {
+			os.RemoveAll(filepath.Join(dir, dirDB))
+		},
+		"summary larger than a read": func(t *testing.T, dir string) {
+			b, _ := os.ReadFile(filepath.Join(dir, fileSummary))
+			writeFile(t, filepath.Join(dir, fileSummary), string(b[:len(b)-1])+`,"pad":"`+strings.Repeat("x", 5000)+`","run_id":"other"}`)
+		},
+		"summary corrupt": func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, fileSummary), `{"run_id":`)
+		},
+		"summary of another run": func(t *testing.T, dir string) {
+			b, _ := os.ReadFile(filepath.Join(dir, fileSummary))
+			writeFile(t, filepath.Join(dir, fileSummary), string(b[:len(b)-1])+`,"run_id":"other"}`)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir, id := t.TempDir(), "p-20260101T000000-abcd"
+			s := newRun(t, dir, id)
+			finish(t, s, "success", time.Now())
+			if _, err := ReadEvents(dir, id, 0); err != nil {
+				t.Fatal(err)
+			}
+			wantSummary(t, dir, id, "success", 1)
+			time.Sleep(10 * time.Millisecond) // past the file system's clock tick
+			change(t, RunDir(dir, id))
+			wantNoSummary(t, dir, id)
+		})
+	}
+}
+
+func writeFile(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -69,7 +69,7 @@ func makeRuns(tb testing.TB, stateDir string, n int, first time.Time) {
 	}
 	now := time.Now()
 	evs := []exec.Event{
-		{Type: exec.EvRunStarted, Fields: map[string]any{"plan": "bench"}},
+		{Type: exec.EvRunStarted, Data: &exec.RunStarted{Plan: "bench"}},
 		{Type: exec.EvStepStatus, StepID: "a", Attempt: 1, Status: exec.StatusSuccess},
 		{Type: exec.EvWorkflowCompleted, Status: exec.RunSuccess},
 	}

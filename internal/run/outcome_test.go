@@ -12,7 +12,7 @@ import (
 // shows one for runs with a summary and the other for runs without.
 func TestOutcomeMatchesReplay(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 123456789, time.FixedZone("x", 3600))
-	started := exec.Event{Type: exec.EvRunStarted, Fields: map[string]any{"plan": "p"}}
+	started := exec.Event{Type: exec.EvRunStarted, Data: &exec.RunStarted{Plan: "p"}}
 	step := exec.Event{Type: exec.EvStepStatus, StepID: "a", Attempt: 1, Status: exec.StatusSuccess}
 	done := exec.Event{Type: exec.EvWorkflowCompleted, Status: exec.RunSuccess}
 	failed := exec.Event{Type: exec.EvWorkflowFailed, Status: exec.RunPendingFailed}
@@ -20,7 +20,7 @@ func TestOutcomeMatchesReplay(t *testing.T) {
 	bare := exec.Event{Type: exec.EvWorkflowFailed} // no status: failed
 	bareDone := exec.Event{Type: exec.EvWorkflowCompleted}
 	resumed := exec.Event{Type: exec.EvRunResumed}
-	classified := exec.Event{Type: exec.EvStepClassified, StepID: "a", Fields: map[string]any{"action": "retry"}}
+	classified := exec.Event{Type: exec.EvStepClassified, StepID: "a", Data: &exec.StepClassified{Action: "retry"}}
 	for name, evs := range map[string][]exec.Event{
 		"success":              {started, step, done},
 		"pending_failed":       {started, step, failed},

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,14 +144,6 @@ func stamps(tb testing.TB, dir string) []state.FileStamp {
 	for _, e := range ents {
 		add(filepath.Join("db", e.Name()))
 	}
-	slices.SortFunc(out, func(a, b state.FileStamp) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b state.FileStamp) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -85,15 +86,7 @@ func stampRun(dir string) ([]FileStamp, error) {
 		}
 		add(dirDB+"/"+e.Name(), fi)
 	}
-	slices.SortFunc(out, func(a, b FileStamp) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b FileStamp) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 

@@ -3,6 +3,8 @@ package exec
 import (
 	"fmt"
 	"time"
+
+	"github.com/faber-run/faber/spec"
 )
 
 // Recording: every transition is committed, with its event, before the
@@ -43,9 +45,34 @@ func (r *Runner) commitRun(steps []*StepState, evs ...Event) {
 	r.commitWith(r.run, steps, evs)
 }
 
+// commitLater holds a transition that nothing has acted on yet (a step's
+// success) for the next commit, so that on a chain the success of one step
+// and the start of the next are one transaction. The loop flushes it
+// before it waits (flushLater), so it is never held while nothing else
+// happens; no process starts and no dependent is told before it is stored.
+func (r *Runner) commitLater(steps []*StepState, evs ...Event) {
+	r.later.steps = append(r.later.steps, steps...)
+	r.later.evs = append(r.later.evs, evs...)
+}
+
+// flushLater commits what commitLater holds; it reports whether there was
+// anything.
+func (r *Runner) flushLater() bool {
+	if len(r.later.steps) == 0 && len(r.later.evs) == 0 {
+		return false
+	}
+	r.commitWith(nil, nil, nil)
+	return true
+}
+
 func (r *Runner) commitWith(run *RunState, steps []*StepState, evs []Event) {
 	if r.fatal != nil {
 		return
+	}
+	if len(r.later.steps) > 0 || len(r.later.evs) > 0 {
+		steps = append(r.later.steps, steps...)
+		evs = append(r.later.evs, evs...)
+		r.later.steps, r.later.evs = nil, nil
 	}
 	r.seq = Stamp(evs, r.seq, r.RunID, r.now())
 	for i := range evs {
@@ -98,4 +125,17 @@ func Stamp(evs []Event, after int64, runID string, now time.Time) int64 {
 		evs[i].JSON = nil
 	}
 	return after
+}
+
+// stepHash is StepHash, computed once per step in a session.
+func (r *Runner) stepHash(def *spec.Step) string {
+	if h, ok := r.hashes[def]; ok {
+		return h
+	}
+	if r.hashes == nil {
+		r.hashes = map[*spec.Step]string{}
+	}
+	h := StepHash(r.Plan, def)
+	r.hashes[def] = h
+	return h
 }

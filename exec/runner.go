@@ -90,6 +90,13 @@ type Runner struct {
 	// endStatus and endFailed are what the end step is told (SPEC §7).
 	endStatus string
 	endFailed []string
+	// later is what commitLater holds for the next commit.
+	later struct {
+		steps []*StepState
+		evs   []Event
+	}
+	// hashes caches StepHash per step definition for the session.
+	hashes map[*spec.Step]string
 }
 
 // stepRun is the scheduler's view of one step during this session.

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -223,20 +224,56 @@ steps:
 // done — the runner returns the error and starts nothing that would depend
 // on it (SPEC §8: written before the next action that depends on it).
 func TestRunnerCommitFailureStops(t *testing.T) {
-	for failAt := 1; failAt <= 4; failAt++ {
+	for failAt := 1; failAt <= 3; failAt++ {
 		store := &fakeStore{failAt: failAt}
 		_, err, dir := runPlan(t, "name: t\nsteps:\n  - {id: a, run: 'touch a.ran'}\n  - {id: b, run: 'touch b.ran'}\n", store)
 		if !errors.Is(err, errDiskFull) {
 			t.Errorf("commit %d fails: Run returned %v, want the store's error", failAt, err)
 		}
-		// b's start is committed (commit 4 at the earliest: run, a started,
-		// a done, b started): it must not run when that commit failed.
+		// b's start is committed with a's success (commit 3: run, a
+		// started, a done + b started): b must not run when it failed.
 		if _, err := os.Stat(filepath.Join(dir, "b.ran")); err == nil {
 			t.Errorf("commit %d fails: b ran anyway", failAt)
 		}
 		if failAt <= 2 {
 			if _, err := os.Stat(filepath.Join(dir, "a.ran")); err == nil {
 				t.Errorf("commit %d fails: a ran though its start was not committed", failAt)
+			}
+		}
+	}
+}
+
+// TestRunnerChainBatchesCommits: on a chain, a step's success is stored in
+// the same commit as the start of the step after it (one commit per step,
+// not two), and still before that step starts.
+func TestRunnerChainBatchesCommits(t *testing.T) {
+	store := &fakeStore{}
+	plan := "name: t\nsteps:\n"
+	for i := range 6 {
+		plan += fmt.Sprintf("  - {id: s%d, run: 'true'}\n", i)
+	}
+	status, err, _ := runPlan(t, plan, store)
+	if err != nil || status != RunSuccess {
+		t.Fatalf("status %s, err %v", status, err)
+	}
+	// run started; s0 started; 5 × (success + next started); s5's success; the end.
+	if store.commits > 9 {
+		t.Errorf("%d commits for a chain of 6 steps; want at most 9", store.commits)
+	}
+	// In the log, each success comes before the next step's start.
+	done := map[string]bool{}
+	for _, e := range store.events {
+		if e.Type != EvStepStatus {
+			continue
+		}
+		var n int
+		fmt.Sscanf(e.StepID, "s%d", &n)
+		switch e.Status {
+		case StatusSuccess:
+			done[e.StepID] = true
+		case StatusInProgress:
+			if n > 0 && !done[fmt.Sprintf("s%d", n-1)] {
+				t.Errorf("%s started before s%d's success was stored", e.StepID, n-1)
 			}
 		}
 	}

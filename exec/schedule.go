@@ -28,6 +28,9 @@ func (r *Runner) loop(ctx context.Context) {
 	hard := r.HardStop
 	for {
 		r.fill()
+		if r.flushLater() {
+			continue // a join may have become ready
+		}
 		if r.inflight == 0 {
 			return
 		}
@@ -121,7 +124,7 @@ func (r *Runner) startAttempt(sr *stepRun) {
 	st.Error = ""
 	st.DurationMs = 0
 	st.PGID, st.PStart = 0, ""
-	st.Hash = StepHash(r.Plan, sr.def)
+	st.Hash = r.stepHash(sr.def)
 	if sr.def.PlanPath != "" && st.ChildRunID == "" {
 		st.ChildRunID = r.NewRunID(sr.def.ChildName, now)
 	}
@@ -184,7 +187,9 @@ func (r *Runner) attemptDone(sr *stepRun, out outcome) {
 		r.freeSlot(sr)
 		st.Status = StatusSuccess
 		st.Error = ""
-		r.commit([]*StepState{st}, r.statusEvent(sr))
+		// Stored with the next commit (the start of a dependent), before
+		// any process starts: see commitLater.
+		r.commitLater([]*StepState{st}, r.statusEvent(sr))
 		r.release(sr)
 		return
 	}

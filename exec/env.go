@@ -200,6 +200,7 @@ func (r *Runner) procFor(sr *stepRun, kind string, argv []string, timeout time.D
 	}
 	// A child run (faber --ui json) reports its events on stdout.
 	child := sr.def.PlanPath != "" && kind == "attempt"
+	ps.pipeLines = child
 	if r.Sink != nil && (child || r.WantOutput) {
 		id, sink := sr.def.ID, r.Sink
 		want := r.WantOutput

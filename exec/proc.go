@@ -31,8 +31,11 @@ type procSpec struct {
 	timeout    time.Duration // 0 = none
 	grace      time.Duration
 	// onLine, if set, receives each complete output line (and a final partial
-	// one); it must not block.
-	onLine func(stream string, line []byte)
+	// one); it must not block. Lines are read back from the log files
+	// (echo.go), or, with pipeLines (a sub-plan's event stream), taken from
+	// pipes as they come.
+	onLine    func(stream string, line []byte)
+	pipeLines bool
 	// onStart is called once the process runs, with its group id and the
 	// leader's start token, before the process can have done much.
 	onStart func(pgid int, pstart string)
@@ -237,7 +240,11 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 	// Nobody wants the lines as they come: the process writes to its log
 	// files itself, and {error} comes from the end of the stderr file.
 	// Otherwise pipes, pumped into the files and to onLine.
-	direct := ps.onLine == nil
+	// A log that is no regular file (a device, a FIFO) is written through a
+	// pipe, so that a write faber cannot make is seen (and stops the run).
+	regular := isRegular(outF) && isRegular(errF)
+	echo := ps.onLine != nil && !ps.pipeLines && ps.launch == nil && regular
+	direct := (ps.onLine == nil && regular) || echo
 	var outR, outW, errR, errW *os.File
 	closePipes := func() {
 		for _, f := range []*os.File{outR, outW, errR, errW} {
@@ -300,6 +307,15 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 		}
 	}
 
+	var echoTick <-chan time.Time
+	var fe *fileEcho
+	if echo {
+		fe = newFileEcho(ps.onLine, outF, errF, ps.stdoutPath, ps.stderrPath)
+		t := time.NewTicker(echoPoll)
+		defer t.Stop()
+		echoTick = t.C
+	}
+
 	var tail tailBuf
 	var wg sync.WaitGroup
 	var logErr [2]error
@@ -349,6 +365,9 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 			ps.onStart(pgid, ProcStart(cmd.Process.Pid))
 			record = nil
 			continue
+		case <-echoTick:
+			fe.read(false)
+			continue
 		case <-done:
 			done <- nil
 		case <-timer:
@@ -369,6 +388,9 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 	_ = grp.signal(true)
 
 	if direct {
+		if fe != nil {
+			fe.read(true)
+		}
 		o.stderrTail = fileTail(errF, tailSize)
 	} else {
 		// Output pipes close when the last writer dies. A process that left
@@ -430,8 +452,8 @@ func readResult(path string) (status, message string) {
 func pump(r io.Reader, w io.Writer, stream string, onLine func(string, []byte), tail *tailBuf, onErr func(error)) (werr error) {
 	// Most steps write little: the buffer grows only when reads fill it.
 	buf := make([]byte, 2<<10)
-	var partial []byte
-	split := false // the current line was handed on in pieces already
+	var lines lineSplitter
+	emit := func(l []byte) { onLine(stream, l) }
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
@@ -445,28 +467,7 @@ func pump(r io.Reader, w io.Writer, stream string, onLine func(string, []byte), 
 				tail.Write(chunk)
 			}
 			if onLine != nil {
-				for {
-					i := bytes.IndexByte(chunk, '\n')
-					if i < 0 {
-						partial = append(partial, chunk...)
-						if len(partial) > 64<<10 { // a very long line: hand it on in pieces
-							onLine(stream, partial)
-							partial, split = nil, true
-						}
-						break
-					}
-					line := chunk[:i]
-					if len(partial) > 0 {
-						line = append(partial, line...)
-						partial = nil
-					}
-					// The end of a line handed on in pieces is no line of its own.
-					if !split || len(line) > 0 {
-						onLine(stream, bytes.Clone(bytes.TrimSuffix(line, []byte("\r"))))
-					}
-					split = false
-					chunk = chunk[i+1:]
-				}
+				lines.write(chunk, emit)
 			}
 		}
 		if err != nil {
@@ -476,8 +477,8 @@ func pump(r io.Reader, w io.Writer, stream string, onLine func(string, []byte), 
 			buf = make([]byte, 32<<10) // onLine got copies; the log has the bytes
 		}
 	}
-	if onLine != nil && len(partial) > 0 {
-		onLine(stream, partial)
+	if onLine != nil {
+		lines.flush(emit)
 	}
 	return werr
 }
@@ -512,3 +513,8 @@ func (t *tailBuf) Bytes() []byte {
 }
 
 func sleepMs(n int) { time.Sleep(time.Duration(n) * time.Millisecond) }
+
+func isRegular(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode().IsRegular()
+}

@@ -13,12 +13,13 @@ import (
 )
 
 // TestRunProcOutputModes: an attempt whose lines nobody watches writes to
-// its log files directly; one with onLine goes through pipes. Both give the
-// same logs, exit code and stderr tail (the last tailSize bytes, from which
-// {error} and stderr_matches read).
+// its log files directly; one with onLine and pipeLines (a sub-plan's event
+// stream) goes through pipes; one with onLine alone writes directly and is
+// echoed from its files. All give the same logs, exit code and stderr tail
+// (the last tailSize bytes, from which {error} and stderr_matches read).
 func TestRunProcOutputModes(t *testing.T) {
 	script := `echo out1; printf 'e%.0s' $(seq 70000) >&2; echo >&2; echo out2; echo "the real error" >&2; exit 3`
-	run := func(t *testing.T, watch bool) (outcome, string, string, []string) {
+	run := func(t *testing.T, watch, pipe bool) (outcome, string, string, []string) {
 		dir := t.TempDir()
 		ps := procSpec{
 			argv:       []string{"/bin/sh", "-c", script},
@@ -27,6 +28,7 @@ func TestRunProcOutputModes(t *testing.T) {
 			stdoutPath: filepath.Join(dir, "logs", "s", "attempt-1.out"),
 			stderrPath: filepath.Join(dir, "logs", "s", "attempt-1.err"),
 			timeout:    time.Minute,
+			pipeLines:  pipe,
 		}
 		var mu sync.Mutex
 		var lines []string
@@ -45,15 +47,25 @@ func TestRunProcOutputModes(t *testing.T) {
 		}
 		o := runProc(ps, newCtrl())
 		// How a line over 64 KiB is cut depends on how the reads fall.
-		if watch && (pieces < 1 || pieceBytes != 70000) {
+		if watch && pipe && (pieces < 1 || pieceBytes != 70000) {
 			t.Errorf("the long line was handed on in %d pieces of %d bytes in all, want 70000", pieces, pieceBytes)
 		}
 		out, _ := os.ReadFile(ps.stdoutPath)
 		errb, _ := os.ReadFile(ps.stderrPath)
 		return o, string(out), string(errb), lines
 	}
-	direct, dOut, dErr, dLines := run(t, false)
-	piped, pOut, pErr, pLines := run(t, true)
+	direct, dOut, dErr, dLines := run(t, false, false)
+	piped, pOut, pErr, pLines := run(t, true, true)
+	echoed, eOut, eErr, eLines := run(t, true, false)
+	if eOut != dOut || eErr != dErr {
+		t.Errorf("echo mode logs differ: %q, %d bytes of stderr", eOut, len(eErr))
+	}
+	// Over 32 KiB at once on stderr: skipped in the echo, said once with
+	// the path; the last line is shown.
+	if g := strings.Join(eLines, "|"); !strings.HasPrefix(g, "stdout: out1|stdout: out2|stderr: … faber: this stderr is written faster") ||
+		!strings.HasSuffix(g, "attempt-1.err|stderr: the real error") {
+		t.Errorf("echoed lines: %q", g)
+	}
 
 	if dOut != "out1\nout2\n" || pOut != dOut {
 		t.Errorf("stdout logs: direct %q, piped %q", dOut, pOut)
@@ -61,7 +73,7 @@ func TestRunProcOutputModes(t *testing.T) {
 	if len(dErr) != 70000+1+len("the real error\n") || pErr != dErr {
 		t.Errorf("stderr logs differ or are short: direct %d bytes, piped %d", len(dErr), len(pErr))
 	}
-	for _, o := range []outcome{direct, piped} {
+	for _, o := range []outcome{direct, piped, echoed} {
 		if o.exitCode != 3 || o.startErr != nil {
 			t.Errorf("exit %d, start error %v; want 3", o.exitCode, o.startErr)
 		}

@@ -161,16 +161,41 @@ func (r *Runner) attemptSpec(sr *stepRun) (procSpec, error) {
 	if err != nil {
 		return procSpec{}, err
 	}
+	launch := r.launcherFor(sr, n, vars)
+	var direct []string
 	if kind == KindScript {
 		argv[0] = r.lookShell(argv[0])
+		if launch == nil && len(extra) == 0 {
+			direct = r.directArgv(sr)
+		}
 	}
-	launch := r.launcherFor(sr, n, vars)
 	if launch != nil {
 		argv = launch.wrap(argv)
+	}
+	if direct != nil {
+		// As sh would, the program sees its working directory as PWD.
+		argv = direct
+		extra = append(extra, "PWD="+r.workDir(sr, vars))
 	}
 	ps := r.procFor(sr, "attempt", argv, sr.def.Timeout, n, nil, vars, extra...)
 	ps.launch = launch
 	return ps, nil
+}
+
+// directArgv is the argv that runs the step's run: script without a shell
+// (direct.go), or nil when the shell must run it.
+func (r *Runner) directArgv(sr *stepRun) []string {
+	words := DirectWords(r.Plan, sr.def, sr.def.Run)
+	if words == nil {
+		return nil
+	}
+	prog := words[0]
+	if !strings.Contains(prog, "/") {
+		if prog = r.lookShell(prog); !filepath.IsAbs(prog) {
+			return nil // not in PATH: the shell says so, as it always did
+		}
+	}
+	return append([]string{prog}, words[1:]...)
 }
 
 // auxSpec builds a recovery script process for the failed attempt.

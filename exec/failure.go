@@ -119,6 +119,9 @@ func (sr *stepRun) inFlight() bool { return sr.ctrl != nil && !sr.queued }
 // step_retry_reserved), then runs the recovery script, then waits the delay.
 func (r *Runner) reserveRetry(sr *stepRun, fh *spec.FailureHandler, rule *spec.Rule, out outcome) {
 	st := sr.st
+	if sr.ruleUsed == nil {
+		sr.ruleUsed = map[int]int{}
+	}
 	sr.ruleUsed[rule.Index]++
 	k := sr.ruleUsed[rule.Index]
 	delay := RetryDelay(rule, k)

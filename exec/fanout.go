@@ -107,7 +107,7 @@ func (r *Runner) decideJoin(sr *stepRun) Event {
 	st.StartedAt, st.FinishedAt = timep(now), timep(now)
 	st.DurationMs = 0
 	st.ExitCode = nil
-	st.Hash = r.stepHash(sr.def)
+	st.Hash = StepHash(r.Plan, sr.def)
 	var failed []string
 	canceled := 0
 	for _, it := range sr.join.items {

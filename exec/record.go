@@ -3,8 +3,6 @@ package exec
 import (
 	"fmt"
 	"time"
-
-	"github.com/faber-run/faber/spec"
 )
 
 // Recording: every transition is committed, with its event, before the
@@ -125,17 +123,4 @@ func Stamp(evs []Event, after int64, runID string, now time.Time) int64 {
 		evs[i].JSON = nil
 	}
 	return after
-}
-
-// stepHash is StepHash, computed once per step in a session.
-func (r *Runner) stepHash(def *spec.Step) string {
-	if h, ok := r.hashes[def]; ok {
-		return h
-	}
-	if r.hashes == nil {
-		r.hashes = map[*spec.Step]string{}
-	}
-	h := StepHash(r.Plan, def)
-	r.hashes[def] = h
-	return h
 }

@@ -95,8 +95,6 @@ type Runner struct {
 		steps []*StepState
 		evs   []Event
 	}
-	// hashes caches StepHash per step definition for the session.
-	hashes map[*spec.Step]string
 }
 
 // stepRun is the scheduler's view of one step during this session.
@@ -200,7 +198,7 @@ func (r *Runner) setup(prior *Prior) {
 	now := r.now()
 	var fresh []*StepState
 	mk := func(def *spec.Step) *stepRun {
-		sr := &stepRun{def: def, ruleUsed: map[int]int{}}
+		sr := &stepRun{def: def}
 		if prior != nil {
 			sr.st = prior.Steps[def.ID]
 		}

@@ -124,7 +124,7 @@ func (r *Runner) startAttempt(sr *stepRun) {
 	st.Error = ""
 	st.DurationMs = 0
 	st.PGID, st.PStart = 0, ""
-	st.Hash = r.stepHash(sr.def)
+	st.Hash = StepHash(r.Plan, sr.def)
 	if sr.def.PlanPath != "" && st.ChildRunID == "" {
 		st.ChildRunID = r.NewRunID(sr.def.ChildName, now)
 	}
@@ -190,6 +190,7 @@ func (r *Runner) attemptDone(sr *stepRun, out outcome) {
 		// Stored with the next commit (the start of a dependent), before
 		// any process starts: see commitLater.
 		r.commitLater([]*StepState{st}, r.statusEvent(sr))
+		sr.ctrl = nil // done: nothing will stop it (a 100,000-step run keeps no controls)
 		r.release(sr)
 		return
 	}

@@ -612,20 +612,36 @@ func join(where, key string) string {
 type rawMeta struct {
 	Pos   Pos
 	Where string
-	keys  map[string]Pos // position of each key present
+	// keys are the keys present with their positions: a slice, not a map,
+	// as objects have few keys and a plan may have 100,000 of them.
+	keys []keyAt
+}
+
+type keyAt struct {
+	key string
+	pos Pos
 }
 
 func (m *rawMeta) meta() *rawMeta { return m }
 
+func (m *rawMeta) find(key string) (Pos, bool) {
+	for _, k := range m.keys {
+		if k.key == key {
+			return k.pos, true
+		}
+	}
+	return Pos{}, false
+}
+
 // has reports whether key was written in the object.
 func (m *rawMeta) has(key string) bool {
-	_, ok := m.keys[key]
+	_, ok := m.find(key)
 	return ok
 }
 
 // keyPos returns the position of key, or of the object when the key is absent.
 func (m *rawMeta) keyPos(key string) Pos {
-	if p, ok := m.keys[key]; ok {
+	if p, ok := m.find(key); ok {
 		return p
 	}
 	return m.Pos
@@ -1257,7 +1273,7 @@ func (p *parser) decodeObject(v reflect.Value, n *yaml.Node, where string) {
 	ft := p.fieldsOf(v.Type())
 	meta := v.Addr().Interface().(interface{ meta() *rawMeta }).meta()
 	meta.Pos = nodePos(n)
-	meta.keys = map[string]Pos{}
+	meta.keys = nil
 	if n.Kind != yaml.MappingNode {
 		p.errorf(meta.Pos, "%s: must be a mapping, not %s", orPlan(where), kindName(n))
 		meta.Where = where
@@ -1277,13 +1293,14 @@ func (p *parser) decodeObject(v reflect.Value, n *yaml.Node, where string) {
 		}
 	}
 	meta.Where = where
+	meta.keys = make([]keyAt, 0, len(kvs))
 	for _, kv := range kvs {
 		f := ft.byKey[kv.key]
 		if f == nil {
 			p.errorf(nodePos(kv.k), "%s: unknown field %q%s", orPlan(where), kv.key, suggest(kv.key, ft.keys()))
 			continue
 		}
-		meta.keys[kv.key] = nodePos(kv.k)
+		meta.keys = append(meta.keys, keyAt{kv.key, nodePos(kv.k)})
 		fw := join(where, kv.key)
 		if f.label != "" {
 			fw = f.label

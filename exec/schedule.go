@@ -11,7 +11,7 @@ import (
 
 // satisfied reports whether a dependency lets its dependents start.
 func satisfied(d *stepRun) bool {
-	return d.st.Status == StatusSuccess || (d.st.Status == StatusFailure && d.continued)
+	return Succeeded(d.st.Status) || (d.st.Status == StatusFailure && d.continued)
 }
 
 func (r *Runner) push(sr *stepRun) {
@@ -64,6 +64,9 @@ func (r *Runner) fill() {
 		if r.holdItem(sr) {
 			continue
 		}
+		if r.probeCache(sr) {
+			continue // mCacheProbed starts it, or settles it as cached
+		}
 		r.startAttempt(sr)
 	}
 }
@@ -88,6 +91,9 @@ func (r *Runner) handle(m msg) {
 		r.handlerDone(sr, m)
 	case mLogFailed:
 		r.halt(m.err)
+	case mCacheProbed:
+		r.inflight--
+		r.cacheProbed(sr, m)
 	}
 }
 
@@ -122,6 +128,7 @@ func (r *Runner) startAttempt(sr *stepRun) {
 	st.DurationMs = 0
 	st.PGID, st.PStart = 0, ""
 	st.Hash = StepHash(r.Plan, sr.def)
+	st.CacheKey, st.CachedFrom = "", nil
 	if sr.def.PlanPath != "" && st.ChildRunID == "" {
 		st.ChildRunID = r.NewRunID(sr.def.ChildName, now)
 	}
@@ -145,6 +152,7 @@ func (r *Runner) startAttempt(sr *stepRun) {
 	}
 	go func() {
 		out := runProc(ps, ctrl)
+		r.hashOutputs(sr, &out)
 		r.msgs <- msg{kind: mAttemptDone, sr: sr, out: out}
 	}()
 }
@@ -184,11 +192,18 @@ func (r *Runner) attemptDone(sr *stepRun, out outcome) {
 		r.freeSlot(sr)
 		st.Status = StatusSuccess
 		st.Error = ""
-		r.commit([]*StepState{st}, r.statusEvent(sr))
+		var evs []Event
+		if w := r.cacheSuccess(sr, out); w != nil {
+			evs = append(evs, *w)
+		}
+		evs = append(evs, r.statusEvent(sr))
+		r.commit([]*StepState{st}, evs...)
+		r.storeEntry(sr)
 		r.release(sr)
 		return
 	}
 	st.Error = out.errorText()
+	r.dropEntry(sr)
 	if sr.def.PlanPath != "" && out.exitCode == childPendingExit && out.stoppedBy == "" {
 		// A child run waiting for classification: the step waits too,
 		// whatever the parent's settings (SPEC §10).

@@ -164,17 +164,28 @@ func KeyMiss(e *CacheEntry, pr *CacheProbe) string {
 
 func mapDiff(what string, old, now map[string]string) string {
 	for _, k := range sortedKeys(now) {
-		d, ok := old[k]
-		switch {
-		case !ok:
-			return what + " added: " + k
-		case d != now[k]:
+		if d, ok := old[k]; ok && d != now[k] {
 			return what + " changed: " + k
 		}
 	}
 	for _, k := range sortedKeys(old) {
-		if _, ok := now[k]; !ok {
+		if _, ok := now[k]; !ok && !strings.HasSuffix(k, noMatchSuffix) {
 			return what + " removed: " + k
+		}
+	}
+	for _, k := range sortedKeys(now) {
+		if _, ok := old[k]; !ok && !strings.HasSuffix(k, noMatchSuffix) {
+			return what + " added: " + k
+		}
+	}
+	for _, k := range sortedKeys(now) {
+		if _, ok := old[k]; !ok {
+			return what + " missing: " + strings.TrimSuffix(k, noMatchSuffix) + " matches no file"
+		}
+	}
+	for _, k := range sortedKeys(old) {
+		if _, ok := now[k]; !ok {
+			return what + " added: " + strings.TrimSuffix(k, noMatchSuffix) + " matches a file now"
 		}
 	}
 	return ""

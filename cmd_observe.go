@@ -162,11 +162,11 @@ func (c *StatusCmd) Run(g *Globals) error {
 		}
 		n := counts[st.ID]
 		if n == nil {
-			row("", st, run.FirstLine(st.Error))
+			row("", st, stepNote(st))
 			continue
 		}
 		text := n.String()
-		if st.Status != exec.StatusPending && st.Status != exec.StatusSuccess && n.Failed == 0 {
+		if st.Status != exec.StatusPending && !exec.Succeeded(st.Status) && n.Failed == 0 {
 			text += "; " + run.FirstLine(st.Error)
 		}
 		row("", st, text)
@@ -174,14 +174,14 @@ func (c *StatusCmd) Run(g *Globals) error {
 		for _, it := range items[st.ID] {
 			switch {
 			case c.All:
-			case it.Status == exec.StatusSuccess:
+			case exec.Succeeded(it.Status):
 				continue
 			case shown == maxItemRows:
 				hidden++
 				continue
 			}
 			shown++
-			row("  ", it, run.FirstLine(it.Error))
+			row("  ", it, stepNote(it))
 		}
 		if hidden > 0 {
 			fmt.Fprintf(tw, "  … %d more (faber status --all)\n", hidden)
@@ -341,6 +341,15 @@ func latest(runDir, step, kind, stream string, max int) int {
 	return best
 }
 
+// stepNote is the ERROR column of a step: its error, or for a cached step
+// the earlier attempt it reuses.
+func stepNote(st *exec.StepState) string {
+	if st.Status == exec.StatusCached && st.CachedFrom != nil {
+		return fmt.Sprintf("cached: run %s attempt %d exited 0", st.CachedFrom.RunID, st.CachedFrom.Attempt)
+	}
+	return run.FirstLine(st.Error)
+}
+
 // childSummary is one line about a child run: its status and step counts.
 func childSummary(g *Globals, runID string) string {
 	v, err := run.View(g.StateDir, runID)
@@ -349,7 +358,7 @@ func childSummary(g *Globals, runID string) string {
 	}
 	ok := 0
 	for _, st := range v.Steps {
-		if st.Status == exec.StatusSuccess {
+		if exec.Succeeded(st.Status) {
 			ok++
 		}
 	}

@@ -27,7 +27,9 @@ type RunCmd struct {
 	Jobs     int      `name:"jobs" short:"j" placeholder:"N" help:"Run at most N steps at once (default: the plan's jobs, else the CPU count)."`
 	FailFast bool     `name:"fail-fast" help:"On a stop, terminate running steps instead of letting them finish."`
 	UI       string   `name:"ui" enum:"auto,tui,plain,json" default:"auto" help:"Progress display: auto (the live view in a terminal, else plain), tui, plain (one line per transition), json (one event per line)."`
-	DryRun   bool     `name:"dry-run" help:"Show the steps in the order they would run, with their commands and handlers resolved; run nothing, write nothing (--ui json: one JSON document)."`
+	DryRun   bool     `name:"dry-run" help:"Show the steps in the order they would run, with their commands and handlers resolved, and which steps the cache would skip and why; run nothing, write nothing (--ui json: one JSON document)."`
+	NoCache  bool     `name:"no-cache" help:"Run every step: do not skip steps whose inputs are unchanged (their successes are still recorded in the cache)."`
+	Force    []string `name:"force" placeholder:"STEP" help:"Run STEP even if the cache has it (repeatable, or comma-separated; a fan-out step forces its items)."`
 
 	// Set by a parent run for a sub-plan step (hidden: faber runs itself).
 	RunID      string `name:"run-id" hidden:""`
@@ -66,8 +68,13 @@ func (c *RunCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
+	for _, id := range c.Force {
+		if plan.Step(id) == nil {
+			return withCode(exitUsage, fmt.Errorf("--force %s: the plan has no step %q", id, id))
+		}
+	}
 	if c.DryRun {
-		return dryRun(g, plan, c.Jobs, c.UI == "json")
+		return dryRun(g, plan, c.Jobs, c.UI == "json", cacheOpts{noCache: c.NoCache, force: c.Force})
 	}
 	abs, _ := filepath.Abs(c.Plan)
 	now := time.Now()
@@ -96,7 +103,7 @@ func (c *RunCmd) Run(g *Globals) error {
 		return withCode(exitState, fmt.Errorf("cannot create run: %w", err))
 	}
 	return runSession(g, sessionArgs{plan: plan, store: store, runID: runID, jobs: c.Jobs, failFast: c.FailFast, ui: c.UI,
-		parentRun: c.ParentRun, outputDir: c.OutputDir})
+		parentRun: c.ParentRun, outputDir: c.OutputDir, cache: cacheOpts{noCache: c.NoCache, force: c.Force}})
 }
 
 type sessionArgs struct {
@@ -111,6 +118,13 @@ type sessionArgs struct {
 	// outputDir is the parent's outputs dir that the child shares.
 	parentRun string
 	outputDir string
+	cache     cacheOpts
+}
+
+// cacheOpts are run's --no-cache and --force.
+type cacheOpts struct {
+	noCache bool
+	force   []string
 }
 
 // runSession runs one session of a run and maps its outcome to an exit code.
@@ -154,6 +168,9 @@ func runSession(g *Globals, a sessionArgs) error {
 		FailFast:   a.failFast,
 		WantOutput: ui != "json",
 		HardStop:   hard,
+		Cache:      run.Cache{StateDir: g.StateDir},
+		NoCache:    a.cache.noCache,
+		Force:      a.cache.force,
 	}
 	if ctl != nil {
 		r.Control = ctl.Requests()

@@ -75,6 +75,8 @@ type dryStep struct {
 	SrunPrefix     []string     `json:"-"`
 	FailureHandler *dryHandler  `json:"failure_handler"`
 	OnFailure      dryOnFailure `json:"on_failure"`
+	// Cache is, for a step with inputs, what the cache would do.
+	Cache *dryCache `json:"cache,omitempty"`
 }
 
 // dryHandler is a step's failure_handler with its rules.
@@ -114,11 +116,12 @@ type dryOnFailure struct {
 }
 
 // dryRun prints what `faber run` would do with plan, and runs nothing.
-func dryRun(g *Globals, plan *spec.Plan, jobs int, asJSON bool) error {
+func dryRun(g *Globals, plan *spec.Plan, jobs int, asJSON bool, co cacheOpts) error {
 	dp, err := buildDry(plan, jobs)
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
+	dryCacheOf(g.StateDir, plan, dp, co)
 	// Substituted commands hold context values: the plan's secrets show as
 	// *** here too.
 	var out bytes.Buffer
@@ -398,6 +401,9 @@ func printDryStep(w io.Writer, ds *dryStep) {
 		}
 	}
 	printOnFailure(kv, ds.OnFailure)
+	if c := ds.Cache; c != nil {
+		kv("cache", c.text())
+	}
 }
 
 // ruleSummary is one rule on one line: what it matches, then what it grants.

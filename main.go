@@ -65,6 +65,7 @@ type CLI struct {
 	Classify   ClassifyCmd   `cmd:"" help:"Decide on a pending_failed step: --retry it or --fail it."`
 	Reset      ResetCmd      `cmd:"" help:"Put steps of a finished run back to pending, so resume runs them again."`
 	Prune      PruneCmd      `cmd:"" help:"Remove old finished runs (--keep N, --older-than AGE), never an active one."`
+	Cache      CacheCmd      `cmd:"" help:"List or clear the cached step results (steps with inputs: that a run may skip)."`
 	Stop       StopCmd       `cmd:"" help:"Stop an active run from another terminal, as Ctrl-C in its owner would."`
 	Attach     AttachCmd     `cmd:"" aliases:"watch" help:"Show the live view of a run that another faber process runs; q leaves it, the run goes on."`
 	Mcp        McpCmd        `cmd:"" name:"mcp" help:"Serve the Model Context Protocol on stdio, for AI agents."`

@@ -80,3 +80,34 @@ func TestFanoutScript(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheScript runs bench/cache.sh on a few megabytes: the shape of its
+// table, not its figures.
+func TestCacheScript(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds faber and runs the benchmark script")
+	}
+	if _, err := exec.LookPath("sha256sum"); err != nil {
+		t.Skip("no sha256sum")
+	}
+	cmd := exec.Command("bash", "cache.sh")
+	cmd.Env = append(os.Environ(), "SIZE_MB=4", "FILES=3", "REPS=2", "STATE_BASE="+t.TempDir())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bench/cache.sh: %v\nstderr:\n%s\nstdout:\n%s", err, stderr.Bytes(), out)
+	}
+	for _, want := range []string{
+		`(?m)^\| inputs: 4 MB in 3 files \| sha256sum ms \| faber ms \(cache hit\) \| ratio \|$`,
+		`(?m)^\| content \(SHA-256\) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$`,
+		`(?m)^\| a cache hit ≤ 1.5× sha256sum of its inputs \| [0-9.]+× \| (PASS|FAIL) \|$`,
+	} {
+		if !regexp.MustCompile(want).Match(out) {
+			t.Errorf("no match for %s in:\n%s", want, out)
+		}
+	}
+	if bytes.Contains(out, []byte("nan")) {
+		t.Errorf("a figure is missing (nan):\n%s", out)
+	}
+}

@@ -35,6 +35,7 @@ type RunResumed struct {
 // StepStatus is the payload of step_status: what a reader needs to rebuild
 // the step's record from the log alone.
 type StepStatus struct {
+	CacheKey       string     `json:"cache_key,omitempty"` // success or cached: the key committed with it
 	ChildRunID     string     `json:"child_run_id,omitempty"`
 	DurationMs     *int64     `json:"duration_ms,omitempty"` // with finished_at
 	Error          string     `json:"error,omitempty"`
@@ -120,6 +121,21 @@ type StepsReset struct {
 	Steps      []string `json:"steps"`
 }
 
+// CacheHit is the payload of step_cache_hit: the earlier run and attempt
+// whose success a cached step reuses, and the event that recorded it.
+type CacheHit struct {
+	CachedAttempt int    `json:"cached_attempt"`
+	CachedRunID   string `json:"cached_run_id"`
+	CachedSeq     int64  `json:"cached_seq"`
+	Key           string `json:"key"`
+}
+
+// CacheMiss is the payload of step_cache_miss: why a step with inputs runs.
+type CacheMiss struct {
+	Key    string `json:"key,omitempty"`
+	Reason string `json:"reason"`
+}
+
 // Other holds the fields of an event type this version does not know (a
 // newer faber's child run), kept as they were.
 type Other map[string]json.RawMessage
@@ -136,6 +152,8 @@ func (*StepClassified) eventType() string   { return EvStepClassified }
 func (*Warning) eventType() string          { return EvWarning }
 func (*WorkflowEnded) eventType() string    { return EvWorkflowCompleted }
 func (*StepsReset) eventType() string       { return EvStepsReset }
+func (*CacheHit) eventType() string         { return EvStepCacheHit }
+func (*CacheMiss) eventType() string        { return EvStepCacheMiss }
 func (Other) eventType() string             { return "" }
 
 // newPayload returns an empty payload for an event type, nil for a type
@@ -166,6 +184,10 @@ func newPayload(typ string) Payload {
 		return &WorkflowEnded{}
 	case EvStepsReset:
 		return &StepsReset{}
+	case EvStepCacheHit:
+		return &CacheHit{}
+	case EvStepCacheMiss:
+		return &CacheMiss{}
 	}
 	return nil
 }

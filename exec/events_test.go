@@ -12,6 +12,7 @@ import (
 var allPayloads = []Payload{
 	&RunStarted{}, &RunResumed{}, &StepStatus{}, &StepOutput{}, &RetryReserved{}, &RecoveryFinished{},
 	&HandlerInvoked{}, &StepOrphaned{}, &StepClassified{}, &Warning{}, &WorkflowEnded{}, &StepsReset{},
+	&CacheHit{}, &CacheMiss{},
 }
 
 // TestPayloadKeysSorted: an event's JSON lists its payload's fields sorted

@@ -108,11 +108,12 @@ func (r *Runner) decideJoin(sr *stepRun) Event {
 	st.DurationMs = 0
 	st.ExitCode = nil
 	st.Hash = StepHash(r.Plan, sr.def)
+	st.CacheKey = ""
 	var failed []string
 	canceled := 0
 	for _, it := range sr.join.items {
 		switch it.st.Status {
-		case StatusSuccess:
+		case StatusSuccess, StatusCached:
 		case StatusCanceled:
 			canceled++
 		default:
@@ -121,6 +122,11 @@ func (r *Runner) decideJoin(sr *stepRun) Event {
 	}
 	if len(failed) == 0 && canceled == 0 {
 		st.Status, st.Error = StatusSuccess, ""
+		keys := make([]string, len(sr.join.items))
+		for i, it := range sr.join.items {
+			keys[i] = NeedKey(it.st, StepHash(r.Plan, it.def))
+		}
+		st.CacheKey = JoinKey(keys)
 		return r.statusEvent(sr)
 	}
 	st.Status = StatusFailure

@@ -68,6 +68,10 @@ type outcome struct {
 	// how the executor ended the attempt.
 	launch       launcher
 	launchReason string
+	// cacheOuts are the digests of a cached step's outputs after it
+	// succeeded; cacheErr says why they could not be taken.
+	cacheOuts map[string]string
+	cacheErr  error
 }
 
 // failed reports whether the process counts as failed (SPEC §3).

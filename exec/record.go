@@ -24,6 +24,9 @@ func (r *Runner) statusEvent(sr *stepRun) Event {
 // the attempt's end (finished_at, duration_ms) when it has one.
 func statusPayload(st *StepState, withEnd bool) *StepStatus {
 	d := &StepStatus{Phase: st.Phase, Error: st.Error, ChildRunID: st.ChildRunID}
+	if Succeeded(st.Status) {
+		d.CacheKey = st.CacheKey
+	}
 	if st.StartedAt != nil {
 		d.StartedAt = timep(st.StartedAt.UTC())
 	}

@@ -83,6 +83,10 @@ func Replay(events [][]byte) (*View, error) {
 				st.Phase = d.Phase
 			}
 			st.Error = d.Error
+			st.CacheKey = d.CacheKey
+			if e.Status != StatusCached {
+				st.CachedFrom = nil
+			}
 			if d.ChildRunID != "" {
 				st.ChildRunID = d.ChildRunID
 			}
@@ -102,6 +106,8 @@ func Replay(events [][]byte) (*View, error) {
 				RetryCount:       d.RetryCount,
 				MaxRetries:       d.MaxRetries,
 			}
+		case *CacheHit:
+			get(e.StepID).CachedFrom = &CachedFrom{RunID: d.CachedRunID, Attempt: d.CachedAttempt, Seq: d.CachedSeq}
 		case *StepClassified:
 			get(e.StepID).Classified = d.Action
 		case *WorkflowEnded:

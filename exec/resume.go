@@ -266,7 +266,7 @@ func ResetSteps(p *spec.Plan, prior *Prior, failedOnly bool, ids []string) ([]*S
 			}
 		}
 		for _, id := range p.Downstream(roots...) {
-			if st := prior.Steps[id]; st != nil && st.Status != StatusSuccess {
+			if st := prior.Steps[id]; st != nil && !Succeeded(st.Status) {
 				targets = append(targets, id)
 			}
 		}

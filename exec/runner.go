@@ -66,6 +66,12 @@ type Runner struct {
 	// error stops the run as a state problem, like a log file faber cannot
 	// write: see halt.
 	CheckState func() error
+	// Cache is the state-dir-wide cache of step results (README,
+	// "Caching"); nil turns caching off. NoCache runs every step but still
+	// records successes; Force names steps that run whatever the cache says.
+	Cache   CacheStore
+	NoCache bool
+	Force   []string
 
 	run      *RunState
 	seq      int64
@@ -120,6 +126,7 @@ type stepRun struct {
 	join    *joinRun
 	group   *stepRun
 	counted bool
+	cache   stepCache
 }
 
 type msgKind int
@@ -131,6 +138,7 @@ const (
 	mRetryReady
 	mHandlerDone
 	mLogFailed
+	mCacheProbed
 )
 
 type msg struct {
@@ -144,6 +152,11 @@ type msg struct {
 	invoked time.Time
 	delay   time.Duration
 	err     error
+	// mCacheProbed: the step's key, the entry it was compared with, and
+	// why it missed ("" for a hit).
+	probe *CacheProbe
+	entry *CacheEntry
+	why   string
 }
 
 func (r *Runner) now() time.Time {

@@ -11,7 +11,7 @@ import (
 
 // satisfied reports whether a dependency lets its dependents start.
 func satisfied(d *stepRun) bool {
-	return d.st.Status == StatusSuccess || (d.st.Status == StatusFailure && d.continued)
+	return Succeeded(d.st.Status) || (d.st.Status == StatusFailure && d.continued)
 }
 
 func (r *Runner) push(sr *stepRun) {
@@ -67,6 +67,9 @@ func (r *Runner) fill() {
 		if r.holdItem(sr) {
 			continue
 		}
+		if r.probeCache(sr) {
+			continue // mCacheProbed starts it, or settles it as cached
+		}
 		r.startAttempt(sr)
 	}
 }
@@ -91,6 +94,9 @@ func (r *Runner) handle(m msg) {
 		r.handlerDone(sr, m)
 	case mLogFailed:
 		r.halt(m.err)
+	case mCacheProbed:
+		r.inflight--
+		r.cacheProbed(sr, m)
 	}
 }
 
@@ -125,6 +131,7 @@ func (r *Runner) startAttempt(sr *stepRun) {
 	st.DurationMs = 0
 	st.PGID, st.PStart = 0, ""
 	st.Hash = StepHash(r.Plan, sr.def)
+	st.CacheKey, st.CachedFrom = "", nil
 	if sr.def.PlanPath != "" && st.ChildRunID == "" {
 		st.ChildRunID = r.NewRunID(sr.def.ChildName, now)
 	}
@@ -148,6 +155,7 @@ func (r *Runner) startAttempt(sr *stepRun) {
 	}
 	go func() {
 		out := runProc(ps, ctrl)
+		r.hashOutputs(sr, &out)
 		r.msgs <- msg{kind: mAttemptDone, sr: sr, out: out}
 	}()
 }
@@ -187,14 +195,27 @@ func (r *Runner) attemptDone(sr *stepRun, out outcome) {
 		r.freeSlot(sr)
 		st.Status = StatusSuccess
 		st.Error = ""
-		// Stored with the next commit (the start of a dependent), before
-		// any process starts: see commitLater.
-		r.commitLater([]*StepState{st}, r.statusEvent(sr))
+		if sr.cache.probe == nil {
+			// Stored with the next commit (the start of a dependent),
+			// before any process starts: see commitLater.
+			r.commitLater([]*StepState{st}, r.statusEvent(sr))
+		} else {
+			// A cached step's entry names the event of its success: that
+			// is committed now, then the entry written (storeEntry).
+			var evs []Event
+			if w := r.cacheSuccess(sr, out); w != nil {
+				evs = append(evs, *w)
+			}
+			evs = append(evs, r.statusEvent(sr))
+			r.commit([]*StepState{st}, evs...)
+			r.storeEntry(sr)
+		}
 		sr.ctrl = nil // done: nothing will stop it (a 100,000-step run keeps no controls)
 		r.release(sr)
 		return
 	}
 	st.Error = out.errorText()
+	r.dropEntry(sr)
 	if sr.def.PlanPath != "" && out.exitCode == childPendingExit && out.stoppedBy == "" {
 		// A child run waiting for classification: the step waits too,
 		// whatever the parent's settings (SPEC §10).

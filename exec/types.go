@@ -9,9 +9,13 @@ import "time"
 
 // Step statuses (SPEC §3).
 const (
-	StatusPending           = "pending"
-	StatusInProgress        = "in_progress"
-	StatusSuccess           = "success"
+	StatusPending    = "pending"
+	StatusInProgress = "in_progress"
+	StatusSuccess    = "success"
+	// StatusCached: not run in this run; an earlier run's attempt of the
+	// same key exited 0 (README, "Caching"). It counts as success for
+	// dependents and for the run.
+	StatusCached            = "cached"
 	StatusFailure           = "failure"
 	StatusRemediating       = "remediating"
 	StatusRetrying          = "retrying"
@@ -50,15 +54,30 @@ const (
 	EvWorkflowCompleted = "workflow_completed"
 	EvWorkflowFailed    = "workflow_failed"
 	EvStepsReset        = "steps_reset"
+	EvStepCacheHit      = "step_cache_hit"
+	EvStepCacheMiss     = "step_cache_miss"
 )
 
 // Terminal reports whether a step status needs no more work in this session.
 func Terminal(status string) bool {
 	switch status {
-	case StatusSuccess, StatusFailure, StatusRemediationFailed, StatusCanceled, StatusInterrupted, StatusPendingFailed:
+	case StatusSuccess, StatusCached, StatusFailure, StatusRemediationFailed, StatusCanceled, StatusInterrupted, StatusPendingFailed:
 		return true
 	}
 	return false
+}
+
+// Succeeded reports whether a step status counts as success for its
+// dependents and the run: success, or cached.
+func Succeeded(status string) bool {
+	return status == StatusSuccess || status == StatusCached
+}
+
+// CachedFrom names the earlier attempt a cached step reuses.
+type CachedFrom struct {
+	Attempt int    `json:"attempt"`
+	RunID   string `json:"run_id"`
+	Seq     int64  `json:"seq"`
 }
 
 // HandlerResult is the outcome of an on_failure command (SPEC §4 step 3).
@@ -105,6 +124,10 @@ type StepState struct {
 	Classified string `json:"classified,omitempty"`
 	// Hash is the step definition hash (SPEC §10), for resume --plan.
 	Hash string `json:"hash,omitempty"`
+	// CacheKey is the cache key of the step's success (or cached) status,
+	// committed with it; CachedFrom, on a cached step, the attempt reused.
+	CacheKey   string      `json:"cache_key,omitempty"`
+	CachedFrom *CachedFrom `json:"cached_from,omitempty"`
 	// PGID and PStart identify the running process group (leader start time),
 	// so a later resume can kill leftovers of a dead faber safely.
 	PGID   int    `json:"pgid,omitempty"`

@@ -174,6 +174,10 @@ type Step struct {
 	// Item and FanOutOf are set on an item step <id>[<key>] of a fan-out.
 	Item     *Item
 	FanOutOf string
+
+	// Cache holds inputs:, outputs:, cache_key: and cache: (spec/cache.go);
+	// nil when the step declares no inputs (it is never cached).
+	Cache *Cache
 }
 
 // On-failure kinds.

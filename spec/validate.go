@@ -437,6 +437,7 @@ func (b *builder) phase(rp *rawPhase) {
 		s.PlanContext, s.PlanContextKeys = b.omap(&rs.Context)
 		b.stepExtra[s] = rs
 		b.fanOut(s, rs)
+		b.cache(s, rs)
 		if rs.ID.Set && rs.ID.V == "end" {
 			b.errorf(rs.ID.Pos, `step "end": the id end is reserved for the end step (use end: for it)`)
 		}
@@ -609,6 +610,9 @@ func (b *builder) checkStep(s *Step) {
 		}
 	}
 	b.onFailure(s, rs, where)
+	if ext != nil {
+		b.checkCache(ext, where)
+	}
 }
 
 // checkRun validates a step's run: a /command, or a shell script.

@@ -23,7 +23,7 @@ type fanState struct {
 	counts map[string]int
 }
 
-func (f *fanState) done() int { return f.counts[exec.StatusSuccess] }
+func (f *fanState) done() int { return f.counts[exec.StatusSuccess] + f.counts[exec.StatusCached] }
 
 func (f *fanState) failed() int {
 	n := 0

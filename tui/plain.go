@@ -121,6 +121,12 @@ func PlainLine(e exec.Event, s Styles) string {
 		}
 		return fmt.Sprintf("%s %s %s on_failure %s → %s (exit %d): %s; %s", ts, s.Glyph(exec.StatusRemediating), e.StepID,
 			d.HandlerCommand, hr.Status, hr.ExitCode, oneLine(hr.Message), strings.ReplaceAll(hr.ActionTaken, "_", " "))
+	case exec.EvStepCacheHit:
+		d := data[exec.CacheHit](e)
+		return fmt.Sprintf("%s %s %s cache hit: run %s attempt %d exited 0", ts, s.Glyph(exec.StatusCached), e.StepID, d.CachedRunID, d.CachedAttempt)
+	case exec.EvStepCacheMiss:
+		d := data[exec.CacheMiss](e)
+		return fmt.Sprintf("%s %s %s cache miss: %s", ts, s.Glyph(exec.StatusPending), e.StepID, d.Reason)
 	case exec.EvWarning:
 		d := data[exec.Warning](e)
 		return fmt.Sprintf("%s %s warning: %s", ts, s.Warn.Render("!"), d.Message)

@@ -89,6 +89,8 @@ func (s Styles) Glyph(status string) string {
 	switch status {
 	case exec.StatusSuccess:
 		return s.OK.Render("✓")
+	case exec.StatusCached:
+		return s.OK.Render("≡")
 	case exec.StatusFailure, exec.RunFailed, exec.StatusRemediationFailed:
 		return s.Error.Render("✗")
 	case exec.StatusInProgress:
@@ -115,7 +117,7 @@ func (s Styles) Status(status string) string {
 // StatusStyle is the style of a step or run status.
 func (s Styles) StatusStyle(status string) lipgloss.Style {
 	switch status {
-	case exec.StatusSuccess:
+	case exec.StatusSuccess, exec.StatusCached:
 		return s.OK
 	case exec.StatusFailure, exec.RunFailed, exec.StatusRemediationFailed:
 		return s.Error

@@ -39,7 +39,7 @@ func (m *Model) Summary() string {
 	if len(rows) > summaryRows {
 		rows = nil
 		for _, r := range m.steps {
-			if r.status == exec.StatusSuccess || len(rows) >= summaryRows {
+			if exec.Succeeded(r.status) || len(rows) >= summaryRows {
 				hidden++
 				continue
 			}

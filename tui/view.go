@@ -473,6 +473,7 @@ func (m *Model) countGroups() []countGroup {
 	c := m.counts
 	return []countGroup{
 		{c[exec.StatusSuccess], exec.StatusSuccess, "success"},
+		{c[exec.StatusCached], exec.StatusCached, "cached"},
 		{c[exec.StatusInProgress] + c[exec.StatusRemediating] + c[exec.StatusRetrying], exec.StatusInProgress, "running"},
 		{c[exec.StatusFailure] + c[exec.StatusRemediationFailed], exec.StatusFailure, "failed"},
 		{c[exec.StatusPendingFailed], exec.StatusPendingFailed, "pending_failed"},
@@ -610,7 +611,7 @@ func (m *Model) helpLines(h int) []string {
 		out = append(out, "  "+s.Bold.Render(padRight(b.Help, 10))+" "+b.Desc)
 	}
 	out = append(out, "", s.Header.Render("statuses"))
-	for _, st := range []string{exec.StatusPending, exec.StatusInProgress, exec.StatusSuccess, exec.StatusFailure,
+	for _, st := range []string{exec.StatusPending, exec.StatusInProgress, exec.StatusSuccess, exec.StatusCached, exec.StatusFailure,
 		exec.StatusRetrying, exec.StatusRemediating, exec.StatusRemediationFailed, exec.StatusPendingFailed,
 		exec.StatusCanceled, exec.StatusInterrupted} {
 		g := s.Glyph(st)

@@ -30,7 +30,7 @@ func (c ItemCounts) String() string {
 func (c *ItemCounts) Add(status string) {
 	c.Total++
 	switch status {
-	case exec.StatusSuccess:
+	case exec.StatusSuccess, exec.StatusCached:
 		c.Done++
 	case exec.StatusInProgress, exec.StatusRemediating, exec.StatusRetrying:
 		c.Running++

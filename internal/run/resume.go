@@ -100,7 +100,7 @@ func Resume(stateDir, runID string, opt state.Options, o ResumeOptions) (res *Re
 
 func allSuccess(p *exec.Prior) bool {
 	for _, st := range p.Steps {
-		if st.Status != exec.StatusSuccess {
+		if !exec.Succeeded(st.Status) {
 			return false
 		}
 	}

@@ -1,0 +1,237 @@
+package exec
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	osexec "os/exec"
+	"time"
+)
+
+// The scheduler's side of caching (README, "Caching"). A ready step that
+// declares inputs is probed before its first attempt of the session: its
+// key is computed off the scheduler goroutine (hashing may read gigabytes)
+// while it holds a job slot, then compared with the state-dir-wide entry of
+// its plan and id. A hit is committed as status cached with a
+// step_cache_hit event naming the run whose attempt exited 0; a miss is
+// committed as step_cache_miss with the reason, then the attempt starts.
+//
+// The entry of a success is written only after the success is committed
+// (the run's store and the cache are not one transaction): it names the
+// run, attempt and seq of the committed step_status event, and the key
+// itself is part of that committed step record (cache_key). A crash
+// between the two loses the entry (the next run misses), never invents
+// one.
+
+// stepCache is a step's cache state during the session.
+type stepCache struct {
+	probed bool
+	probe  *CacheProbe // nil: not cacheable this session
+	outs   map[string]string
+	outErr error
+}
+
+// cacheable reports whether a step may be skipped or recorded: it
+// declares inputs, is not off, is a process-running step (not a join, not
+// the end step) and caching is on for the session.
+func (r *Runner) cacheable(sr *stepRun) bool {
+	return r.Cache != nil && sr.def.Cache.Enabled() && !sr.def.Join && !sr.isEnd && sr.def.PlanPath == ""
+}
+
+// probeCache starts computing the key of a ready step; it reports back
+// with mCacheProbed. It returns false when there is nothing to probe.
+func (r *Runner) probeCache(sr *stepRun) bool {
+	if sr.cache.probed || sr.st.Status != StatusPending || !r.cacheable(sr) {
+		return false
+	}
+	sr.cache.probed = true
+	needs := map[string]string{}
+	for _, d := range sr.deps {
+		if d.st.Status != StatusSuccess && d.st.Status != StatusCached {
+			// A continued failure upstream: nothing to reuse.
+			r.commitMiss(sr, "", fmt.Sprintf("upstream %s is %s", d.def.ID, d.st.Status))
+			return false
+		}
+		needs[d.def.ID] = NeedKey(d.st, StepHash(r.Plan, d.def))
+	}
+	var entry *CacheEntry
+	forced := r.forced(sr)
+	if !r.NoCache && !forced {
+		e, err := r.Cache.Get(r.Plan.Name, sr.def.ID)
+		if err != nil {
+			r.warn(sr, "cache: "+err.Error())
+		}
+		entry = e
+	}
+	r.takeSlot(sr)
+	r.inflight++
+	p, def := r.Plan, sr.def
+	vars := r.vars(sr, sr.st.Attempt+1, nil)
+	env := r.env(sr, sr.st.Attempt+1, vars, "", nil, nil)
+	go func() {
+		var m msg
+		keyOut, err := KeyCommandsDigest(def.Cache.KeyCmds, func(cmd string) ([]byte, error) {
+			argv, extra, err := ScriptArgv(p, def, cmd, vars)
+			if err != nil {
+				return nil, err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			c := osexec.CommandContext(ctx, argv[0], argv[1:]...)
+			c.Dir = WorkDir(p, def, vars)
+			c.Env = append(append([]string{}, env...), extra...)
+			var stderr bytes.Buffer
+			c.Stderr = &stderr
+			out, err := c.Output()
+			if err != nil {
+				if line := lastLine(stderr.Bytes(), nil); line != "" {
+					err = fmt.Errorf("%w: %s", err, line)
+				}
+			}
+			return out, err
+		})
+		var pr *CacheProbe
+		if err == nil {
+			pr, err = ProbeCache(p, def, needs, keyOut)
+		}
+		why := ""
+		switch {
+		case err != nil:
+			why = "cannot compute the key: " + err.Error()
+		case forced:
+			why = "forced (--force)"
+		case r.NoCache:
+			why = "cache not read (--no-cache)"
+		default:
+			why = KeyMiss(entry, pr)
+			if why == "" {
+				why = OutputsMiss(p, def, entry)
+			}
+		}
+		m = msg{kind: mCacheProbed, sr: sr, probe: pr, entry: entry, why: why}
+		r.msgs <- m
+	}()
+	return true
+}
+
+// cacheProbed acts on a probe: a hit settles the step as cached, a miss
+// starts its attempt.
+func (r *Runner) cacheProbed(sr *stepRun, m msg) {
+	sr.cache.probe = m.probe
+	if r.intr || r.fatal != nil || r.stopping {
+		r.freeSlot(sr) // it stays pending: settlePending or a resume decides
+		return
+	}
+	if m.why != "" {
+		r.commitMiss(sr, keyOf(m.probe), m.why)
+		if r.fatal != nil {
+			r.freeSlot(sr)
+			return
+		}
+		r.startAttempt(sr) // the probe holds its job slot already
+		return
+	}
+	e := m.entry
+	st := sr.st
+	now := r.now()
+	st.Status = StatusCached
+	st.StartedAt, st.FinishedAt = timep(now), timep(now)
+	st.DurationMs = 0
+	st.ExitCode = nil
+	st.Error = ""
+	st.Hash = m.probe.DefHash
+	st.CacheKey = m.probe.Key
+	st.CachedFrom = &CachedFrom{RunID: e.RunID, Attempt: e.Attempt, Seq: e.Seq}
+	hit := Event{Type: EvStepCacheHit, StepID: st.ID, Attempt: st.Attempt, Data: &CacheHit{
+		CachedAttempt: e.Attempt, CachedRunID: e.RunID, CachedSeq: e.Seq, Key: e.Key,
+	}}
+	r.freeSlot(sr)
+	r.commit([]*StepState{st}, hit, r.statusEvent(sr))
+	if r.fatal == nil {
+		r.release(sr)
+	}
+}
+
+func keyOf(pr *CacheProbe) string {
+	if pr == nil {
+		return ""
+	}
+	return pr.Key
+}
+
+func (r *Runner) commitMiss(sr *stepRun, key, why string) {
+	r.commit(nil, Event{Type: EvStepCacheMiss, StepID: sr.st.ID, Attempt: sr.st.Attempt, Data: &CacheMiss{Key: key, Reason: why}})
+}
+
+// forced reports whether --force names the step (or, for an item, its
+// fan-out step).
+func (r *Runner) forced(sr *stepRun) bool {
+	for _, id := range r.Force {
+		if id == sr.def.ID || (sr.def.FanOutOf != "" && id == sr.def.FanOutOf) {
+			return true
+		}
+	}
+	return false
+}
+
+// hashOutputs is run by the attempt's goroutine after a successful
+// process: it digests the declared outputs so that the scheduler does not.
+func (r *Runner) hashOutputs(sr *stepRun, out *outcome) {
+	if sr.cache.probe == nil || out.failed() || out.stoppedBy != "" {
+		return
+	}
+	out.cacheOuts, out.cacheErr = HashOutputs(r.Plan, sr.def)
+	if out.cacheOuts == nil && out.cacheErr == nil {
+		out.cacheOuts = map[string]string{}
+	}
+}
+
+// cacheSuccess sets the key on a successful step's record before its
+// commit; it returns the warning to commit with it when the result cannot
+// be cached.
+func (r *Runner) cacheSuccess(sr *stepRun, out outcome) *Event {
+	pr := sr.cache.probe
+	if pr == nil {
+		return nil
+	}
+	if out.cacheErr != nil {
+		sr.cache.probe = nil
+		msg := fmt.Sprintf("step %q exited 0 but its result is not cached: %v", sr.def.ID, out.cacheErr)
+		return &Event{Type: EvWarning, StepID: sr.st.ID, Attempt: sr.st.Attempt, Data: &Warning{Message: msg}}
+	}
+	sr.st.CacheKey = pr.Key
+	sr.cache.outs = out.cacheOuts
+	return nil
+}
+
+// storeEntry writes the cache entry of a success just committed: its
+// step_status event is the last event committed (r.seq).
+func (r *Runner) storeEntry(sr *stepRun) {
+	pr := sr.cache.probe
+	if pr == nil || sr.st.CacheKey == "" || r.fatal != nil {
+		return
+	}
+	e := &CacheEntry{
+		Attempt: sr.st.Attempt, DefHash: pr.DefHash, Inputs: pr.Inputs, Key: pr.Key, KeyOut: pr.KeyOut,
+		Mode: pr.Mode, Needs: pr.Needs, Outputs: sr.cache.outs, Plan: r.Plan.Name, RunID: r.RunID,
+		Seq: r.seq, Step: sr.def.ID, Time: r.now().UTC().Format(time.RFC3339Nano),
+	}
+	if err := r.Cache.Put(e); err != nil {
+		r.warn(sr, "cache: "+err.Error())
+	}
+}
+
+// dropEntry forgets a step's entry once an attempt of it failed: the
+// failure is the newer fact about these inputs.
+func (r *Runner) dropEntry(sr *stepRun) {
+	if sr.cache.probe == nil {
+		return
+	}
+	if err := r.Cache.Drop(r.Plan.Name, sr.def.ID); err != nil {
+		r.warn(sr, "cache: "+err.Error())
+	}
+}
+
+func (r *Runner) warn(sr *stepRun, text string) {
+	r.commit(nil, Event{Type: EvWarning, StepID: sr.st.ID, Data: &Warning{Message: text}})
+}

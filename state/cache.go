@@ -1,0 +1,115 @@
+package state
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// The step cache (README, "Caching") is state-dir-wide: one small file per
+// plan and step under <state-dir>/cache, private like the rest of the state
+// dir (0700, 0600), each replaced atomically (written beside, synced,
+// renamed), so a reader sees an old entry or a new one, never half of one.
+// The entries are opaque here; package exec defines them.
+
+const dirCache = "cache"
+
+// CacheDir is the directory of the step cache.
+func CacheDir(stateDir string) string { return filepath.Join(stateDir, dirCache) }
+
+func cacheFile(stateDir, plan, step string) string {
+	sum := sha256.Sum256([]byte(plan + "\x00" + step))
+	return filepath.Join(CacheDir(stateDir), hex.EncodeToString(sum[:16])+".json")
+}
+
+// CacheGet returns the entry of a plan's step, or ErrNotFound.
+func CacheGet(stateDir, plan, step string) ([]byte, error) {
+	b, err := os.ReadFile(cacheFile(stateDir, plan, step))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, ErrNotFound
+	}
+	return b, err
+}
+
+// CachePut replaces the entry of a plan's step.
+func CachePut(stateDir, plan, step string, data []byte) error {
+	dir := CacheDir(stateDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".entry-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, cacheFile(stateDir, plan, step))
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write cache entry of step %q: %w", step, err)
+	}
+	return nil
+}
+
+// CacheDrop removes the entry of a plan's step, if any.
+func CacheDrop(stateDir, plan, step string) error {
+	err := os.Remove(cacheFile(stateDir, plan, step))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// CacheEntryFile is one file of the cache, as CacheList reads it.
+type CacheEntryFile struct {
+	Path string
+	Data []byte
+}
+
+// CacheList reads every entry, in file name order. Files left by an
+// interrupted write (.entry-*) are skipped.
+func CacheList(stateDir string) ([]CacheEntryFile, error) {
+	ents, err := os.ReadDir(CacheDir(stateDir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []CacheEntryFile
+	for _, e := range ents {
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		p := filepath.Join(CacheDir(stateDir), e.Name())
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, CacheEntryFile{Path: p, Data: b})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// CacheRemove removes one file CacheList returned.
+func CacheRemove(path string) error {
+	err := os.Remove(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}

@@ -526,7 +526,7 @@ func cmdCode(ts *testscript.TestScript, neg bool, args []string) {
 // ids, and the script's work dir.
 var (
 	normTime  = regexp.MustCompile(`"(time|[a-z_]*_at)":"[^"]*"`)
-	normDur   = regexp.MustCompile(`"(duration_ms|pid|pgid)":\d+`)
+	normDur   = regexp.MustCompile(`"(duration_ms|pid|pgid|wall_ms|user_ms|sys_ms|peak_rss_bytes)":\d+`)
 	normRunID = regexp.MustCompile(`-\d{8}T\d{6}-[0-9a-f]{4}\b`)
 )
 

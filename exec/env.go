@@ -164,12 +164,15 @@ func (r *Runner) attemptSpec(sr *stepRun) (procSpec, error) {
 	if kind == KindScript {
 		argv[0] = r.lookShell(argv[0])
 	}
-	launch := r.launcherFor(sr, n, vars)
+	lim := limitsOf(sr.def, sr.st)
+	launch := r.launcherFor(sr, n, vars, lim)
 	if launch != nil {
 		argv = launch.wrap(argv)
 	}
-	ps := r.procFor(sr, "attempt", argv, sr.def.Timeout, n, nil, vars, extra...)
+	ps := r.procFor(sr, "attempt", argv, lim.timeout, n, nil, vars, extra...)
 	ps.launch = launch
+	ps.lim = lim
+	ps.cgName = cgroupName(r.RunID, sr.def.ID, n)
 	return ps, nil
 }
 

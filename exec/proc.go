@@ -42,6 +42,10 @@ type procSpec struct {
 	// onLogErr, if set, is called (once, from any goroutine) when a log
 	// file cannot be written: the run's state dir is in trouble.
 	onLogErr func(error)
+	// lim is the attempt's memory and CPU limit (its timeout is timeout);
+	// cgName names its cgroup when a limit is set and it runs here.
+	lim    limits
+	cgName string
 }
 
 // outcome is what happened to a process.
@@ -65,6 +69,14 @@ type outcome struct {
 	// how the executor ended the attempt.
 	launch       launcher
 	launchReason string
+	// use is what the attempt used, lim the limits it ran under; cause is
+	// set by a launcher that knows why the attempt ended (CauseOOM,
+	// CauseTimeout).
+	use   usage
+	lim   limits
+	cause string
+	// cgErr says why an attempt with a memory or CPU limit got no cgroup.
+	cgErr error
 }
 
 // failed reports whether the process counts as failed (SPEC §3).
@@ -208,6 +220,8 @@ func openLog(path string) (f *os.File, newDir bool, err error) {
 // of the group is gone (or was sent SIGKILL) and the output is written.
 func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 	o.timeout = ps.timeout
+	o.lim = ps.lim
+	o.lim.timeout = ps.timeout
 	o.started = time.Now()
 	defer func() { o.finished = time.Now() }()
 
@@ -265,6 +279,12 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 	cmd.Stdout = outW
 	cmd.Stderr = errW
 	setGroup(cmd)
+	var cg *cgroup
+	if ps.cgName != "" && ps.launch == nil && (ps.lim.memory > 0 || ps.lim.cpus > 0) {
+		cg, o.cgErr = newCgroup(ps.cgName, ps.lim)
+		cg.prepare(cmd)
+		defer cg.remove() // after the group's SIGKILL below
+	}
 	if err := cmd.Start(); err != nil {
 		if !direct {
 			closePipes()
@@ -282,6 +302,7 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 		outW.Close()
 		errW.Close()
 	}
+	cg.started(cmd.Process.Pid)
 	grp := newGroup(cmd)
 	defer grp.release()
 	pgid := grp.id
@@ -367,6 +388,8 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 	<-done
 	// The leader is gone; no process of the step may outlive it.
 	_ = grp.signal(true)
+	rusage(cmd.ProcessState, &o.use)
+	cg.measure(&o.use)
 
 	if direct {
 		o.stderrTail = fileTail(errF, tailSize)

@@ -92,6 +92,9 @@ func Replay(events [][]byte) (*View, error) {
 			if d.DurationMs != nil {
 				st.DurationMs = *d.DurationMs
 			}
+			if d.AttemptEnd != nil {
+				st.Attempts = append(st.Attempts, d.AttemptEnd)
+			}
 		case *HandlerInvoked:
 			t := e.Time
 			get(e.StepID).Remediation = &Remediation{
@@ -104,6 +107,9 @@ func Replay(events [][]byte) (*View, error) {
 			}
 		case *StepClassified:
 			get(e.StepID).Classified = d.Action
+			setLimits(get(e.StepID), d.MemoryBytes, d.TimeoutMs)
+		case *RetryReserved:
+			setLimits(get(e.StepID), d.MemoryBytes, d.TimeoutMs)
 		case *WorkflowEnded:
 			v.Run.Status = e.Status
 			if v.Run.Status == "" {
@@ -127,4 +133,21 @@ func Replay(events [][]byte) (*View, error) {
 		}
 	}
 	return v, nil
+}
+
+// setLimits records a step's next-attempt limits from an event; zero keeps
+// what the step had.
+func setLimits(st *StepState, memory, timeoutMs int64) {
+	if memory == 0 && timeoutMs == 0 {
+		return
+	}
+	if st.Limits == nil {
+		st.Limits = &Limits{}
+	}
+	if memory > 0 {
+		st.Limits.MemoryBytes = memory
+	}
+	if timeoutMs > 0 {
+		st.Limits.TimeoutMs = timeoutMs
+	}
 }

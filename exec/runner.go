@@ -110,6 +110,9 @@ type stepRun struct {
 	isEnd      bool
 	failed     *outcome // the failed attempt being handled
 	failedN    int      // its attempt number
+	// ended is the record of the attempt that just ended, for the next
+	// step_status event (attempt_end).
+	ended *AttemptEnd
 	// Fan-out: join is set on a join step; group (the join step) and
 	// counted (settled, as the join last counted it) on an item.
 	join    *joinRun

@@ -1,0 +1,20 @@
+//go:build !linux
+
+package exec
+
+import (
+	"errors"
+	osexec "os/exec"
+)
+
+// cgroup: only Linux has them; elsewhere a limit is recorded, not enforced.
+type cgroup struct{}
+
+func newCgroup(string, limits) (*cgroup, error) {
+	return nil, errors.New("cgroups are Linux only")
+}
+
+func (*cgroup) prepare(*osexec.Cmd) {}
+func (*cgroup) started(int)         {}
+func (*cgroup) measure(*usage)      {}
+func (*cgroup) remove()             {}

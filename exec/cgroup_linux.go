@@ -172,12 +172,17 @@ func (cg *cgroup) prepare(cmd *osexec.Cmd) {
 	cmd.SysProcAttr.CgroupFD = int(cg.fd.Fd())
 }
 
-// started moves a v1 cgroup's leader in (v2's started inside).
-func (cg *cgroup) started(pid int) {
+// wrap makes a v1 cgroup's process move itself in before it runs argv:
+// moving a process from outside takes the kernel long enough (a v1
+// migration waits for RCU) that a short shell would fork its children, or
+// end, first. One exec of /bin/sh, no extra process; v2 needs none (the
+// process starts inside).
+func (cg *cgroup) wrap(argv []string) []string {
 	if cg == nil || cg.v2 {
-		return
+		return argv
 	}
-	_ = os.WriteFile(filepath.Join(cg.dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644)
+	procs := filepath.Join(cg.dir, "cgroup.procs")
+	return append([]string{"/bin/sh", "-c", `echo $$ > "$0" 2>/dev/null; exec "$@"`, procs}, argv...)
 }
 
 // measure reads what the attempt used: peak memory, CPU time (v2) and
@@ -249,4 +254,15 @@ func hasWord(b []byte, w string) bool {
 		}
 	}
 	return false
+}
+
+// CgroupProbe reports whether faber can give an attempt a memory limit on
+// this machine: it makes a probe cgroup with one, and removes it.
+func CgroupProbe() error {
+	cg, err := newCgroup("faber-probe-"+strconv.Itoa(os.Getpid()), limits{memory: 64 << 20})
+	if err != nil {
+		return err
+	}
+	cg.remove()
+	return nil
 }

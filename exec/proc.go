@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/faber-run/faber/spec"
 )
 
 // tailSize is how much of stderr is kept in memory: enough for {error} and
@@ -98,7 +100,11 @@ func (o *outcome) errorText() string {
 		stopped := o.timedOut || o.stoppedBy != ""
 		skip = func(l []byte) bool { return o.launch.ownLine(l, stopped) }
 	}
-	if l := lastLine(o.stderrTail, skip); l != "" {
+	l := lastLine(o.stderrTail, skip)
+	if attemptCause(o) == spec.CauseOOM && (l == "" || shellKillReport([]byte(l))) {
+		return fmt.Sprintf("out of memory: killed at its %s limit", spec.FormatSize(o.lim.memory))
+	}
+	if l != "" {
 		return l
 	}
 	switch {
@@ -272,19 +278,21 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 			return o
 		}
 	}
-	cmd := osexec.Command(ps.argv[0], ps.argv[1:]...)
+	argv := ps.argv
+	var cg *cgroup
+	if ps.cgName != "" && ps.launch == nil && (ps.lim.memory > 0 || ps.lim.cpus > 0) {
+		cg, o.cgErr = newCgroup(ps.cgName, ps.lim)
+		defer cg.remove() // after the group's SIGKILL below
+		argv = cg.wrap(argv)
+	}
+	cmd := osexec.Command(argv[0], argv[1:]...)
 	cmd.Dir = ps.dir
 	cmd.Env = ps.env
 	cmd.Stdin = nil
 	cmd.Stdout = outW
 	cmd.Stderr = errW
 	setGroup(cmd)
-	var cg *cgroup
-	if ps.cgName != "" && ps.launch == nil && (ps.lim.memory > 0 || ps.lim.cpus > 0) {
-		cg, o.cgErr = newCgroup(ps.cgName, ps.lim)
-		cg.prepare(cmd)
-		defer cg.remove() // after the group's SIGKILL below
-	}
+	cg.prepare(cmd)
 	if err := cmd.Start(); err != nil {
 		if !direct {
 			closePipes()
@@ -302,7 +310,6 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 		outW.Close()
 		errW.Close()
 	}
-	cg.started(cmd.Process.Pid)
 	grp := newGroup(cmd)
 	defer grp.release()
 	pgid := grp.id

@@ -78,7 +78,6 @@ type usage struct {
 	peakRSS   int64
 	source    string
 	oomKilled bool // the kernel (cgroup memory.events) or Slurm killed it for memory
-	measured  bool
 }
 
 // oomNear is how close to its memory limit a process killed by SIGKILL must

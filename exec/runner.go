@@ -280,6 +280,8 @@ type ControlReq struct {
 	StepID string
 	Action string // ClassifiedRetry or ClassifiedFail
 	Reason string
+	// Limits are the next attempt's limits of a retry (zero: the step's).
+	Limits Limits
 	Reply  chan error
 }
 
@@ -289,7 +291,7 @@ func (r *Runner) classify(req ControlReq) error {
 	for _, sr := range r.steps {
 		states[sr.def.ID] = sr.st
 	}
-	changed, evs, err := Classify(r.Plan, states, req.StepID, req.Action, req.Reason)
+	changed, evs, err := ClassifyWith(r.Plan, states, req.StepID, req.Action, req.Reason, req.Limits)
 	if err != nil {
 		return err
 	}

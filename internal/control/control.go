@@ -44,7 +44,7 @@ type Msg struct {
 	// --timeout).
 	MemoryBytes int64 `json:"memory_bytes,omitempty"`
 	TimeoutMs   int64 `json:"timeout_ms,omitempty"`
-	Hard   bool   `json:"hard,omitempty"` // stop: terminate at once
+	Hard        bool  `json:"hard,omitempty"` // stop: terminate at once
 }
 
 // Reply is the owner's answer. Usage marks a request the owner refused as a

@@ -138,7 +138,7 @@ func (c *StatusCmd) Run(g *Globals) error {
 	s := tui.NewStyles(useColor(g, g.stdout))
 	fmt.Fprintf(g.stdout, "run %s  plan %s  %s %s\n", out.RunID, out.Plan, s.Glyph(out.Status), s.Status(out.Status))
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STEP\tPHASE\tSTATUS\tATTEMPT\tEXIT\tDURATION\tERROR")
+	fmt.Fprintln(tw, "STEP\tPHASE\tSTATUS\tATTEMPT\tEXIT\tDURATION\tPEAK MEM\tERROR")
 	row := func(indent string, st *exec.StepState, errText string) {
 		exit := "-"
 		if st.ExitCode != nil {
@@ -148,7 +148,7 @@ func (c *StatusCmd) Run(g *Globals) error {
 		if st.FinishedAt != nil {
 			dur = (time.Duration(st.DurationMs) * time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "%s%s\t%s\t%s %s\t%d\t%s\t%s\t%s\n", indent, st.ID, st.Phase, s.Glyph(st.Status), st.Status, st.Attempt, exit, dur, errText)
+		fmt.Fprintf(tw, "%s%s\t%s\t%s %s\t%d\t%s\t%s\t%s\t%s\n", indent, st.ID, st.Phase, s.Glyph(st.Status), st.Status, st.Attempt, exit, dur, run.PeakText(st), errText)
 		if st.ChildRunID != "" {
 			fmt.Fprintf(tw, "%s  └ child run %s: %s\n", indent, st.ChildRunID, childSummary(g, st.ChildRunID))
 		}

@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/faber-run/faber/exec"
 	"github.com/faber-run/faber/internal/run"
+	"github.com/faber-run/faber/spec"
 	"github.com/faber-run/faber/state"
 )
 
@@ -34,6 +36,16 @@ func (c *PendingCmd) Run(g *Globals) error {
 			code = fmt.Sprint(*p.ExitCode)
 		}
 		fmt.Fprintf(g.stdout, "step %s (phase %s): attempt %d, exit %s: %s\n", p.StepID, p.Phase, p.Attempt, code, p.Error)
+		if p.PeakRSSBytes > 0 || p.Cause != "" {
+			fmt.Fprintf(g.stdout, "  memory: peak %s", spec.FormatSize(p.PeakRSSBytes))
+			if p.MemoryLimitBytes > 0 {
+				fmt.Fprintf(g.stdout, " of a %s limit", spec.FormatSize(p.MemoryLimitBytes))
+			}
+			if p.Cause != "" {
+				fmt.Fprintf(g.stdout, "; cause: %s", p.Cause)
+			}
+			fmt.Fprintln(g.stdout)
+		}
 		if p.Hint != "" {
 			fmt.Fprintf(g.stdout, "  hint: %s\n", p.Hint)
 		}
@@ -47,11 +59,13 @@ func (c *PendingCmd) Run(g *Globals) error {
 
 // ClassifyCmd classifies a pending_failed step.
 type ClassifyCmd struct {
-	RunRef `embed:""`
-	Step   string `arg:"" optional:"" name:"step" help:"The pending_failed step."`
-	Retry  bool   `name:"retry" xor:"action" required:"" help:"Run the step again on resume (next attempt number)."`
-	Fail   bool   `name:"fail" xor:"action" required:"" help:"Fail the step for good; its dependents are canceled."`
-	Reason string `name:"reason" placeholder:"TEXT" help:"Why: recorded in the step_classified event."`
+	RunRef  `embed:""`
+	Step    string        `arg:"" optional:"" name:"step" help:"The pending_failed step."`
+	Retry   bool          `name:"retry" xor:"action" required:"" help:"Run the step again on resume (next attempt number)."`
+	Fail    bool          `name:"fail" xor:"action" required:"" help:"Fail the step for good; its dependents are canceled."`
+	Reason  string        `name:"reason" placeholder:"TEXT" help:"Why: recorded in the step_classified event."`
+	Memory  string        `name:"memory" placeholder:"SIZE" help:"With --retry: the next attempt's memory limit (512MiB, 8GiB)."`
+	Timeout time.Duration `name:"timeout" placeholder:"DURATION" help:"With --retry: the next attempt's timeout (2h)."`
 }
 
 // Help explains classify.
@@ -74,7 +88,11 @@ func (c *ClassifyCmd) Run(g *Globals) error {
 	if c.Fail {
 		action = exec.ClassifiedFail
 	}
-	if err := run.Classify(g.StateDir, c.RunID, c.Step, action, c.Reason, storeOptions(g)); err != nil {
+	lim, err := run.ClassifyLimits(c.Memory, c.Timeout, c.Retry)
+	if err != nil {
+		return err
+	}
+	if err := run.ClassifyWith(g.StateDir, c.RunID, c.Step, action, c.Reason, lim, storeOptions(g)); err != nil {
 		return err
 	}
 	if o, err := state.OwnerOf(g.StateDir, c.RunID); err == nil && o.Alive {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/faber-run/faber/exec"
 	"github.com/faber-run/faber/internal/termquiet"
 	"github.com/faber-run/faber/state"
 )
@@ -361,6 +362,19 @@ func fabertest(args []string) int {
 		}
 		fmt.Fprintf(os.Stderr, "fabertest: %s did not appear within %s\n", args[1], d)
 		return 1
+	case "alloc":
+		// alloc MiB: touch that much memory, a page at a time, then exit 0.
+		n, _ := strconv.Atoi(args[1])
+		keep := make([][]byte, 0, n)
+		for i := 0; i < n; i++ {
+			b := make([]byte, 1<<20)
+			for j := 0; j < len(b); j += 4096 {
+				b[j] = 1
+			}
+			keep = append(keep, b)
+		}
+		fmt.Printf("allocated %d MiB\n", len(keep))
+		return 0
 	case "fail-until":
 		b, _ := os.ReadFile(args[1])
 		n := strings.Count(string(b), "\n") + 1
@@ -526,7 +540,7 @@ func cmdCode(ts *testscript.TestScript, neg bool, args []string) {
 // ids, and the script's work dir.
 var (
 	normTime  = regexp.MustCompile(`"(time|[a-z_]*_at)":"[^"]*"`)
-	normDur   = regexp.MustCompile(`"(duration_ms|pid|pgid)":\d+`)
+	normDur   = regexp.MustCompile(`"(duration_ms|pid|pgid|wall_ms|user_ms|sys_ms|peak_rss_bytes)":\d+`)
 	normRunID = regexp.MustCompile(`-\d{8}T\d{6}-[0-9a-f]{4}\b`)
 )
 
@@ -567,6 +581,9 @@ func cmdSeqCheck(ts *testscript.TestScript, neg bool, args []string) {
 // scripts (FABER_SLURM=1 and sinfo answers; see scripts/slurm-cluster.sh).
 func scriptCondition(cond string) (bool, error) {
 	switch cond {
+	case "cgroup":
+		// An attempt can get a memory limit here (a cgroup faber makes).
+		return exec.CgroupProbe() == nil, nil
 	case "slurm":
 		if os.Getenv("FABER_SLURM") != "1" {
 			return false, nil

@@ -17,6 +17,13 @@ func (e *ClassifyError) Error() string { return e.Msg }
 // for good and cancels its pending downstream. It returns the changed records
 // and the events (step_classified first) to commit together.
 func Classify(p *spec.Plan, steps map[string]*StepState, stepID, action, reason string) ([]*StepState, []Event, error) {
+	return ClassifyWith(p, steps, stepID, action, reason, Limits{})
+}
+
+// ClassifyWith is Classify with limits for the next attempt of a retry
+// (--memory, --timeout; zero keeps the step's): the step record keeps them,
+// the step_classified event says them.
+func ClassifyWith(p *spec.Plan, steps map[string]*StepState, stepID, action, reason string, lim Limits) ([]*StepState, []Event, error) {
 	st := steps[stepID]
 	if st == nil || p.Step(stepID) == nil {
 		return nil, nil, &ClassifyError{fmt.Sprintf("the run has no step %q", stepID)}
@@ -31,7 +38,12 @@ func Classify(p *spec.Plan, steps map[string]*StepState, stepID, action, reason 
 	if action != ClassifiedRetry && action != ClassifiedFail {
 		return nil, nil, &ClassifyError{fmt.Sprintf("action %q: want retry or fail", action)}
 	}
-	evs := []Event{{Type: EvStepClassified, StepID: stepID, Attempt: st.Attempt, Data: &StepClassified{Action: action, Reason: reason}}}
+	if action != ClassifiedRetry && (lim.MemoryBytes > 0 || lim.TimeoutMs > 0) {
+		return nil, nil, &ClassifyError{"memory and timeout go with retry only"}
+	}
+	evs := []Event{{Type: EvStepClassified, StepID: stepID, Attempt: st.Attempt,
+		Data: &StepClassified{Action: action, Reason: reason, MemoryBytes: lim.MemoryBytes, TimeoutMs: lim.TimeoutMs}}}
+	setLimits(st, lim.MemoryBytes, lim.TimeoutMs)
 	changed := []*StepState{st}
 	st.Classified = action
 	if action == ClassifiedRetry {

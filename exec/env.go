@@ -161,7 +161,8 @@ func (r *Runner) attemptSpec(sr *stepRun) (procSpec, error) {
 	if err != nil {
 		return procSpec{}, err
 	}
-	launch := r.launcherFor(sr, n, vars)
+	lim := limitsOf(sr.def, sr.st)
+	launch := r.launcherFor(sr, n, vars, lim)
 	var direct []string
 	if kind == KindScript {
 		argv[0] = r.lookShell(argv[0])
@@ -177,8 +178,10 @@ func (r *Runner) attemptSpec(sr *stepRun) (procSpec, error) {
 		argv = direct
 		extra = append(extra, "PWD="+r.workDir(sr, vars))
 	}
-	ps := r.procFor(sr, "attempt", argv, sr.def.Timeout, n, nil, vars, extra...)
+	ps := r.procFor(sr, "attempt", argv, lim.timeout, n, nil, vars, extra...)
 	ps.launch = launch
+	ps.lim = lim
+	ps.cgName = cgroupName(r.RunID, sr.def.ID, n)
 	return ps, nil
 }
 

@@ -35,15 +35,18 @@ type RunResumed struct {
 // StepStatus is the payload of step_status: what a reader needs to rebuild
 // the step's record from the log alone.
 type StepStatus struct {
-	CacheKey       string     `json:"cache_key,omitempty"` // success or cached: the key committed with it
-	ChildRunID     string     `json:"child_run_id,omitempty"`
-	DurationMs     *int64     `json:"duration_ms,omitempty"` // with finished_at
-	Error          string     `json:"error,omitempty"`
-	FinishedAt     *time.Time `json:"finished_at,omitempty"`
-	HandlerCommand string     `json:"handler_command,omitempty"` // remediating: the handler's command line
-	Phase          string     `json:"phase"`
-	Reason         string     `json:"reason,omitempty"` // why a reader set it (reset, classified ...)
-	StartedAt      *time.Time `json:"started_at,omitempty"`
+	// AttemptEnd is on the event that ends an attempt: what it used and
+	// why it ended (README "Resources").
+	AttemptEnd     *AttemptEnd `json:"attempt_end,omitempty"`
+	CacheKey       string      `json:"cache_key,omitempty"` // success or cached: the key committed with it
+	ChildRunID     string      `json:"child_run_id,omitempty"`
+	DurationMs     *int64      `json:"duration_ms,omitempty"` // with finished_at
+	Error          string      `json:"error,omitempty"`
+	FinishedAt     *time.Time  `json:"finished_at,omitempty"`
+	HandlerCommand string      `json:"handler_command,omitempty"` // remediating: the handler's command line
+	Phase          string      `json:"phase"`
+	Reason         string      `json:"reason,omitempty"` // why a reader set it (reset, classified ...)
+	StartedAt      *time.Time  `json:"started_at,omitempty"`
 }
 
 // StepOutput is the payload of step_output (never stored): which stream of
@@ -61,8 +64,12 @@ type RetryReserved struct {
 	FailedExitCode int    `json:"failed_exit_code"`
 	FailureHandler string `json:"failure_handler"`
 	MaxRetries     int    `json:"max_retries"`
-	RetryCount     int    `json:"retry_count"`
-	Rule           int    `json:"rule"`
+	// MemoryBytes and TimeoutMs are the retry's limits when the rule grew
+	// them (memory_factor, timeout_factor).
+	MemoryBytes int64 `json:"memory_bytes,omitempty"`
+	RetryCount  int   `json:"retry_count"`
+	Rule        int   `json:"rule"`
+	TimeoutMs   int64 `json:"timeout_ms,omitempty"`
 }
 
 // RecoveryFinished is the payload of recovery_script_finished; Error is
@@ -96,7 +103,11 @@ type StepOrphaned struct {
 // StepClassified is the payload of step_classified.
 type StepClassified struct {
 	Action string `json:"action"`
-	Reason string `json:"reason"`
+	// MemoryBytes and TimeoutMs are the limits a retry classification
+	// gave the next attempt (--memory, --timeout).
+	MemoryBytes int64  `json:"memory_bytes,omitempty"`
+	Reason      string `json:"reason"`
+	TimeoutMs   int64  `json:"timeout_ms,omitempty"`
 }
 
 // Warning is the payload of warning.

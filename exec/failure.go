@@ -21,7 +21,7 @@ func (r *Runner) failure(sr *stepRun, out outcome) {
 	matched := false
 	if def.FailureHandler != "" {
 		fh := r.Plan.FailureHandlers[def.FailureHandler]
-		if rule := MatchRule(fh, out.exitCode, out.resultStatus == "failure" && out.exitCode == 0, out.stderrTail); rule != nil {
+		if rule := MatchRuleCause(fh, out.exitCode, out.resultStatus == "failure" && out.exitCode == 0, out.stderrTail, attemptCause(&out)); rule != nil {
 			matched = true
 			if sr.ruleUsed[rule.Index] < rule.MaxRetries {
 				r.reserveRetry(sr, fh, rule, out)
@@ -138,6 +138,17 @@ func (r *Runner) reserveRetry(sr *stepRun, fh *spec.FailureHandler, rule *spec.R
 		DelayMs:        delay.Milliseconds(),
 		Error:          st.Error,
 		FailedExitCode: out.exitCode,
+	}
+	if next, changed := grow(rule, out.lim); changed {
+		// The retry runs with more: recorded on the step (resume keeps it)
+		// and in the event.
+		if next.memory != out.lim.memory {
+			d.MemoryBytes = next.memory
+		}
+		if next.timeout != out.lim.timeout {
+			d.TimeoutMs = next.timeout.Milliseconds()
+		}
+		setLimits(st, d.MemoryBytes, d.TimeoutMs)
 	}
 	r.commit([]*StepState{st}, r.statusEvent(sr), Event{Type: EvRetryReserved, StepID: st.ID, Attempt: st.Attempt, Data: d})
 	if r.fatal != nil {
@@ -369,6 +380,13 @@ func firstDur(ds ...time.Duration) time.Duration {
 // wherever it stands; else the first matching catch-all. A failure reported
 // only through the result file (exit code 0) matches catch-alls only.
 func MatchRule(fh *spec.FailureHandler, code int, resultOnly bool, stderr []byte) *spec.Rule {
+	return MatchRuleCause(fh, code, resultOnly, stderr, "")
+}
+
+// MatchRuleCause is MatchRule for an attempt that ended for cause (CauseOOM,
+// CauseTimeout or ""): a rule whose on: lists the cause matches as one
+// listing the exit code does, in rule order.
+func MatchRuleCause(fh *spec.FailureHandler, code int, resultOnly bool, stderr []byte, cause string) *spec.Rule {
 	if fh == nil {
 		return nil
 	}
@@ -377,6 +395,9 @@ func MatchRule(fh *spec.FailureHandler, code int, resultOnly bool, stderr []byte
 	}
 	if !resultOnly {
 		for _, rule := range fh.Rules {
+			if ruleMatchesCause(rule, cause) && ok(rule) {
+				return rule
+			}
 			for _, c := range rule.ExitCodes {
 				if c == code && ok(rule) {
 					return rule

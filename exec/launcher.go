@@ -20,13 +20,13 @@ type launcher interface {
 
 // launcherFor is the launcher of the step's attempt n, or nil to run it on
 // this machine. A sub-plan step's child faber always runs here.
-func (r *Runner) launcherFor(sr *stepRun, n int, vars map[string]string) launcher {
+func (r *Runner) launcherFor(sr *stepRun, n int, vars map[string]string, lim limits) launcher {
 	if sr.def.PlanPath != "" {
 		return nil
 	}
 	switch sr.def.Executor {
 	case executorSlurm:
-		return newSlurmLauncher(r.RunID, sr.def, n, r.workDir(sr, vars))
+		return newSlurmLauncher(r.RunID, sr.def, n, r.workDir(sr, vars), lim)
 	}
 	return nil
 }

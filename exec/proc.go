@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/faber-run/faber/spec"
 )
 
 // tailSize is how much of stderr is kept in memory: enough for {error} and
@@ -45,6 +47,10 @@ type procSpec struct {
 	// onLogErr, if set, is called (once, from any goroutine) when a log
 	// file cannot be written: the run's state dir is in trouble.
 	onLogErr func(error)
+	// lim is the attempt's memory and CPU limit (its timeout is timeout);
+	// cgName names its cgroup when a limit is set and it runs here.
+	lim    limits
+	cgName string
 }
 
 // outcome is what happened to a process.
@@ -72,6 +78,14 @@ type outcome struct {
 	// succeeded; cacheErr says why they could not be taken.
 	cacheOuts map[string]string
 	cacheErr  error
+	// use is what the attempt used, lim the limits it ran under; cause is
+	// set by a launcher that knows why the attempt ended (CauseOOM,
+	// CauseTimeout).
+	use   usage
+	lim   limits
+	cause string
+	// cgErr says why an attempt with a memory or CPU limit got no cgroup.
+	cgErr error
 }
 
 // failed reports whether the process counts as failed (SPEC §3).
@@ -93,7 +107,11 @@ func (o *outcome) errorText() string {
 		stopped := o.timedOut || o.stoppedBy != ""
 		skip = func(l []byte) bool { return o.launch.ownLine(l, stopped) }
 	}
-	if l := lastLine(o.stderrTail, skip); l != "" {
+	l := lastLine(o.stderrTail, skip)
+	if attemptCause(o) == spec.CauseOOM && (l == "" || shellKillReport([]byte(l))) {
+		return fmt.Sprintf("out of memory: killed at its %s limit", spec.FormatSize(o.lim.memory))
+	}
+	if l != "" {
 		return l
 	}
 	switch {
@@ -215,6 +233,8 @@ func openLog(path string) (f *os.File, newDir bool, err error) {
 // of the group is gone (or was sent SIGKILL) and the output is written.
 func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 	o.timeout = ps.timeout
+	o.lim = ps.lim
+	o.lim.timeout = ps.timeout
 	o.started = time.Now()
 	defer func() { o.finished = time.Now() }()
 
@@ -269,13 +289,21 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 			return o
 		}
 	}
-	cmd := osexec.Command(ps.argv[0], ps.argv[1:]...)
+	argv := ps.argv
+	var cg *cgroup
+	if ps.cgName != "" && ps.launch == nil && (ps.lim.memory > 0 || ps.lim.cpus > 0) {
+		cg, o.cgErr = newCgroup(ps.cgName, ps.lim)
+		defer cg.remove() // after the group's SIGKILL below
+		argv = cg.wrap(argv)
+	}
+	cmd := osexec.Command(argv[0], argv[1:]...)
 	cmd.Dir = ps.dir
 	cmd.Env = ps.env
 	cmd.Stdin = nil
 	cmd.Stdout = outW
 	cmd.Stderr = errW
 	setGroup(cmd)
+	cg.prepare(cmd)
 	if err := cmd.Start(); err != nil {
 		if !direct {
 			closePipes()
@@ -390,6 +418,8 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 	<-done
 	// The leader is gone; no process of the step may outlive it.
 	_ = grp.signal(true)
+	rusage(cmd.ProcessState, &o.use)
+	cg.measure(&o.use)
 
 	if direct {
 		if fe != nil {

@@ -14,6 +14,11 @@ func (r *Runner) statusEvent(sr *stepRun) Event {
 	st := sr.st
 	ev := Event{Type: EvStepStatus, StepID: st.ID, Attempt: st.Attempt, Status: st.Status,
 		Data: statusPayload(st, st.Status != StatusInProgress)}
+	if sr.ended != nil {
+		// The first event after an attempt's end carries what it used.
+		ev.Data.(*StepStatus).AttemptEnd = sr.ended
+		sr.ended = nil
+	}
 	if st.ExitCode != nil && st.Status != StatusInProgress {
 		ev.ExitCode = intp(*st.ExitCode)
 	}

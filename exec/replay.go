@@ -96,6 +96,9 @@ func Replay(events [][]byte) (*View, error) {
 			if d.DurationMs != nil {
 				st.DurationMs = *d.DurationMs
 			}
+			if d.AttemptEnd != nil {
+				st.Attempts = append(st.Attempts, d.AttemptEnd)
+			}
 		case *HandlerInvoked:
 			t := e.Time
 			get(e.StepID).Remediation = &Remediation{
@@ -110,6 +113,9 @@ func Replay(events [][]byte) (*View, error) {
 			get(e.StepID).CachedFrom = &CachedFrom{RunID: d.CachedRunID, Attempt: d.CachedAttempt, Seq: d.CachedSeq}
 		case *StepClassified:
 			get(e.StepID).Classified = d.Action
+			setLimits(get(e.StepID), d.MemoryBytes, d.TimeoutMs)
+		case *RetryReserved:
+			setLimits(get(e.StepID), d.MemoryBytes, d.TimeoutMs)
 		case *WorkflowEnded:
 			v.Run.Status = e.Status
 			if v.Run.Status == "" {
@@ -133,4 +139,21 @@ func Replay(events [][]byte) (*View, error) {
 		}
 	}
 	return v, nil
+}
+
+// setLimits records a step's next-attempt limits from an event; zero keeps
+// what the step had.
+func setLimits(st *StepState, memory, timeoutMs int64) {
+	if memory == 0 && timeoutMs == 0 {
+		return
+	}
+	if st.Limits == nil {
+		st.Limits = &Limits{}
+	}
+	if memory > 0 {
+		st.Limits.MemoryBytes = memory
+	}
+	if timeoutMs > 0 {
+		st.Limits.TimeoutMs = timeoutMs
+	}
 }

@@ -121,6 +121,9 @@ type stepRun struct {
 	isEnd      bool
 	failed     *outcome // the failed attempt being handled
 	failedN    int      // its attempt number
+	// ended is the record of the attempt that just ended, for the next
+	// step_status event (attempt_end).
+	ended *AttemptEnd
 	// Fan-out: join is set on a join step; group (the join step) and
 	// counted (settled, as the join last counted it) on an item.
 	join    *joinRun
@@ -295,6 +298,8 @@ type ControlReq struct {
 	StepID string
 	Action string // ClassifiedRetry or ClassifiedFail
 	Reason string
+	// Limits are the next attempt's limits of a retry (zero: the step's).
+	Limits Limits
 	Reply  chan error
 }
 
@@ -304,7 +309,7 @@ func (r *Runner) classify(req ControlReq) error {
 	for _, sr := range r.steps {
 		states[sr.def.ID] = sr.st
 	}
-	changed, evs, err := Classify(r.Plan, states, req.StepID, req.Action, req.Reason)
+	changed, evs, err := ClassifyWith(r.Plan, states, req.StepID, req.Action, req.Reason, req.Limits)
 	if err != nil {
 		return err
 	}

@@ -168,6 +168,10 @@ func (r *Runner) attemptDone(sr *stepRun, out outcome) {
 	}
 	st.ExitCode = intp(out.exitCode)
 	st.PGID, st.PStart = 0, ""
+	if sr.def.PlanPath == "" && sr.def.FanOut == nil {
+		sr.ended = attemptEnd(st.Attempt, &out)
+		st.Attempts = append(st.Attempts, sr.ended)
+	}
 	if err := r.stateProblem(sr, "attempt", out); err != nil {
 		// Whatever the process did, this attempt does not count: it is
 		// interrupted, as by a crash of faber, and runs again on resume.

@@ -45,21 +45,26 @@ type slurmLauncher struct {
 	job  string // faber-<run-id>-<step>-a<N>: leftover jobs are found by it
 	dir  string // absolute: srun resolves a relative --chdir against its own, changed, directory
 	step *spec.Step
+	lim  limits
 }
 
-func newSlurmLauncher(runID string, step *spec.Step, attempt int, dir string) *slurmLauncher {
+func newSlurmLauncher(runID string, step *spec.Step, attempt int, dir string, lim limits) *slurmLauncher {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	return &slurmLauncher{job: SlurmJobName(runID, step.ID, attempt), dir: dir, step: step}
+	return &slurmLauncher{job: SlurmJobName(runID, step.ID, attempt), dir: dir, step: step, lim: lim}
 }
 
-func (l *slurmLauncher) wrap(argv []string) []string { return SlurmArgv(l.job, l.dir, l.step, argv) }
+func (l *slurmLauncher) wrap(argv []string) []string {
+	return slurmArgv(l.job, l.dir, l.step, l.lim, argv)
+}
 
 func (l *slurmLauncher) terminate() bool { return slurmTerminate(l.job) }
 
 func (l *slurmLauncher) finish(argv []string, o *outcome) string {
-	return slurmFinish(l.job, argv, o, slurmJobState)
+	reason := slurmFinish(l.job, argv, o, slurmJobState)
+	slurmUsage(l.job, o, slurmAcct)
+	return reason
 }
 
 // ownLine: srun's and slurmstepd's lines are Slurm's; when faber stopped the
@@ -273,10 +278,14 @@ func isRunJob(runID, name string) bool {
 var (
 	reStepCancelled = regexp.MustCompile(`^slurmstepd(?:-[^:]*)?: error: \*\*\* (?:JOB|STEP) \S+ ON (\S+) CANCELLED AT \S+(?: DUE TO ([A-Z][A-Z ]*[A-Z]))?`)
 	reTaskLine      = regexp.MustCompile(`^srun: error: \S+: tasks? [0-9,-]+: `)
-	reNodeFail      = regexp.MustCompile(`^srun: error: (Node failure on .*)`)
-	reQueued        = regexp.MustCompile(`^srun: job \S+ queued and waiting for resources`)
-	reAllocated     = regexp.MustCompile(`^srun: job \S+ has been allocated resources`)
-	reSrunError     = regexp.MustCompile(`^srun: (?:error: )?(.*)`)
+	// slurmstepd's report of the cgroup OOM killer ("Detected 1 oom-kill
+	// event(s) in StepId=..."; oom_kill in newer versions), srun's "task 0:
+	// Out Of Memory".
+	reSlurmOOM  = regexp.MustCompile(`(?i)^slurmstepd.*detected \d+ oom[-_]kill event|^srun: error: \S+: tasks? [0-9,-]+: Out Of Memory`)
+	reNodeFail  = regexp.MustCompile(`^srun: error: (Node failure on .*)`)
+	reQueued    = regexp.MustCompile(`^srun: job \S+ queued and waiting for resources`)
+	reAllocated = regexp.MustCompile(`^srun: job \S+ has been allocated resources`)
+	reSrunError = regexp.MustCompile(`^srun: (?:error: )?(.*)`)
 	// A queued job that was canceled, or whose srun was told to stop.
 	reWithdrawn = regexp.MustCompile(`^srun: (?:Job has been cancelled|Job allocation \S+ has been revoked)`)
 	// srun's lines about its own progress, which say nothing of why.
@@ -310,6 +319,9 @@ func slurmFinish(job string, argv []string, o *outcome, jobState func(job string
 	)
 	for _, raw := range bytes.Split(o.stderrTail, []byte("\n")) {
 		line := string(bytes.TrimSuffix(raw, []byte("\r")))
+		if reSlurmOOM.MatchString(line) {
+			o.use.oomKilled = true
+		}
 		switch {
 		case reStepCancelled.MatchString(line):
 			m := reStepCancelled.FindStringSubmatch(line)
@@ -347,6 +359,9 @@ func slurmFinish(job string, argv []string, o *outcome, jobState func(job string
 	}
 	if o.exitCode != 0 && cancelled == "" && nodeFail == "" && !withdrawn && (ran || len(srunErrs) == 0) {
 		state, n := jobState(job)
+		if state == "OUT_OF_MEMORY" {
+			o.use.oomKilled = true
+		}
 		if d, ok := slurmStateDue[state]; ok {
 			due, node = d, n
 			if state == "CANCELLED" {
@@ -363,6 +378,7 @@ func slurmFinish(job string, argv []string, o *outcome, jobState func(job string
 	switch {
 	case due == "TIME LIMIT":
 		o.exitCode = 124 // a timeout, whoever enforced it (SPEC §3)
+		o.cause = spec.CauseTimeout
 		reason = "slurm time limit reached"
 		if t := flagValue(argv, "--time"); t != "" {
 			reason += " (--time=" + t + ")"

@@ -74,7 +74,7 @@ commands:
 				t.Fatalf("no step %q", c.step)
 			}
 			sr := &stepRun{def: def, st: &StepState{ID: def.ID, Attempt: 3}}
-			l := r.launcherFor(sr, 3, r.vars(sr, 3, nil))
+			l := r.launcherFor(sr, 3, r.vars(sr, 3, nil), limitsOf(def, nil))
 			if c.step == "plain" {
 				if l != nil {
 					t.Fatalf("a local step got a launcher: %#v", l)

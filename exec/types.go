@@ -120,6 +120,13 @@ type StepState struct {
 	// ChildRunID links a sub-plan step (`plan:`) to its child run.
 	ChildRunID string `json:"child_run_id,omitempty"`
 
+	// Attempts records every finished attempt: its cause, exit code and
+	// resources (README "Resources").
+	Attempts []*AttemptEnd `json:"attempts,omitempty"`
+	// Limits are the next attempt's limits when a rule grew them or a
+	// classification set them.
+	Limits *Limits `json:"limits,omitempty"`
+
 	// Classified is "fail" or "retry" once `faber classify` decided on the step.
 	Classified string `json:"classified,omitempty"`
 	// Hash is the step definition hash (SPEC §10), for resume --plan.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -123,9 +124,11 @@ type runInput struct {
 }
 
 type classification struct {
-	StepID string `json:"step_id" jsonschema:"a step that is pending_failed"`
-	Action string `json:"action" jsonschema:"retry (run it again) or fail (fail it for good)"`
-	Reason string `json:"reason" jsonschema:"why, in one sentence: recorded in the audit trail"`
+	StepID  string `json:"step_id" jsonschema:"a step that is pending_failed"`
+	Action  string `json:"action" jsonschema:"retry (run it again) or fail (fail it for good)"`
+	Reason  string `json:"reason" jsonschema:"why, in one sentence: recorded in the audit trail"`
+	Memory  string `json:"memory,omitempty" jsonschema:"with retry: the next attempt's memory limit, e.g. 8GiB (an OOM needs more)"`
+	Timeout string `json:"timeout,omitempty" jsonschema:"with retry: the next attempt's timeout as a Go duration, e.g. 2h"`
 }
 
 type classifyInput struct {
@@ -223,8 +226,11 @@ func (t tools) classify(in classifyInput) *sdk.CallToolResult {
 			o.Error = fmt.Sprintf("step %q is classified twice in this call", c.StepID)
 		case st != exec.StatusPendingFailed:
 			o.Error = fmt.Sprintf("step %q is %s, not pending_failed: only pending_failed steps can be classified", c.StepID, st)
+		case classifyLimitsErr(c) != nil:
+			o.Error = classifyLimitsErr(c).Error()
 		case !in.DryRun:
-			if err := run.Classify(t.stateDir, in.RunID, c.StepID, c.Action, c.Reason, t.opt); err != nil {
+			lim, _ := mcpLimits(c)
+			if err := run.ClassifyWith(t.stateDir, in.RunID, c.StepID, c.Action, c.Reason, lim, t.opt); err != nil {
 				o.Error = err.Error()
 			} else {
 				o.Applied = true
@@ -329,4 +335,21 @@ func (t tools) stepLogs(in logsInput) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// mcpLimits reads a classification's memory and timeout.
+func mcpLimits(c classification) (exec.Limits, error) {
+	var d time.Duration
+	if c.Timeout != "" {
+		var err error
+		if d, err = time.ParseDuration(c.Timeout); err != nil {
+			return exec.Limits{}, fmt.Errorf("timeout %q: use a Go duration like 90m or 2h", c.Timeout)
+		}
+	}
+	return run.ClassifyLimits(c.Memory, d, c.Action == exec.ClassifiedRetry)
+}
+
+func classifyLimitsErr(c classification) error {
+	_, err := mcpLimits(c)
+	return err
 }

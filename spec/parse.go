@@ -663,6 +663,8 @@ type rawPlan struct {
 	FailureHandlers  list[*rawHandler] `yaml:"failure_handlers" doc:"Named lists of exit-code rules that steps refer to with failure_handler."`
 	HandlerTimeout   durv              `yaml:"handler_timeout" doc:"Timeout of on_failure handlers (Go duration, default 30m)."`
 	KillGrace        durv              `yaml:"kill_grace" doc:"Time between SIGTERM and SIGKILL when a step is stopped (Go duration, default 10s)."`
+	Memory           sizev             `yaml:"memory" doc:"Default memory limit of every step's attempt (512MiB, 2GiB; binary units): a cgroup locally where faber can make one, --mem on Slurm."`
+	CPUs             intv              `yaml:"cpus" min:"1" doc:"Default CPU limit of every step's attempt: a cgroup cpu.max locally where faber can make one, --cpus-per-task on Slurm."`
 	Executor         str               `yaml:"executor" enum:"local,slurm" doc:"Where steps run: local (default) or slurm."`
 	Slurm            *rawSlurm         `yaml:"slurm" doc:"Slurm settings for steps run with executor: slurm."`
 	Phases           list[*rawPhase]   `yaml:"phases" doc:"Named groups of steps, run in order (use either phases or steps)."`
@@ -691,6 +693,8 @@ type rawStepBody struct {
 	ResultHandling *rawResultHandling `yaml:"result_handling" doc:"What happens when the rules decline a failure."`
 	HandlerTimeout durv               `yaml:"handler_timeout" doc:"Timeout of this step's on_failure handler (Go duration)."`
 	KillGrace      durv               `yaml:"kill_grace" doc:"Time between SIGTERM and SIGKILL for this step (Go duration)."`
+	Memory         sizev              `yaml:"memory" doc:"Memory limit of one attempt (512MiB, 2GiB; binary units), overriding the plan's: a cgroup locally where faber can make one, --mem on Slurm."`
+	CPUs           intv               `yaml:"cpus" min:"1" doc:"CPU limit of one attempt, overriding the plan's: a cgroup cpu.max locally where faber can make one, --cpus-per-task on Slurm."`
 	Executor       str                `yaml:"executor" enum:"local,slurm" doc:"Where this step runs: local or slurm (overrides the plan's)."`
 	Slurm          *rawSlurm          `yaml:"slurm" doc:"Slurm settings of this step (merged over the plan's)."`
 }
@@ -744,6 +748,11 @@ type rawRule struct {
 	Delay          durv       `yaml:"delay" doc:"Wait before the retry (Go duration)."`
 	Backoff        str        `yaml:"backoff" enum:"fixed,exponential" doc:"fixed (default) or exponential (the delay doubles on each retry)."`
 	MaxDelay       durv       `yaml:"max_delay" doc:"Cap of an exponential delay (Go duration)."`
+	On             list[str]  `yaml:"on" doc:"Causes this rule matches besides exit_codes: oom (killed for memory), timeout (a time limit)."`
+	MemoryFactor   factorv    `yaml:"memory_factor" doc:"The retry gets the failed attempt's memory limit times this (1 to 100)."`
+	MaxMemory      sizev      `yaml:"max_memory" doc:"Cap of the memory that memory_factor grows to."`
+	TimeoutFactor  factorv    `yaml:"timeout_factor" doc:"The retry gets the failed attempt's timeout times this (1 to 100)."`
+	MaxTimeout     durv       `yaml:"max_timeout" doc:"Cap of the timeout that timeout_factor grows to (Go duration)."`
 }
 
 type rawSlurm struct {

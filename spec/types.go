@@ -89,6 +89,8 @@ type Plan struct {
 	FailureHandlers  map[string]*FailureHandler
 	HandlerTimeout   time.Duration // 0 = default 30m
 	KillGrace        time.Duration // 0 = default 10s
+	Memory           int64         // default memory limit of an attempt, bytes; 0 = none
+	CPUs             int           // default CPU limit of an attempt; 0 = none
 	Executor         string        // "" or "local" (slurm later)
 	Slurm            *Slurm        // plan-level slurm block, or nil
 
@@ -143,7 +145,11 @@ type Step struct {
 	FailureHandler string        // name in Plan.FailureHandlers, or ""
 	HandlerTimeout time.Duration // the step's, else the plan's; 0 = default 30m
 	KillGrace      time.Duration // the step's, else the plan's; 0 = default 10s
-	OnFailure      OnFailure
+	// Memory (bytes) and CPUs limit one attempt: the step's, else the
+	// plan's; 0 = no limit.
+	Memory    int64
+	CPUs      int
+	OnFailure OnFailure
 
 	// Command is true when Run is a /command line (IsCommand): it is resolved
 	// with Plan.ResolveCommand and run without a shell.
@@ -233,6 +239,15 @@ type Rule struct {
 	Delay          time.Duration
 	Backoff        string // BackoffFixed (default) or BackoffExponential
 	MaxDelay       time.Duration
-	Index          int // position in the handler, for budgets and messages
-	Pos            Pos
+	// On lists the causes (CauseOOM, CauseTimeout) the rule matches
+	// besides its exit codes.
+	On []string
+	// MemoryFactor and TimeoutFactor (0 = not set) grow the retry's memory
+	// limit and timeout, capped at MaxMemory and MaxTimeout (0 = no cap).
+	MemoryFactor  float64
+	TimeoutFactor float64
+	MaxMemory     int64
+	MaxTimeout    time.Duration
+	Index         int // position in the handler, for budgets and messages
+	Pos           Pos
 }

@@ -103,6 +103,8 @@ func (p *parser) build(raw *rawPlan) *Plan {
 		StopMode:         StopDrain,
 		HandlerTimeout:   raw.HandlerTimeout.V,
 		KillGrace:        raw.KillGrace.V,
+		Memory:           raw.Memory.V,
+		CPUs:             raw.CPUs.V,
 		Executor:         raw.Executor.V,
 		goos:             b.goos,
 	}
@@ -329,6 +331,7 @@ func (b *builder) handlers(raw *rawPlan) {
 			if rr.MaxRetries.Set {
 				r.MaxRetries = rr.MaxRetries.V
 			}
+			b.ruleResources(r, rr)
 			if rr.Backoff.Set {
 				r.Backoff = rr.Backoff.V
 			}
@@ -340,8 +343,8 @@ func (b *builder) handlers(raw *rawPlan) {
 					r.ExitCodes = append(r.ExitCodes, c.V)
 				}
 			}
-			if len(r.ExitCodes) == 0 && !r.MatchAll && len(rr.ExitCodes.Items) == 0 {
-				b.errorf(rr.Pos, "%s: has neither exit_codes nor match_all_exit_codes: true", rr.Where)
+			if len(r.ExitCodes) == 0 && !r.MatchAll && len(rr.ExitCodes.Items) == 0 && len(rr.On.Items) == 0 {
+				b.errorf(rr.Pos, "%s: has neither exit_codes, on nor match_all_exit_codes: true", rr.Where)
 			}
 			if rr.StderrMatches.Set {
 				re, err := regexp.Compile(rr.StderrMatches.V)
@@ -474,6 +477,8 @@ func (b *builder) step(rs *rawStepBody, where string, pos Pos) *Step {
 		FailureHandler: rs.FailureHandler.V,
 		HandlerTimeout: pl.HandlerTimeout,
 		KillGrace:      pl.KillGrace,
+		Memory:         pl.Memory,
+		CPUs:           pl.CPUs,
 		Executor:       pl.Executor,
 		Pos:            pos,
 	}
@@ -491,6 +496,7 @@ func (b *builder) step(rs *rawStepBody, where string, pos Pos) *Step {
 	if rs.KillGrace.Set {
 		s.KillGrace = rs.KillGrace.V
 	}
+	b.limits(s, rs, where)
 	if rs.Executor.Set {
 		s.Executor = rs.Executor.V
 	}

@@ -40,7 +40,11 @@ type Msg struct {
 	Step   string `json:"step"`
 	Action string `json:"action"`
 	Reason string `json:"reason"`
-	Hard   bool   `json:"hard,omitempty"` // stop: terminate at once
+	// MemoryBytes and TimeoutMs are a retry's limits (classify --memory,
+	// --timeout).
+	MemoryBytes int64 `json:"memory_bytes,omitempty"`
+	TimeoutMs   int64 `json:"timeout_ms,omitempty"`
+	Hard        bool  `json:"hard,omitempty"` // stop: terminate at once
 }
 
 // Reply is the owner's answer. Usage marks a request the owner refused as a
@@ -115,7 +119,8 @@ func (s *Server) serve(token string) {
 			case m.Op != "classify":
 				rep.Error = "unknown request " + m.Op
 			default:
-				req := exec.ControlReq{StepID: m.Step, Action: m.Action, Reason: m.Reason, Reply: make(chan error, 1)}
+				req := exec.ControlReq{StepID: m.Step, Action: m.Action, Reason: m.Reason,
+					Limits: exec.Limits{MemoryBytes: m.MemoryBytes, TimeoutMs: m.TimeoutMs}, Reply: make(chan error, 1)}
 				select {
 				case s.reqs <- req:
 					err := <-req.Reply

@@ -14,6 +14,11 @@ import (
 // Classify records a decision on a pending_failed step (SPEC §6): through the
 // run's owner when it is active, else in the run's store.
 func Classify(stateDir, runID, step, action, reason string, opt state.Options) error {
+	return ClassifyWith(stateDir, runID, step, action, reason, exec.Limits{}, opt)
+}
+
+// ClassifyWith is Classify with a retry's limits for the next attempt.
+func ClassifyWith(stateDir, runID, step, action, reason string, lim exec.Limits, opt state.Options) error {
 	if _, err := state.ReadMeta(stateDir, runID); err != nil {
 		return StoreError(err, runID, stateDir)
 	}
@@ -38,7 +43,7 @@ func Classify(stateDir, runID, step, action, reason string, opt state.Options) e
 	runDir := state.RunDir(stateDir, runID)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		rep, ok, err := control.Send(runDir, control.Msg{Op: "classify", Step: step, Action: action, Reason: reason})
+		rep, ok, err := control.Send(runDir, control.Msg{Op: "classify", Step: step, Action: action, Reason: reason, MemoryBytes: lim.MemoryBytes, TimeoutMs: lim.TimeoutMs})
 		if err != nil {
 			return stateProblem(err)
 		}
@@ -68,7 +73,7 @@ func Classify(stateDir, runID, step, action, reason string, opt state.Options) e
 		if err != nil {
 			return err
 		}
-		changed, evs, err := exec.Classify(plan, prior.Steps, step, action, reason)
+		changed, evs, err := exec.ClassifyWith(plan, prior.Steps, step, action, reason, lim)
 		if err != nil {
 			return usage(err)
 		}

@@ -81,6 +81,11 @@ type PendingStep struct {
 	Hint       string   `json:"hint"`
 	StderrFile string   `json:"stderr_file"`
 	StderrTail []string `json:"stderr_tail"`
+	// Cause (oom, timeout), peak memory and memory limit of the failed
+	// attempt, so that an OOM is told from a bug (README "Resources").
+	Cause            string `json:"cause,omitempty"`
+	PeakRSSBytes     int64  `json:"peak_rss_bytes,omitempty"`
+	MemoryLimitBytes int64  `json:"memory_limit_bytes,omitempty"`
 }
 
 // Pending lists a run's pending_failed steps with their stderr tails.
@@ -116,10 +121,12 @@ func PendingOf(stateDir, runID string, v *exec.View) []PendingStep {
 		for i := range tail {
 			tail[i] = mask.String(tail[i])
 		}
-		out = append(out, PendingStep{
+		p := PendingStep{
 			StepID: st.ID, Name: st.Name, Phase: st.Phase, Attempt: st.Attempt, ExitCode: st.ExitCode,
 			Error: st.Error, Hint: exec.Hint(st.Error + "\n" + strings.Join(tail, "\n")), StderrFile: path, StderrTail: tail,
-		})
+		}
+		addResources(&p, st)
+		out = append(out, p)
 	}
 	return out
 }

@@ -1,0 +1,23 @@
+//go:build !linux
+
+package exec
+
+import (
+	"errors"
+	osexec "os/exec"
+)
+
+// cgroup: only Linux has them; elsewhere a limit is recorded, not enforced.
+type cgroup struct{}
+
+func newCgroup(string, limits) (*cgroup, error) {
+	return nil, errors.New("cgroups are Linux only")
+}
+
+func (*cgroup) prepare(*osexec.Cmd)      {}
+func (*cgroup) wrap(a []string) []string { return a }
+func (*cgroup) measure(*usage)           {}
+func (*cgroup) remove()                  {}
+
+// CgroupProbe: no cgroups here.
+func CgroupProbe() error { return errors.New("cgroups are Linux only") }

@@ -1,0 +1,164 @@
+package exec
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/faber-run/faber/spec"
+)
+
+// Resources: what each attempt used, the limits it ran under, why it ended
+// (README "Resources").
+
+// Resources is what one attempt used and the limits it ran under. Source
+// says where the figures come from: cgroup (the attempt's own cgroup: every
+// process of it), rusage (wait4 of the group leader: the leader and the
+// descendants it waited for; peak is the largest single process) or sacct
+// (Slurm's accounting). Keys are in alphabetical order (events).
+type Resources struct {
+	CPUs             int    `json:"cpus,omitempty"`               // the CPU limit, when set
+	MemoryLimitBytes int64  `json:"memory_limit_bytes,omitempty"` // the memory limit, when set
+	PeakRSSBytes     int64  `json:"peak_rss_bytes"`
+	Source           string `json:"source"`
+	SysMs            int64  `json:"sys_ms"`
+	TimeoutMs        int64  `json:"timeout_ms,omitempty"` // the time limit, when set
+	UserMs           int64  `json:"user_ms"`
+	WallMs           int64  `json:"wall_ms"`
+}
+
+// AttemptEnd is one finished attempt of a step: the items of `attempts` in
+// `status --json` and the attempt_end of the step_status event that ends it.
+type AttemptEnd struct {
+	Attempt   int        `json:"attempt"`
+	Cause     string     `json:"cause,omitempty"` // oom | timeout
+	ExitCode  int        `json:"exit_code"`
+	Resources *Resources `json:"resources"`
+}
+
+// Limits are the limits a step's next attempt runs with when they differ
+// from its plan's: grown by a rule (memory_factor, timeout_factor) or set by
+// a classification (--memory, --timeout).
+type Limits struct {
+	MemoryBytes int64 `json:"memory_bytes,omitempty"`
+	TimeoutMs   int64 `json:"timeout_ms,omitempty"`
+}
+
+// Resource sources.
+const (
+	SourceCgroup = "cgroup"
+	SourceRusage = "rusage"
+	SourceSacct  = "sacct"
+)
+
+// limits is what one attempt may use; zero is no limit.
+type limits struct {
+	memory  int64
+	cpus    int
+	timeout time.Duration
+}
+
+// limitsOf is the step's limits for its next attempt: the plan's, with the
+// step record's grown or classified ones over them.
+func limitsOf(def *spec.Step, st *StepState) limits {
+	l := limits{memory: def.Memory, cpus: def.CPUs, timeout: def.Timeout}
+	if st != nil && st.Limits != nil {
+		if st.Limits.MemoryBytes > 0 {
+			l.memory = st.Limits.MemoryBytes
+		}
+		if st.Limits.TimeoutMs > 0 {
+			l.timeout = time.Duration(st.Limits.TimeoutMs) * time.Millisecond
+		}
+	}
+	return l
+}
+
+// usage is what the operating system or Slurm reported about an attempt.
+type usage struct {
+	user, sys time.Duration
+	peakRSS   int64
+	source    string
+	oomKilled bool // the kernel (cgroup memory.events) or Slurm killed it for memory
+}
+
+// oomNear is how close to its memory limit a process killed by SIGKILL must
+// have come for faber to count the kill as one for memory when nothing
+// else says so (no cgroup events): 95% of the limit.
+const oomNear = 0.95
+
+// attemptCause says why an attempt ended, beside its exit code: CauseOOM
+// when it was killed for memory (the cgroup's or Slurm's OOM report, or
+// SIGKILL with its peak RSS at its limit), CauseTimeout when a time limit
+// ended it (faber's timeout, or Slurm's), else "".
+func attemptCause(o *outcome) string {
+	switch {
+	case o.stoppedBy != "":
+		return ""
+	case o.use.oomKilled:
+		return spec.CauseOOM
+	case o.timedOut || o.cause == spec.CauseTimeout:
+		return spec.CauseTimeout
+	case o.cause != "":
+		return o.cause
+	case o.lim.memory > 0 && (o.signal == 9 || o.exitCode == 137) && float64(o.use.peakRSS) >= oomNear*float64(o.lim.memory):
+		return spec.CauseOOM
+	}
+	return ""
+}
+
+// attemptEnd is the record of the attempt that ended with o.
+func attemptEnd(n int, o *outcome) *AttemptEnd {
+	res := &Resources{
+		CPUs:             o.lim.cpus,
+		MemoryLimitBytes: o.lim.memory,
+		PeakRSSBytes:     o.use.peakRSS,
+		Source:           o.use.source,
+		SysMs:            o.use.sys.Milliseconds(),
+		TimeoutMs:        o.timeout.Milliseconds(),
+		UserMs:           o.use.user.Milliseconds(),
+		WallMs:           o.finished.Sub(o.started).Milliseconds(),
+	}
+	if res.Source == "" {
+		res.Source = SourceRusage
+	}
+	return &AttemptEnd{Attempt: n, Cause: attemptCause(o), ExitCode: o.exitCode, Resources: res}
+}
+
+// ruleMatchesCause reports whether a rule's on: lists the cause.
+func ruleMatchesCause(rule *spec.Rule, cause string) bool {
+	if cause == "" {
+		return false
+	}
+	for _, c := range rule.On {
+		if c == cause {
+			return true
+		}
+	}
+	return false
+}
+
+// grow returns the limits of the retry a rule grants after an attempt that
+// ran under cur, and whether they changed. A factor grows only a limit that
+// is set: there is nothing to multiply otherwise.
+func grow(rule *spec.Rule, cur limits) (limits, bool) {
+	next := cur
+	if rule.MemoryFactor > 0 && cur.memory > 0 {
+		next.memory = spec.Grow(cur.memory, rule.MemoryFactor, rule.MaxMemory)
+	}
+	if rule.TimeoutFactor > 0 && cur.timeout > 0 {
+		next.timeout = time.Duration(spec.Grow(int64(cur.timeout), rule.TimeoutFactor, int64(rule.MaxTimeout)))
+		next.timeout = next.timeout.Round(time.Millisecond)
+	}
+	return next, next != cur
+}
+
+// cgroupName names the cgroup of attempt n of a step of run runID:
+// faber-<run-id>-<step>-a<N>, with characters a path cannot hold replaced.
+func cgroupName(runID, stepID string, n int) string {
+	b := []byte("faber-" + runID + "-" + stepID + "-a" + strconv.Itoa(n))
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}

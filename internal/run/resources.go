@@ -1,0 +1,76 @@
+package run
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/spec"
+)
+
+// PeakText is a step's last attempt's peak memory for `faber status`:
+// "48.2MiB", "64MiB/64MiB oom" with its limit and cause, or "-".
+func PeakText(st *exec.StepState) string {
+	if len(st.Attempts) == 0 {
+		return "-"
+	}
+	a := st.Attempts[len(st.Attempts)-1]
+	if a.Resources == nil {
+		return "-"
+	}
+	t := spec.FormatSize(a.Resources.PeakRSSBytes)
+	if a.Resources.MemoryLimitBytes > 0 {
+		t += "/" + spec.FormatSize(a.Resources.MemoryLimitBytes)
+	}
+	if a.Cause != "" {
+		t += " " + a.Cause
+	}
+	return t
+}
+
+// ClassifyLimits reads a retry classification's --memory and --timeout
+// (MCP: memory, timeout) into the next attempt's limits; they go with
+// retry only.
+func ClassifyLimits(memory string, timeout time.Duration, retry bool) (exec.Limits, error) {
+	var lim exec.Limits
+	if memory == "" && timeout == 0 {
+		return lim, nil
+	}
+	if !retry {
+		return lim, &UsageError{errors.New("--memory and --timeout go with --retry only")}
+	}
+	if memory != "" {
+		b, err := spec.ParseSize(memory)
+		if err != nil {
+			return lim, &UsageError{fmt.Errorf("--memory: %v", err)}
+		}
+		lim.MemoryBytes = b
+	}
+	if timeout < 0 {
+		return lim, &UsageError{errors.New("--timeout: must not be negative")}
+	}
+	lim.TimeoutMs = timeout.Milliseconds()
+	return lim, nil
+}
+
+// addResources fills in a pending step's last attempt's cause and memory,
+// and for a cause a hint that says what a retry needs.
+func addResources(p *PendingStep, st *exec.StepState) {
+	if len(st.Attempts) == 0 {
+		return
+	}
+	a := st.Attempts[len(st.Attempts)-1]
+	p.Cause = a.Cause
+	if a.Resources != nil {
+		p.PeakRSSBytes, p.MemoryLimitBytes = a.Resources.PeakRSSBytes, a.Resources.MemoryLimitBytes
+	}
+	switch {
+	case a.Cause == spec.CauseOOM && p.MemoryLimitBytes > 0:
+		p.Hint = fmt.Sprintf("killed for memory at its %s limit: classify --retry --memory %s (or more) is likely to help", spec.FormatSize(p.MemoryLimitBytes), spec.FormatSize(p.MemoryLimitBytes*2))
+	case a.Cause == spec.CauseOOM:
+		p.Hint = "killed for memory: classify --retry --memory SIZE with more than it had"
+	case a.Cause == spec.CauseTimeout:
+		p.Hint = "ended by its time limit: classify --retry --timeout DURATION with more time"
+	}
+}

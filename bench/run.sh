@@ -421,3 +421,8 @@ if [[ -n $SCALE ]]; then
 fi
 echo
 echo "Load average at the end: $LOAD_END."
+echo
+if [[ ${GOALS19-1} == 1 ]]; then
+	# shellcheck source=goals19.sh
+	source "$REPO/bench/goals19.sh"
+fi

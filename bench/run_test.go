@@ -27,7 +27,7 @@ func TestRunScript(t *testing.T) {
 		t.Skip("no GNU time at /usr/bin/time (bench/run.sh installs it; a test does not)")
 	}
 	cmd := exec.Command("bash", "run.sh")
-	cmd.Env = append(os.Environ(), "N=20", "J=4", "CHAIN=5", "REPS=1", "SCALE=10 30", "LIST=50", "TMPFS=", "STATE_BASE="+t.TempDir(), "TMPDISK="+t.TempDir())
+	cmd.Env = append(os.Environ(), "N=20", "CHAINS=5", "CHATTY=1", "HUGE=200", "SYNC_CHAIN=5", "J=4", "CHAIN=5", "REPS=1", "SCALE=10 30", "LIST=50", "TMPFS=", "STATE_BASE="+t.TempDir(), "TMPDISK="+t.TempDir())
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -37,6 +37,10 @@ func TestRunScript(t *testing.T) {
 	for _, want := range []string{
 		`(?m)^\| 20 independent, --jobs 4 \(floor: xargs -P 4\) \| faber --ui plain \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|`,
 		`(?m)^\| chain of 5 \(floor: shell loop\) \| faber --ui json \| [0-9.]+ \|`,
+		`(?m)^\| 1\. chain of 5 ≤ 1\.3× a shell loop \(state on disk\) \| [0-9.]+× \| (PASS|FAIL) \|$`,
+		`(?m)^\| 2\. a step printing 1 MB, --ui plain ≤ 1\.3× .* \| [0-9.]+× \| (PASS|FAIL) \|$`,
+		`(?m)^\| 4\. 200 no-op steps: peak RSS ≤ 400 MB \| [0-9]+ MB \| (PASS|FAIL) \|$`,
+		`(?m)^\| 5\. .*\| [0-9.]+× \| (PASS|FAIL) \|$`,
 		`(?m)^\| 30 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$`,
 		`(?m)^\| faber resume \(29 done\): the last step in_progress after \| -?[0-9]+ ms \|$`,
 		`(?m)^list 50 runs: [0-9.]+ s \(goal ≤ 0\.3 s\) (PASS|FAIL)$`,

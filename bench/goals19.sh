@@ -1,0 +1,133 @@
+# bench/goals19.sh: the goals of issue 19 ("close to the floor on every
+# shape"), sourced by bench/run.sh after its own sections, with its helpers
+# (run_floor, median, calc, gen_chain, gen_par, fresh_dir, FABER, WORK,
+# REPS). Each goal prints its measured figure and PASS or FAIL. Knobs:
+#   CHAINS   chain lengths for goal 1 ("100 300 1000"; empty skips goal 1)
+#   CHATTY   MB a step prints under --ui plain for goal 2 (200; empty skips)
+#   HUGE     independent no-op steps for goal 4 (100000; empty skips)
+#   SYNC_CHAIN  the chain run with FABER_SYNC=1 for goal 1 (300)
+#   G19DIRS  where the state dirs go: "disk" (the repository, STATE_BASE)
+#            and/or "tmpfs" (TMPFS), ("disk tmpfs")
+
+pf() { if awk "BEGIN {exit !($1)}"; then echo PASS; else echo FAIL; fi; }
+CHAINS=${CHAINS-100 300 1000}
+CHATTY=${CHATTY-200}
+HUGE=${HUGE-100000}
+G19DIRS=${G19DIRS-disk${TMPFS_DIR:+ tmpfs}}
+g19base() { case $1 in tmpfs) echo "$TMPFS_DIR/g19" ;; *) echo "$WORK/g19" ;; esac; }
+
+# ratio_rounds OUT A B: REPS rounds of A and B alternating; appends each
+# round's A/B to OUT and A's seconds to OUT.a.
+ratio_rounds() {
+	local out=$1 a=$2 b=$3 i ta tb
+	for i in $(seq "$REPS"); do
+		: >"$WORK/ra" && : >"$WORK/rb"
+		if ((i % 2)); then run_floor "$WORK/rb" "$b"; run_floor "$WORK/ra" "$a"; else run_floor "$WORK/ra" "$a"; run_floor "$WORK/rb" "$b"; fi
+		ta=$(cat "$WORK/ra") tb=$(cat "$WORK/rb")
+		calc '%.4f\n' "$ta/$tb" >>"$out"
+		echo "$ta" >>"$out.a"
+	done
+}
+
+echo "## Goals of issue 19"
+echo
+echo "| goal | measured | result |"
+echo "|---|---|---|"
+
+if [[ -n $CHAINS ]]; then
+	for where in $G19DIRS; do
+		base=$(g19base "$where")
+		mkdir -p "$base"
+		for c in $CHAINS; do
+			say "goal 1: chain of $c ($where)"
+			gen_chain "$c" >"$WORK/g19chain$c.yaml"
+			R=$WORK/g19c$c$where
+			: >"$R"
+			fresh_dir "$base"
+			ratio_rounds "$R" "'$FABER' --state-dir '$FRESH' run '$WORK/g19chain$c.yaml' --ui plain" "for i in \$(seq $c); do sh -c true; done"
+			r=$(calc %.2f "$(median <"$R")")
+			echo "| 1. chain of $c ≤ 1.3× a shell loop (state on $where) | ${r}× | $(pf "$r <= 1.3") |"
+		done
+		c=${SYNC_CHAIN:-300}
+		say "goal 1: chain of $c, FABER_SYNC=1 ($where)"
+		R=$WORK/g19s$where
+		: >"$R"
+		[[ -f $WORK/g19chain$c.yaml ]] || gen_chain "$c" >"$WORK/g19chain$c.yaml"
+		fresh_dir "$base"
+		ratio_rounds "$R" "FABER_SYNC=1 '$FABER' --state-dir '$FRESH' run '$WORK/g19chain$c.yaml' --ui plain" "for i in \$(seq $c); do sh -c true; done"
+		r=$(calc %.2f "$(median <"$R")")
+		echo "| 1. chain of $c with FABER_SYNC=1 ≤ 1.6× a shell loop (state on $where) | ${r}× | $(pf "$r <= 1.6") |"
+	done
+fi
+
+if [[ -n $CHATTY ]]; then
+	say "goal 2: a step printing $CHATTY MB under --ui plain"
+	lines=$((CHATTY * 1024 * 1024 / 64))
+	gen="awk 'BEGIN { s = sprintf(\"%063d\", 0); for (i = 0; i < $lines; i++) print s }'"
+	printf 'name: chatty\nsteps:\n  - id: gen\n    run: %s\n' "\"$(printf '%s' "$gen" | sed 's/\\/\\\\/g; s/"/\\"/g')\"" >"$WORK/chatty.yaml"
+	R=$WORK/g19chatty
+	: >"$R"
+	base=$(g19base disk)
+	mkdir -p "$base"
+	for i in $(seq "$REPS"); do
+		fresh_dir "$base"
+		st=$FRESH
+		t0=$(now_ns)
+		bash -c "$gen > '$WORK/chatty.out'"
+		t1=$(now_ns)
+		/usr/bin/time -f %M -o "$WORK/chatty.rss" "$FABER" --state-dir "$st" run "$WORK/chatty.yaml" --ui plain >"$WORK/chatty.echo"
+		t2=$(now_ns)
+		calc '%.4f\n' "($t2-$t1)/($t1-$t0)" >>"$R"
+		tail -1 "$WORK/chatty.rss" >>"$R.rss"
+		rm -f "$WORK/chatty.out"
+	done
+	r=$(calc %.2f "$(median <"$R")")
+	rss=$(calc %.1f "$(sort -g "$R.rss" | tail -1)/1024")
+	echo "| 2. a step printing $CHATTY MB, --ui plain ≤ 1.3× \`gen > file\` | ${r}× | $(pf "$r <= 1.3") |"
+	echo "| 2. … with peak RSS ≤ 40 MB | $rss MB | $(pf "$rss <= 40") |"
+	if grep -q 'written faster than it can be shown here; parts are skipped in this view, every byte is in ' "$WORK/chatty.echo"; then
+		said=yes
+	else
+		said=no
+	fi
+	echo "| 2. lines left out of the echo are said, with the log path | $said | $(pf "\"$said\" == \"yes\"") |"
+fi
+
+if [[ -n $HUGE ]]; then
+	say "goal 4: $HUGE independent no-op steps (and a tenth of them)"
+	small=$((HUGE / 10))
+	gen_par "$HUGE" >"$WORK/huge.yaml"
+	gen_par "$small" >"$WORK/small.yaml"
+	base=$(g19base "${G19DIRS##* }")
+	mkdir -p "$base"
+	fresh_dir "$base"
+	t0=$(now_ns)
+	/usr/bin/time -f %M -o "$WORK/small.rss" "$FABER" --state-dir "$FRESH" run "$WORK/small.yaml" --ui json --jobs 8 >/dev/null
+	t1=$(now_ns)
+	fresh_dir "$base"
+	/usr/bin/time -f %M -o "$WORK/huge.rss" "$FABER" --state-dir "$FRESH" run "$WORK/huge.yaml" --ui json --jobs 8 >/dev/null
+	t2=$(now_ns)
+	rss=$(calc %.0f "$(tail -1 "$WORK/huge.rss")/1024")
+	perstep=$(calc %.2f "($(tail -1 "$WORK/huge.rss")-$(tail -1 "$WORK/small.rss"))/($HUGE-$small)")
+	lin=$(calc %.2f "(($t2-$t1)/$HUGE)/(($t1-$t0)/$small)")
+	echo "| 4. $HUGE no-op steps: peak RSS ≤ 400 MB | $rss MB | $(pf "$rss <= 400") |"
+	echo "| 4. memory per step ≤ 3 KB (RSS growth from $small to $HUGE steps) | $perstep KB | $(pf "$perstep <= 3") |"
+	echo "| 4. linear time: time per step at $HUGE ≤ 1.3× at $small | ${lin}× | $(pf "$lin <= 1.3") |"
+fi
+
+# Goal 5: a plain-word run: (true) starts its program without sh; the same
+# chain written with shell syntax (true;) runs through sh -c.
+say "goal 5: a chain of 300 plain-word steps next to the same through sh"
+gen_chain 300 >"$WORK/g19w.yaml"
+gen_chain 300 | sed 's/run: "true"/run: "true;"/' >"$WORK/g19sh.yaml"
+R=$WORK/g19five
+: >"$R"
+base=$(g19base "${G19DIRS##* }")
+mkdir -p "$base"
+fresh_dir "$base"
+a=$FRESH
+fresh_dir "$base"
+ratio_rounds "$R" "'$FABER' --state-dir '$a' run '$WORK/g19w.yaml' --ui plain" "'$FABER' --state-dir '$FRESH' run '$WORK/g19sh.yaml' --ui plain"
+r=$(calc %.2f "$(median <"$R")")
+echo "| 5. \`run: true\` (no sh) next to \`run: \"true;\"\` (sh -c): < 1× | ${r}× | $(pf "$r < 1") |"
+echo

@@ -122,9 +122,9 @@ func main() {
 	termquiet.Restore() // see package termquiet: TERM as the user set it
 	if os.Getenv("GOGC") == "" {
 		// faber's heap is mostly the plan and the run's records, kept to the
-		// end: collecting at +50% instead of +100% keeps a 100,000-step run
+		// end: collecting at +25% instead of +100% keeps a 100,000-step run
 		// under 400 MB for little CPU (README "Performance").
-		debug.SetGCPercent(50)
+		debug.SetGCPercent(25)
 	}
 	os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

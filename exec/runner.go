@@ -212,18 +212,13 @@ func (r *Runner) setup(prior *Prior) {
 	_ = os.MkdirAll(r.outDir, 0o700)
 
 	now := r.now()
-	var fresh []*StepState
 	mk := func(def *spec.Step) *stepRun {
 		sr := &stepRun{def: def}
 		if prior != nil {
 			sr.st = prior.Steps[def.ID]
 		}
 		if sr.st == nil {
-			sr.st = &StepState{ID: def.ID, Name: def.Name, Phase: def.Phase, Status: StatusPending, Needs: append([]string{}, def.Deps...), FanOut: def.FanOutOf}
-			if sr.st.Needs == nil {
-				sr.st.Needs = []string{}
-			}
-			fresh = append(fresh, sr.st)
+			sr.st = PendingState(def)
 		}
 		return sr
 	}
@@ -250,13 +245,17 @@ func (r *Runner) setup(prior *Prior) {
 	if prior == nil {
 		r.run = &RunState{RunID: r.RunID, Plan: p.Name, Status: RunInProgress, StartedAt: now}
 		ev := Event{Type: EvRunStarted, Data: &RunStarted{Plan: p.Name, PlanFile: p.File, Jobs: r.jobs, TotalSteps: len(p.Steps), Steps: StepInfos(p)}}
-		r.commitRun(fresh, ev)
+		// A step that never started has no record: it is pending, as the
+		// run_started event (and the plan) say, until its start is
+		// committed. A 100,000-step run does not write 100,000 records
+		// before its first step starts.
+		r.commitRun(nil, ev)
 	} else {
 		r.run = prior.Run
 		r.seq = prior.LastSeq
 		r.run.Status = RunInProgress
 		r.run.FinishedAt = nil
-		r.commitWith(r.run, append(prior.Changed, fresh...), prior.Events)
+		r.commitWith(r.run, prior.Changed, prior.Events)
 	}
 	// Dependency counters; a step whose dependencies are all done is ready.
 	for _, sr := range r.steps {
@@ -274,6 +273,27 @@ func (r *Runner) setup(prior *Prior) {
 		if sr.st.Status == StatusPending && sr.waiting == 0 {
 			r.push(sr)
 		}
+	}
+}
+
+// PendingState is the record of a step that has not started: a session
+// does not store it (README "Storage"), readers of the store fill it in
+// (FillPending).
+func PendingState(def *spec.Step) *StepState {
+	needs := append([]string{}, def.Deps...)
+	return &StepState{ID: def.ID, Name: def.Name, Phase: def.Phase, Status: StatusPending, Needs: needs, FanOut: def.FanOutOf}
+}
+
+// FillPending gives every step of p without a record in prior (one that
+// never started) its pending record.
+func FillPending(p *spec.Plan, prior *Prior) {
+	for _, def := range p.Steps {
+		if prior.Steps[def.ID] == nil {
+			prior.Steps[def.ID] = PendingState(def)
+		}
+	}
+	if p.End != nil && prior.Steps[p.End.ID] == nil {
+		prior.Steps[p.End.ID] = PendingState(p.End)
 	}
 }
 

@@ -73,6 +73,9 @@ func Resume(stateDir, runID string, opt state.Options, o ResumeOptions) (res *Re
 		}
 		return nil, err
 	}
+	if o.PlanFile == "" {
+		exec.FillPending(plan, prior) // the stored plan: its steps that never started
+	}
 	res = &Resumable{Store: store, Plan: plan, Prior: prior, Warnings: plan.Warnings}
 
 	// A dead owner may have left processes behind: terminate them before any

@@ -48,6 +48,7 @@ type FanOut struct {
 	Kind        string // list, range, glob, lines or matrix
 	Items       []Item
 	MaxParallel int      // 0: no bound but jobs
+	Names       []string // the names of {item.<name>}: a matrix's, or the fields of a list's mappings
 	ItemIDs     []string // the item steps' ids (join step)
 }
 
@@ -125,6 +126,9 @@ func (b *builder) foreach(fo *FanOut, s *Step, n *yaml.Node, where string) {
 					}
 					it.Fields[kv.key] = v.Value
 					it.Names = append(it.Names, kv.key)
+					if !contains(fo.Names, kv.key) {
+						fo.Names = append(fo.Names, kv.key)
+					}
 				}
 				it.Value = it.Fields["id"]
 				if it.Value == "" {
@@ -303,6 +307,7 @@ func (b *builder) matrix(fo *FanOut, n *yaml.Node, where string) {
 		names = append(names, kv.key)
 		values = append(values, vals)
 	}
+	fo.Names = names
 	if len(names) == 0 {
 		b.errorf(nodePos(n), "%s: has no names", where)
 		return

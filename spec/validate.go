@@ -560,10 +560,8 @@ func (b *builder) checkStep(s *Step) {
 	b.itemVars = nil
 	if s.FanOut != nil {
 		b.itemVars = map[string]bool{"item": true}
-		for _, it := range s.FanOut.Items {
-			for _, k := range it.Names {
-				b.itemVars["item."+k] = true
-			}
+		for _, k := range s.FanOut.Names {
+			b.itemVars["item."+k] = true
 		}
 		defer func() { b.itemVars = nil }()
 	}

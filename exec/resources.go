@@ -162,3 +162,7 @@ func cgroupName(runID, stepID string, n int) string {
 	}
 	return string(b)
 }
+
+// FormatSize writes a byte count as faber shows sizes (spec.FormatSize), for
+// the renderers, which know exec's types only.
+func FormatSize(n int64) string { return spec.FormatSize(n) }

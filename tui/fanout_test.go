@@ -43,3 +43,20 @@ func TestFanOutRow(t *testing.T) {
 		t.Errorf("log of the fan-out row:\n%s", all)
 	}
 }
+
+// TestRowPeakMemory: a finished step's row shows its attempt's peak memory,
+// with its limit and an oom cause.
+func TestRowPeakMemory(t *testing.T) {
+	m, _ := newTestModel(t, defs("main", "a", "b")...)
+	feed(m, status("a", exec.StatusSuccess, 1, map[string]any{"attempt_end": map[string]any{"attempt": 1, "exit_code": 0,
+		"resources": map[string]any{"peak_rss_bytes": 172 << 20, "source": "rusage"}}}),
+		status("b", exec.StatusFailure, 1, map[string]any{"error": "Killed", "attempt_end": map[string]any{"attempt": 1, "exit_code": 137, "cause": "oom",
+			"resources": map[string]any{"peak_rss_bytes": 64 << 20, "memory_limit_bytes": 64 << 20, "source": "cgroup"}}}))
+	v := m.View()
+	if row := rowOf(t, v, "a"); !strings.Contains(row, "172MiB") {
+		t.Errorf("row a: %q", row)
+	}
+	if row := rowOf(t, v, "b"); !strings.Contains(row, "64MiB/64MiB oom") {
+		t.Errorf("row b: %q", row)
+	}
+}

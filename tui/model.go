@@ -129,11 +129,15 @@ type stepRow struct {
 	budgetBy        string
 	handler         string // on_failure command while remediating (or the last one)
 	classified      string
-	log             ring
-	lastAttempt     int
-	lastKind        string
-	lastLine        string // newest attempt output line, for the row
-	activeSince     time.Time
+	// peak is the last finished attempt's peak memory (bytes), limit its
+	// memory limit, cause why it ended (oom, timeout) — from attempt_end.
+	peak, limit int64
+	cause       string
+	log         ring
+	lastAttempt int
+	lastKind    string
+	lastLine    string // newest attempt output line, for the row
+	activeSince time.Time
 	// runs are the child runs of a sub-plan step (`plan:`), shown as
 	// display-only lines under the step's row.
 	runs []*childRun
@@ -753,6 +757,9 @@ func (m *Model) applyStatus(e exec.Event) {
 	d := data[exec.StepStatus](e)
 	r.exit = e.ExitCode
 	r.err = d.Error
+	if ae := d.AttemptEnd; ae != nil && ae.Resources != nil {
+		r.peak, r.limit, r.cause = ae.Resources.PeakRSSBytes, ae.Resources.MemoryLimitBytes, ae.Cause
+	}
 	switch e.Status {
 	case exec.StatusInProgress:
 		r.started = timeOr(d.StartedAt, e.Time)

@@ -351,7 +351,17 @@ func (m *Model) durFor(status string, started time.Time, dur time.Duration, hasD
 	return ""
 }
 
+// rest is what follows the columns of a row: for a finished attempt its
+// peak memory first, then the state (restText).
 func (m *Model) rest(r *stepRow) string {
+	t := m.restText(r)
+	if mem := memText(r); mem != "" && !isActive(r.status) {
+		return join2(m.st.Dim.Render(mem), t)
+	}
+	return t
+}
+
+func (m *Model) restText(r *stepRow) string {
 	s := m.st
 	name := ""
 	if r.def.Name != r.def.ID {
@@ -360,6 +370,7 @@ func (m *Model) rest(r *stepRow) string {
 	if ft := m.fanText(r); ft != "" {
 		name = ft // a fan-out row: its items' progress
 	}
+
 	join := func(a, b string) string {
 		if a == "" {
 			return b
@@ -728,4 +739,27 @@ func sanitize(b []byte) string {
 		}
 		return r
 	}, s)
+}
+
+// memText is a finished attempt's peak memory for its row: "164MiB", with
+// the limit when one was set ("164MiB/256MiB") and "oom" when that ended it.
+func memText(r *stepRow) string {
+	if r.peak <= 0 {
+		return ""
+	}
+	t := exec.FormatSize(r.peak)
+	if r.limit > 0 {
+		t += "/" + exec.FormatSize(r.limit)
+	}
+	if r.cause != "" {
+		t += " " + r.cause
+	}
+	return t
+}
+
+func join2(a, b string) string {
+	if b == "" {
+		return a
+	}
+	return a + "  " + b
 }

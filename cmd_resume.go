@@ -3,9 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/spec"
+	"github.com/faber-run/faber/state"
 )
 
 // ResumeCmd continues a run.
@@ -51,6 +54,13 @@ func (c *ResumeCmd) Run(g *Globals) error {
 // resumeSession continues a run in a new session: for resume, for a parent's
 // sub-plan step whose child run exists, and for recover after its agent.
 func resumeSession(g *Globals, runID string, o run.ResumeOptions, s sessionArgs) error {
+	plan := filepath.Join(state.RunDir(g.StateDir, runID), "plan.snapshot")
+	if o.PlanFile != "" {
+		plan = o.PlanFile
+	}
+	if fi, err := os.Stat(plan); err == nil {
+		tuneGC(fi.Size())
+	}
 	res, err := run.Resume(g.StateDir, runID, storeOptions(g), o)
 	if err != nil {
 		var inv *spec.Invalid

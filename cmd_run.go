@@ -319,6 +319,7 @@ func loadPlan(g *Globals, file string, sets []string) (*spec.Plan, []byte, spec.
 	if err != nil {
 		return nil, nil, opts, withCode(exitUsage, fmt.Errorf("cannot read plan: %w", unwrapPath(err)))
 	}
+	tuneGC(int64(len(data)))
 	plan, err := parsePlan(g, file, data, opts)
 	return plan, data, opts, err
 }

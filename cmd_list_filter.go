@@ -3,10 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
-	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/internal/run"
 )
 
 // listFilter is what 'faber list --status/--plan/--limit' narrows the runs to.
@@ -25,7 +23,7 @@ func newListFilter(c *ListCmd) (listFilter, error) {
 	if len(c.Status) > 0 {
 		var err error
 		// list shows damaged runs too
-		if f.statuses, err = parseStatuses(c.Status, append(runStatuses(), statusDamaged)); err != nil {
+		if f.statuses, err = run.ParseStatuses(c.Status, append(run.RunStatuses(), statusDamaged)); err != nil {
 			return f, err
 		}
 	}
@@ -98,23 +96,4 @@ func (f listFilter) apply(items []listItem) []listItem {
 		}
 	}
 	return res
-}
-
-// runStatuses are every run status, in the README's order.
-func runStatuses() []string {
-	return []string{exec.RunInProgress, exec.RunSuccess, exec.RunFailed, exec.RunRemediationFailed, exec.RunPendingFailed, exec.RunInterrupted}
-}
-
-// parseStatuses checks --status values (kong splits comma lists) against the
-// statuses valid; an unknown one is a usage error that lists them.
-func parseStatuses(vals, valid []string) (map[string]bool, error) {
-	set := map[string]bool{}
-	for _, v := range vals {
-		v = strings.TrimSpace(v)
-		if !slices.Contains(valid, v) {
-			return nil, withCode(exitUsage, fmt.Errorf("--status %q is not a run status; use %s", v, strings.Join(valid, ", ")))
-		}
-		set[v] = true
-	}
-	return set, nil
 }

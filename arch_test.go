@@ -24,6 +24,7 @@ var allowedImports = map[string][]string{
 	"internal/termquiet": {},
 	"internal/tmuxtest":  {},
 	"internal/evtest":    {"exec"},
+	"internal/runtest":   {"exec", "state", "internal/run"},
 	"mcp":                {"exec", "spec", "state", "internal/run", "internal/control"},
 }
 

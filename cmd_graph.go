@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/spec"
 )
 
@@ -79,7 +80,7 @@ func (c *GraphCmd) Run(g *Globals) error {
 }
 
 func buildGraph(p *spec.Plan) graphOut {
-	out := graphOut{Plan: p.Name, File: p.File, Levels: levelIDs(p), Steps: []graphStep{}, Edges: []graphEdge{}, Phases: []graphPhase{}}
+	out := graphOut{Plan: p.Name, File: p.File, Levels: run.LevelIDs(p), Steps: []graphStep{}, Edges: []graphEdge{}, Phases: []graphPhase{}}
 	for i, level := range p.Levels() {
 		for _, s := range level {
 			needs := s.Deps

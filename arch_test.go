@@ -20,10 +20,11 @@ var allowedImports = map[string][]string{
 	"exec":               {"spec", "spec/subst"},
 	"tui":                {"exec"},
 	"internal/control":   {"exec"},
-	"internal/run":       {"exec", "spec", "state", "internal/control"},
+	"internal/run":       {"exec", "spec", "spec/subst", "state", "internal/control"},
 	"internal/termquiet": {},
 	"internal/tmuxtest":  {},
 	"internal/evtest":    {"exec"},
+	"internal/runtest":   {"exec", "state", "internal/run"},
 	"mcp":                {"exec", "spec", "state", "internal/run", "internal/control"},
 }
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/spec"
 )
 
@@ -29,38 +30,6 @@ Examples:
   faber graph plan.yaml --format json | jq '.levels'`
 }
 
-// graphOut is the JSON document of `faber graph --format json`.
-type graphOut struct {
-	Plan   string       `json:"plan"`
-	File   string       `json:"file"`
-	Levels [][]string   `json:"levels"`
-	Steps  []graphStep  `json:"steps"`
-	Edges  []graphEdge  `json:"edges"`
-	End    *graphStep   `json:"end"`
-	Phases []graphPhase `json:"phases"`
-}
-
-type graphStep struct {
-	ID            string   `json:"id"`
-	Name          string   `json:"name"`
-	Phase         string   `json:"phase"`
-	Level         int      `json:"level"`
-	Needs         []string `json:"needs"`
-	NeedsExplicit bool     `json:"needs_explicit"`
-}
-
-// graphEdge is a dependency: To needs From.
-type graphEdge struct {
-	From string `json:"from"`
-	To   string `json:"to"`
-}
-
-type graphPhase struct {
-	Name     string   `json:"name"`
-	Parallel bool     `json:"parallel"`
-	Steps    []string `json:"steps"`
-}
-
 // Run validates the plan and prints its graph.
 func (c *GraphCmd) Run(g *Globals) error {
 	plan, _, _, err := loadPlan(g, c.Plan, c.Set)
@@ -71,38 +40,11 @@ func (c *GraphCmd) Run(g *Globals) error {
 	case "dot":
 		printDot(g.stdout, plan)
 	case "json":
-		return writeJSON(g.stdout, buildGraph(plan))
+		return writeJSON(g.stdout, run.Graph(plan))
 	default:
 		printGraph(g.stdout, plan)
 	}
 	return nil
-}
-
-func buildGraph(p *spec.Plan) graphOut {
-	out := graphOut{Plan: p.Name, File: p.File, Levels: levelIDs(p), Steps: []graphStep{}, Edges: []graphEdge{}, Phases: []graphPhase{}}
-	for i, level := range p.Levels() {
-		for _, s := range level {
-			needs := s.Deps
-			if needs == nil {
-				needs = []string{}
-			}
-			out.Steps = append(out.Steps, graphStep{ID: s.ID, Name: s.Name, Phase: s.Phase, Level: i + 1, Needs: needs, NeedsExplicit: s.NeedsSet})
-			for _, d := range s.Deps {
-				out.Edges = append(out.Edges, graphEdge{From: d, To: s.ID})
-			}
-		}
-	}
-	if p.End != nil {
-		out.End = &graphStep{ID: p.End.ID, Name: p.End.Name, Level: len(out.Levels) + 1, Needs: []string{}}
-	}
-	for _, ph := range p.Phases {
-		ids := make([]string, len(ph.Steps))
-		for i, s := range ph.Steps {
-			ids[i] = s.ID
-		}
-		out.Phases = append(out.Phases, graphPhase{Name: ph.Name, Parallel: ph.Parallel, Steps: ids})
-	}
-	return out
 }
 
 // printGraph writes the levels, each followed by the edges into its steps.

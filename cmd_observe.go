@@ -32,38 +32,25 @@ type ListCmd struct {
 	Limit  int      `name:"limit" placeholder:"N" help:"At most N runs, newest first, after the other filters (child runs come along with their parent)."`
 }
 
-type listItem struct {
-	RunID       string     `json:"run_id"`
-	Plan        string     `json:"plan"`
-	Status      string     `json:"status"`
-	StartedAt   time.Time  `json:"started_at"`
-	FinishedAt  *time.Time `json:"finished_at"`
-	ParentRunID string     `json:"parent_run_id,omitempty"`
-	// Error says why Status is statusDamaged.
-	Error string `json:"error,omitempty"`
-}
-
-// statusDamaged is what list shows for a run whose store (or meta.json or
-// events.jsonl) is damaged: it cannot be continued, whatever its event log
-// last said.
-const statusDamaged = "damaged"
-
 // Run lists the runs, newest first.
 func (c *ListCmd) Run(g *Globals) error {
-	filter, err := newListFilter(c)
+	filter, err := run.NewListFilter(c.Status, c.Plan, c.Limit)
 	if err != nil {
 		return err
 	}
-	items, err := listItems(g.StateDir, filter)
+	items, err := run.List(g.StateDir, filter)
 	if err != nil {
-		return withCode(exitState, err)
+		return err
 	}
-	items = filter.apply(items)
 	if c.JSON {
 		return printJSON(g.stdout, items)
 	}
 	if len(items) == 0 {
-		fmt.Fprintf(g.stdout, "no %sruns in %s\n", filter.matching(), g.StateDir)
+		matching := ""
+		if filter.Statuses != nil || filter.Plan != "" {
+			matching = "matching "
+		}
+		fmt.Fprintf(g.stdout, "no %sruns in %s\n", matching, g.StateDir)
 		return nil
 	}
 	s := tui.NewStyles(useColor(g, g.stdout))
@@ -73,7 +60,7 @@ func (c *ListCmd) Run(g *Globals) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tPLAN\tSTATUS\tSTARTED\tDURATION")
 	// Child runs of sub-plan steps are listed under their parent.
-	children := map[string][]listItem{}
+	children := map[string][]run.ListItem{}
 	known := map[string]bool{}
 	for _, it := range items {
 		known[it.RunID] = true
@@ -83,8 +70,8 @@ func (c *ListCmd) Run(g *Globals) error {
 			children[it.ParentRunID] = append(children[it.ParentRunID], it)
 		}
 	}
-	var row func(it listItem, indent string)
-	row = func(it listItem, indent string) {
+	var row func(it run.ListItem, indent string)
+	row = func(it run.ListItem, indent string) {
 		dur := "-"
 		if it.FinishedAt != nil {
 			dur = it.FinishedAt.Sub(it.StartedAt).Round(time.Millisecond).String()

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	osexec "os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -79,13 +78,13 @@ func (c *RecoverCmd) Run(g *Globals) error {
 		return resume()
 	}
 
-	argv, err := c.agentArgv(plan)
+	argv, err := run.AgentArgv(c.Agent, plan)
 	if err != nil {
 		return err
 	}
 	path, err := osexec.LookPath(argv[0])
 	if err != nil {
-		return withCode(exitUsage, agentNotFound(argv[0], err))
+		return withCode(exitUsage, run.AgentNotFound(argv[0], err))
 	}
 	stateDir := g.StateDir // absolute (Main)
 
@@ -97,7 +96,7 @@ func (c *RecoverCmd) Run(g *Globals) error {
 		subst.Join(argv), len(ps), c.RunID, strings.Join(ids, ", "))
 
 	ctx, _, _, stop := signalContext()
-	cmd := osexec.CommandContext(ctx, path, append(argv[1:], recoverPrompt(c.RunID, stateDir, ps))...)
+	cmd := osexec.CommandContext(ctx, path, append(argv[1:], run.RecoverPrompt(c.RunID, stateDir, ps))...)
 	cmd.Args[0] = argv[0]
 	cmd.Env = append(os.Environ(), "FABER_RUN_ID="+c.RunID, "FABER_STATE_DIR="+stateDir)
 	// stdin stays nil: the agent reads /dev/null and never waits for input.
@@ -147,81 +146,6 @@ func checkOwnable(g *Globals, runID string) (*spec.Plan, error) {
 	defer store.Close()
 	_, _, plan, err := run.LoadOwned(store, runID, g.StateDir)
 	return plan, err
-}
-
-// agentArgv is --agent split into words, else the stored plan's agent:, else
-// claude -p.
-func (c *RecoverCmd) agentArgv(plan *spec.Plan) ([]string, error) {
-	if strings.TrimSpace(c.Agent) != "" {
-		words, err := subst.Words(c.Agent)
-		if err != nil {
-			return nil, withCode(exitUsage, fmt.Errorf("--agent: %w", err))
-		}
-		return words, nil
-	}
-	if len(plan.Agent) > 0 && plan.Agent[0] != "" {
-		return plan.Agent, nil
-	}
-	return []string{"claude", "-p"}, nil
-}
-
-func agentNotFound(name string, err error) error {
-	if !strings.ContainsRune(name, filepath.Separator) && errors.Is(err, osexec.ErrNotFound) {
-		return fmt.Errorf("agent %q not found in PATH: install it or pass --agent", name)
-	}
-	// A path: say what is wrong with it (missing, not executable).
-	for u := errors.Unwrap(err); u != nil; u = errors.Unwrap(u) {
-		err = u
-	}
-	return fmt.Errorf("agent %q cannot be run: %v: fix it or pass --agent", name, err)
-}
-
-// recoverPrompt tells the agent which run to look at, what waits, and the only
-// things it may do about it.
-func recoverPrompt(runID, stateDir string, ps []run.PendingStep) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "You are deciding on failed steps of the faber workflow run %s (state dir %s, also in $FABER_STATE_DIR).\n", runID, stateDir)
-	fmt.Fprintf(&b, "%d step(s) failed and wait as pending_failed for a decision:\n", len(ps))
-	for _, p := range ps {
-		code := "none"
-		if p.ExitCode != nil {
-			code = fmt.Sprint(*p.ExitCode)
-		}
-		fmt.Fprintf(&b, "\n- step %s (attempt %d, exit code %s): %s\n", p.StepID, p.Attempt, code, clip(run.FirstLine(p.Error), 300))
-		if p.Hint != "" {
-			fmt.Fprintf(&b, "  hint: %s\n", p.Hint)
-		}
-		tail := p.StderrTail
-		if len(tail) > 10 {
-			tail = tail[len(tail)-10:]
-		}
-		if len(tail) > 0 {
-			b.WriteString("  last stderr lines:\n")
-		}
-		for _, l := range tail {
-			fmt.Fprintf(&b, "    | %s\n", clip(l, 300))
-		}
-	}
-	fmt.Fprintf(&b, `
-For each step, decide:
-- retry if the failure looks transient (connection refused or reset, timeouts, rate limits, preemption, a service that was unavailable, I/O errors);
-- fail if it would happen again unchanged (syntax, import or type errors, a missing file or command, permission denied, bad configuration or arguments), or if you are unsure.
-
-How:
-- With the faber MCP tools (server: faber mcp): list_pending_failed_jobs and get_step_logs to read more, then classify_and_resolve_failures with run_id %[1]q and one {step_id, action, reason} per step.
-- Or on the command line: faber pending %[1]s, faber logs %[1]s STEP --stderr, then for each step
-  faber classify %[1]s STEP --retry --reason "why"   or   faber classify %[1]s STEP --fail --reason "why"
-
-Give each decision a short, specific reason. Do nothing else: do not edit files, do not run the steps yourself, do not run faber resume or reset. faber resumes the run when you exit.
-`, runID)
-	return b.String()
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + " …"
 }
 
 // prefixWriter writes whole lines, each with a prefix; it is safe for the

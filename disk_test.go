@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/state"
 )
 
@@ -103,7 +104,7 @@ steps:
 	// Not a byte left: the commands that only read still work.
 	filler2 := fillDisk(t, mnt, "filler2", 0)
 	out, stderr, code := faber("list", "--json")
-	var runs []listItem
+	var runs []run.ListItem
 	if code != 0 || json.Unmarshal([]byte(out), &runs) != nil || len(runs) != 1 || runs[0].Status != "interrupted" {
 		t.Fatalf("list on a full disk: exit %d, %s %s", code, out, stderr)
 	}

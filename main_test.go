@@ -21,6 +21,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/internal/termquiet"
 	"github.com/faber-run/faber/state"
 )
@@ -132,7 +133,7 @@ func cmdBackdate(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 2 || neg {
 		ts.Fatalf("usage: backdate RUN AGE")
 	}
-	d, err := parseAge(args[1])
+	d, err := run.ParseAge(args[1])
 	if err != nil {
 		ts.Fatalf("backdate: %v", err)
 	}

@@ -353,7 +353,7 @@ if [[ -n $LIST ]]; then
 	R=$WORK/results/list
 	mkdir -p "$R"
 	LISTST=$WORK/disk/list
-	# BenchmarkList (list_bench_test.go) makes the runs: copies of one real
+	# BenchmarkList (list_bench_test.go, internal/runtest) makes the runs: copies of one real
 	# run, each with its own meta.json and summary, started a minute apart.
 	(cd "$REPO" && BENCH_LIST_N=$LIST BENCH_LIST_DIR=$LISTST go test -run '^$' -bench '^BenchmarkList$' -benchtime 1x . >"$WORK/listbench.txt" 2>&1) || {
 		say "building the runs for list failed:"

@@ -3,8 +3,9 @@
 // from its event log, its status and pending steps, taking ownership of a run
 // that is not active, recording changes to it (classify, reset), following a
 // run another process owns (its event log and its running steps' log files:
-// attach, events --follow), and the typed errors that main maps to exit
-// codes.
+// attach, events --follow), listing runs, choosing the runs to prune, what a
+// run would do (a dry run) and a plan's graph, recover's agent and prompt,
+// and the typed errors that main maps to exit codes.
 package run
 
 import (

@@ -1,22 +1,122 @@
-package main
+package run
 
 import (
 	"container/heap"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/faber-run/faber/exec"
-	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/state"
 )
+
+// ListItem is one run as faber list shows it.
+type ListItem struct {
+	RunID       string     `json:"run_id"`
+	Plan        string     `json:"plan"`
+	Status      string     `json:"status"`
+	StartedAt   time.Time  `json:"started_at"`
+	FinishedAt  *time.Time `json:"finished_at"`
+	ParentRunID string     `json:"parent_run_id,omitempty"`
+	// Error says why Status is StatusDamaged.
+	Error string `json:"error,omitempty"`
+}
+
+// StatusDamaged is what list shows for a run whose store (or meta.json or
+// events.jsonl) is damaged: it cannot be continued, whatever its event log
+// last said.
+const StatusDamaged = "damaged"
+
+// ListFilter is what 'faber list --status/--plan/--limit' narrows the runs to.
+type ListFilter struct {
+	Statuses map[string]bool // nil: any status
+	Plan     string          // "": any plan
+	Limit    int             // 0: no limit
+}
+
+// NewListFilter checks the flags of 'faber list': --status, --plan and --limit.
+func NewListFilter(statuses []string, plan string, limit int) (ListFilter, error) {
+	f := ListFilter{Plan: plan, Limit: limit}
+	if limit < 0 {
+		return f, usage(fmt.Errorf("--limit %d: N must be 1 or more (0, the default, lists every run)", limit))
+	}
+	if len(statuses) > 0 {
+		var err error
+		// list shows damaged runs too
+		if f.Statuses, err = ParseStatuses(statuses, append(RunStatuses(), StatusDamaged)); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// match says whether a run passes --status and --plan.
+func (f ListFilter) match(it ListItem) bool {
+	return (f.Statuses == nil || f.Statuses[it.Status]) && (f.Plan == "" || it.Plan == f.Plan)
+}
+
+// Apply keeps the runs (newest first) that match every filter, each run
+// judged on its own: a child run has its own plan and status. Then --limit
+// keeps the first N runs that are shown at the top level — those whose
+// parent run is not in the result — each with its child runs in the result,
+// which do not count: the same runs 'faber list' shows as N trees.
+func (f ListFilter) Apply(items []ListItem) []ListItem {
+	out := []ListItem{} // never nil: --json prints [] for no runs
+	for _, it := range items {
+		if f.match(it) {
+			out = append(out, it)
+		}
+	}
+	if f.Limit <= 0 {
+		return out
+	}
+	in := map[string]bool{}
+	for _, it := range out {
+		in[it.RunID] = true
+	}
+	parent := map[string]string{}
+	for _, it := range out {
+		if it.ParentRunID != "" && in[it.ParentRunID] {
+			parent[it.RunID] = it.ParentRunID
+		}
+	}
+	// top follows parents up; a cycle (hand-edited metadata) ends it.
+	top := func(id string) (string, error) {
+		for range len(out) + 1 {
+			p, ok := parent[id]
+			if !ok {
+				return id, nil
+			}
+			id = p
+		}
+		return "", errors.New("cycle")
+	}
+	kept := map[string]bool{}
+	n := 0
+	for _, it := range out {
+		if _, ok := parent[it.RunID]; !ok {
+			if n < f.Limit {
+				kept[it.RunID] = true
+			}
+			n++
+		}
+	}
+	res := out[:0]
+	for _, it := range out {
+		if t, err := top(it.RunID); err == nil && kept[t] {
+			res = append(res, it)
+		}
+	}
+	return res
+}
 
 // listed is one run as 'faber list' shows it, with what it is sorted by.
 type listed struct {
 	meta state.Meta
-	item listItem
+	item ListItem
 }
 
 // listRun reads one run for 'faber list'. A run whose last owner closed it
@@ -29,14 +129,14 @@ func listRun(stateDir, runID string) (l listed, ok bool) {
 	if !ok {
 		return l, false
 	}
-	it := listItem{RunID: m.RunID, Plan: m.Plan, Status: exec.RunInProgress, StartedAt: m.StartedAt, ParentRunID: m.ParentRunID}
+	it := ListItem{RunID: m.RunID, Plan: m.Plan, Status: exec.RunInProgress, StartedAt: m.StartedAt, ParentRunID: m.ParentRunID}
 	// A summary in progress was left by an owner that stopped before the
 	// run ended: whether it is interrupted depends on the owner now.
 	if sum != nil && sum.Status != exec.RunInProgress {
 		it.Status, it.FinishedAt = sum.Status, sum.FinishedAt
 		return listed{m, it}, true
 	}
-	v, _, de, err := run.Load(stateDir, m.RunID)
+	v, _, de, err := Load(stateDir, m.RunID)
 	if err == nil {
 		it.Status = v.Run.Status
 		it.FinishedAt = v.Run.FinishedAt
@@ -48,27 +148,37 @@ func listRun(stateDir, runID string) (l listed, ok bool) {
 		errors.As(err, &de)
 	}
 	if de != nil {
-		it.Status, it.Error = statusDamaged, de.Error()
+		it.Status, it.Error = StatusDamaged, de.Error()
 	}
 	return listed{m, it}, true
+}
+
+// List returns the runs of stateDir that 'faber list' shows, newest first:
+// those that pass the filter f.
+func List(stateDir string, f ListFilter) ([]ListItem, error) {
+	items, err := listItems(stateDir, f)
+	if err != nil {
+		return nil, stateProblem(err)
+	}
+	return f.Apply(items), nil
 }
 
 // listItems returns the runs of stateDir that 'faber list' shows before its
 // filters, newest first: every run, or with --limit only those that can be
 // among the first N (see newestRuns).
-func listItems(stateDir string, f listFilter) ([]listItem, error) {
+func listItems(stateDir string, f ListFilter) ([]ListItem, error) {
 	ids, err := state.RunIDs(stateDir)
 	if err != nil {
 		return nil, err
 	}
 	var runs []listed
-	if f.limit > 0 {
+	if f.Limit > 0 {
 		runs = newestRuns(stateDir, ids, f)
 	} else {
 		runs = readRuns(stateDir, ids)
 	}
 	slices.SortFunc(runs, func(a, b listed) int { return state.NewestFirst(a.meta, b.meta) })
-	items := make([]listItem, len(runs))
+	items := make([]ListItem, len(runs))
 	for i, r := range runs {
 		items[i] = r.item
 	}
@@ -95,10 +205,10 @@ func readRuns(stateDir string, ids []string) []listed {
 // a bound on their start (state.StartBound, a stat each), until N top-level
 // runs that pass the filters started after every run not yet read could
 // have; plus the ancestors of every run read, which decide whether a run is
-// top-level (filter.apply). A child run starts after its parent, so the
-// children of a run kept are among the runs read. Given to filter.apply,
+// top-level (ListFilter.Apply). A child run starts after its parent, so the
+// children of a run kept are among the runs read. Given to ListFilter.Apply,
 // these runs give what all of them would.
-func newestRuns(stateDir string, ids []string, f listFilter) []listed {
+func newestRuns(stateDir string, ids []string, f ListFilter) []listed {
 	type cand struct {
 		id    string
 		bound time.Time
@@ -156,7 +266,7 @@ func newestRuns(stateDir string, ids []string, f listFilter) []listed {
 			heap.Pop(tops)
 			counted++
 		}
-		if counted >= f.limit {
+		if counted >= f.Limit {
 			break
 		}
 	}

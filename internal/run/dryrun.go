@@ -1,0 +1,367 @@
+package run
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/spec"
+	"github.com/faber-run/faber/spec/subst"
+)
+
+// Placeholders for the built-ins known only while a run runs: the variable's
+// name in angle brackets.
+const (
+	PhRunID      = "<run_id>"
+	PhAttempt    = "<attempt>"
+	PhError      = "<error>"
+	PhExitCode   = "<exit_code>"
+	PhStdoutFile = "<stdout_file>"
+	PhStderrFile = "<stderr_file>"
+)
+
+// Kinds of a dry-run step's command beyond exec.KindScript and the
+// spec.Kind* of a /command.
+const KindPlan = "plan"
+
+// DryPlan is the JSON document of `faber run --dry-run --ui json`. Fields
+// may be added (a field per step saying whether it would be cached, for one);
+// existing ones keep their meaning.
+type DryPlan struct {
+	Plan   string     `json:"plan"`
+	File   string     `json:"file"`
+	Jobs   int        `json:"jobs"`
+	Levels [][]string `json:"levels"`
+	Steps  []*DryStep `json:"steps"`
+}
+
+// DryStep is one step as a run would start it.
+type DryStep struct {
+	ID            string   `json:"id"`
+	Name          string   `json:"name"`
+	Phase         string   `json:"phase"`
+	Level         int      `json:"level"` // from 1; the end step: the last level + 1
+	End           bool     `json:"end"`
+	Needs         []string `json:"needs"`
+	NeedsExplicit bool     `json:"needs_explicit"`
+	// Kind is script, commands, file, agent, program (a /command's
+	// resolution, SPEC §4.1) or plan (a sub-plan step).
+	Kind string `json:"kind"`
+	// Command is the run: line with values substituted in place, for
+	// reading; Argv is what is executed (for a script, the shell with -c and
+	// the script as the runner renders it, reading values from SubEnv).
+	Command     string            `json:"command"`
+	Argv        []string          `json:"argv"`
+	SubEnv      []string          `json:"sub_env"`
+	PlanFile    string            `json:"plan_file,omitempty"`
+	PlanContext map[string]string `json:"plan_context,omitempty"`
+	Shell       string            `json:"shell,omitempty"`
+	Dir         string            `json:"dir"`
+	Timeout     *string           `json:"timeout"`
+	Executor    string            `json:"executor"`
+	// SrunPrefix is the srun command line (up to --) for executor: slurm.
+	SrunPrefix     []string     `json:"-"`
+	FailureHandler *DryHandler  `json:"failure_handler"`
+	OnFailure      DryOnFailure `json:"on_failure"`
+	// Cache is, for a step with inputs, what the cache would do.
+	Cache *DryCache `json:"cache,omitempty"`
+}
+
+// DryHandler is a step's failure_handler with its rules.
+type DryHandler struct {
+	Name  string     `json:"name"`
+	Rules []*DryRule `json:"rules"`
+}
+
+// DryRule is one exit-code rule, its recovery script substituted.
+type DryRule struct {
+	ExitCodes      []int  `json:"exit_codes"`
+	MatchAll       bool   `json:"match_all_exit_codes"`
+	StderrMatches  string `json:"stderr_matches,omitempty"`
+	MaxRetries     int    `json:"max_retries"`
+	Delay          string `json:"delay,omitempty"`
+	Backoff        string `json:"backoff"`
+	MaxDelay       string `json:"max_delay,omitempty"`
+	RecoveryScript string `json:"recovery_script,omitempty"`
+}
+
+// DryOnFailure is a step's on_failure, a /command resolved.
+type DryOnFailure struct {
+	Kind     string `json:"kind"` // stop, continue, retry, command, structured
+	Explicit bool   `json:"explicit"`
+	// Invalid is the value that was treated as stop (with a warning).
+	Invalid        string `json:"invalid,omitempty"`
+	MaxRetries     *int   `json:"max_retries,omitempty"`
+	RetryOnSuccess *bool  `json:"retry_on_success,omitempty"`
+	// Command is the handler line substituted; Resolved how it resolved
+	// (commands, file, agent, program); Argv the resolved argv and
+	// HandlerCommand it shell-quoted, as step_handler_invoked records it.
+	Command        string   `json:"command,omitempty"`
+	Resolved       string   `json:"resolved,omitempty"`
+	Argv           []string `json:"argv,omitempty"`
+	HandlerCommand string   `json:"handler_command,omitempty"`
+	Timeout        string   `json:"timeout,omitempty"`
+}
+
+// DryRun describes what `faber run` would do with a validated plan, and
+// runs and writes nothing: every step, level by level, the end step last,
+// with its command and handlers resolved by the runner's own functions
+// (exec.StepVars, exec.StepArgv, spec.ResolveCommand, ...) with placeholders
+// for the built-ins that only a run knows, and for a step with inputs what
+// the cache would do (noCache and force as run's --no-cache and --force).
+// A plan the runner could not start is a usage error.
+func DryRun(stateDir string, p *spec.Plan, jobs int, noCache bool, force []string) (*DryPlan, error) {
+	dp, err := buildDry(p, jobs)
+	if err != nil {
+		return nil, usage(err)
+	}
+	dryCacheOf(stateDir, p, dp, noCache, force)
+	return dp, nil
+}
+
+// buildDry describes every step of a validated plan, level by level, the
+// end step last.
+func buildDry(p *spec.Plan, jobs int) (*DryPlan, error) {
+	dp := &DryPlan{Plan: p.Name, File: p.File, Jobs: exec.Jobs(jobs, p), Levels: LevelIDs(p), Steps: []*DryStep{}}
+	for i, level := range p.Levels() {
+		for _, s := range level {
+			ds, err := buildDryStep(p, s)
+			if err != nil {
+				return nil, err
+			}
+			ds.Level = i + 1
+			dp.Steps = append(dp.Steps, ds)
+		}
+	}
+	if p.End != nil {
+		ds, err := buildDryStep(p, p.End)
+		if err != nil {
+			return nil, err
+		}
+		ds.Level, ds.End = len(dp.Levels)+1, true
+		dp.Steps = append(dp.Steps, ds)
+	}
+	return dp, nil
+}
+
+func buildDryStep(p *spec.Plan, s *spec.Step) (*DryStep, error) {
+	ds := &DryStep{ID: s.ID, Name: s.Name, Phase: s.Phase, Needs: s.Deps, NeedsExplicit: s.NeedsSet, Executor: "local", SubEnv: []string{}}
+	if ds.Needs == nil {
+		ds.Needs = []string{}
+	}
+	vars := exec.StepVars(p, s, PhRunID, PhAttempt, nil)
+	ds.Dir = exec.WorkDir(p, s, vars)
+	if s.Timeout > 0 {
+		t := ShortDur(s.Timeout)
+		ds.Timeout = &t
+	}
+	if s.PlanPath != "" {
+		ds.Kind, ds.PlanFile, ds.Command = KindPlan, s.PlanPath, s.Plan
+		sets, err := exec.ChildSets(s, vars)
+		if err != nil {
+			return nil, err
+		}
+		if len(sets) > 0 {
+			ds.PlanContext = map[string]string{}
+			for i := 1; i < len(sets); i += 2 {
+				k, v, _ := strings.Cut(sets[i], "=")
+				ds.PlanContext[k] = v
+			}
+		}
+	} else {
+		argv, env, kind, err := exec.StepArgv(p, s, vars)
+		if err != nil {
+			return nil, err
+		}
+		ds.Kind, ds.Argv = kind, argv
+		if env != nil {
+			ds.SubEnv = env
+		}
+		if kind == exec.KindScript {
+			ds.Shell = p.ShellFor(s)
+		}
+		// The line as a reader would write it with the values in place;
+		// Argv and SubEnv say exactly how the values are passed.
+		ds.Command, err = subst.Expand(strings.TrimRight(s.Run, "\n"), vars)
+		if err != nil {
+			return nil, fmt.Errorf("step %q: %w", s.ID, err)
+		}
+		if s.Executor == "slurm" {
+			ds.Executor = "slurm"
+			// The job name of attempt <attempt>, in the runner's format.
+			name := strings.TrimSuffix(exec.SlurmJobName(PhRunID, s.ID, 0), "0") + PhAttempt
+			dir := ds.Dir
+			if abs, err := filepath.Abs(dir); err == nil {
+				dir = abs
+			}
+			ds.SrunPrefix = exec.SlurmArgv(name, dir, s, nil)
+			ds.Argv = exec.SlurmArgv(name, dir, s, argv)
+		}
+	}
+	hvars := exec.StepVars(p, s, PhRunID, PhAttempt, &exec.FailValues{
+		Error: PhError, ExitCode: PhExitCode, StdoutFile: PhStdoutFile, StderrFile: PhStderrFile})
+	if fh := p.FailureHandlers[s.FailureHandler]; fh != nil {
+		dh := &DryHandler{Name: fh.Name}
+		for _, r := range fh.Rules {
+			dr := &DryRule{ExitCodes: r.ExitCodes, MatchAll: r.MatchAll, MaxRetries: r.MaxRetries, Backoff: r.Backoff}
+			if dr.ExitCodes == nil {
+				dr.ExitCodes = []int{}
+			}
+			if dr.Backoff == "" {
+				dr.Backoff = spec.BackoffFixed
+			}
+			if r.StderrMatches != nil {
+				dr.StderrMatches = r.StderrMatches.String()
+			}
+			if r.Delay > 0 {
+				dr.Delay = ShortDur(r.Delay)
+			}
+			if r.MaxDelay > 0 {
+				dr.MaxDelay = ShortDur(r.MaxDelay)
+			}
+			if r.RecoveryScript != "" {
+				// Rendered as the runner renders it, so that a script it
+				// could not run fails here too.
+				if _, _, err := exec.ScriptArgv(p, s, r.RecoveryScript, hvars); err != nil {
+					return nil, fmt.Errorf("step %q: failure_handler %s: recovery_script: %w", s.ID, fh.Name, err)
+				}
+				dr.RecoveryScript, _ = subst.Expand(strings.TrimRight(r.RecoveryScript, "\n"), hvars)
+			}
+			dh.Rules = append(dh.Rules, dr)
+		}
+		ds.FailureHandler = dh
+	}
+	of := s.OnFailure
+	ds.OnFailure = DryOnFailure{Kind: of.Kind, Explicit: of.Explicit, Invalid: of.Invalid}
+	switch of.Kind {
+	case spec.OnRetry:
+		n := of.MaxRetries
+		ds.OnFailure.MaxRetries = &n
+	case spec.OnCommand, spec.OnStructured:
+		var args []spec.Arg
+		if of.Kind == spec.OnStructured {
+			args = of.Args
+		}
+		argv, kind, err := p.ResolveCommand(of.Command, args, hvars)
+		if err != nil {
+			return nil, fmt.Errorf("step %q: on_failure: %w", s.ID, err)
+		}
+		n, ros := of.MaxRetries, of.RetryOnSuccess
+		ds.OnFailure.MaxRetries, ds.OnFailure.RetryOnSuccess = &n, &ros
+		ds.OnFailure.Command, _ = subst.Expand(of.Command, hvars)
+		ds.OnFailure.Resolved, ds.OnFailure.Argv = kind, argv
+		ds.OnFailure.HandlerCommand = subst.Join(argv)
+		ds.OnFailure.Timeout = ShortDur(exec.HandlerTimeout(p, s))
+	}
+	return ds, nil
+}
+
+// LevelIDs is p.Levels() as step ids.
+func LevelIDs(p *spec.Plan) [][]string {
+	levels := p.Levels()
+	out := make([][]string, len(levels))
+	for i, l := range levels {
+		out[i] = make([]string, len(l))
+		for j, s := range l {
+			out[i][j] = s.ID
+		}
+	}
+	return out
+}
+
+// ShortDur formats a duration as a plan would write it: 10m, 1h30m, 90s as 1m30s.
+func ShortDur(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+// DryCache is what a run would do with a step that declares inputs: skip
+// it (cached) or run it, and why. A dry run reads the cache and hashes the
+// inputs, but runs no cache_key command: it takes their output to be what
+// the entry recorded, and says so.
+type DryCache struct {
+	Cached  bool   `json:"cached"`
+	Reason  string `json:"reason"`
+	FromRun string `json:"from_run,omitempty"`
+	Attempt int    `json:"from_attempt,omitempty"`
+	Key     string `json:"key,omitempty"`
+	// KeyCmdsAssumed: the step has cache_key commands, which a dry run
+	// does not run; their output was assumed unchanged.
+	KeyCmdsAssumed bool `json:"key_cmds_assumed,omitempty"`
+}
+
+// dryCacheOf decides each step's dry-run cache line, in run order: a step's
+// key needs its upstream's, which are what a run would give them (the
+// cached key, or the key of a step that would run and succeed).
+func dryCacheOf(stateDir string, p *spec.Plan, dp *DryPlan, noCache bool, force []string) {
+	store := Cache{StateDir: stateDir}
+	keys := map[string]string{}
+	forced := map[string]bool{}
+	for _, id := range force {
+		forced[id] = true
+	}
+	for _, ds := range dp.Steps {
+		if ds.End {
+			continue
+		}
+		s := p.Step(ds.ID)
+		if s == nil {
+			continue
+		}
+		if s.Join && s.FanOut != nil {
+			items := make([]string, len(s.FanOut.ItemIDs))
+			for i, id := range s.FanOut.ItemIDs {
+				items[i] = keys[id]
+			}
+			keys[s.ID] = exec.JoinKey(items)
+			continue
+		}
+		keys[s.ID] = "def:" + exec.StepHash(p, s)
+		if !s.Cache.Enabled() || s.PlanPath != "" {
+			continue
+		}
+		needs := map[string]string{}
+		for _, d := range s.Deps {
+			needs[d] = keys[d]
+		}
+		e, _ := store.Get(p.Name, s.ID)
+		keyOut := ""
+		c := &DryCache{}
+		if len(s.Cache.KeyCmds) > 0 {
+			c.KeyCmdsAssumed = true
+			if e != nil {
+				keyOut = e.KeyOut
+			}
+		}
+		ds.Cache = c
+		pr, err := exec.ProbeCache(p, s, needs, keyOut)
+		if err != nil {
+			c.Reason = "cannot compute the key: " + err.Error()
+			continue
+		}
+		c.Key = pr.Key
+		keys[s.ID] = pr.Key
+		switch {
+		case noCache:
+			c.Reason = "cache not read (--no-cache)"
+		case forced[s.ID] || forced[s.FanOutOf]:
+			c.Reason = "forced (--force)"
+		default:
+			c.Reason = exec.KeyMiss(e, pr)
+			if c.Reason == "" {
+				c.Reason = exec.OutputsMiss(p, s, e)
+			}
+		}
+		if c.Reason == "" {
+			c.Cached, c.FromRun, c.Attempt = true, e.RunID, e.Attempt
+		}
+	}
+}

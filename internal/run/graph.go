@@ -1,0 +1,66 @@
+package run
+
+import "github.com/faber-run/faber/spec"
+
+// GraphOut is the JSON document of `faber graph --format json`.
+type GraphOut struct {
+	Plan   string       `json:"plan"`
+	File   string       `json:"file"`
+	Levels [][]string   `json:"levels"`
+	Steps  []GraphStep  `json:"steps"`
+	Edges  []GraphEdge  `json:"edges"`
+	End    *GraphStep   `json:"end"`
+	Phases []GraphPhase `json:"phases"`
+}
+
+// GraphStep is one step of the graph.
+type GraphStep struct {
+	ID            string   `json:"id"`
+	Name          string   `json:"name"`
+	Phase         string   `json:"phase"`
+	Level         int      `json:"level"`
+	Needs         []string `json:"needs"`
+	NeedsExplicit bool     `json:"needs_explicit"`
+}
+
+// GraphEdge is a dependency: To needs From.
+type GraphEdge struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// GraphPhase is one phase of the plan with its steps.
+type GraphPhase struct {
+	Name     string   `json:"name"`
+	Parallel bool     `json:"parallel"`
+	Steps    []string `json:"steps"`
+}
+
+// Graph is a validated plan's dependency graph: the steps level by level,
+// each with the steps it needs, the end step, and the phases.
+func Graph(p *spec.Plan) GraphOut {
+	out := GraphOut{Plan: p.Name, File: p.File, Levels: LevelIDs(p), Steps: []GraphStep{}, Edges: []GraphEdge{}, Phases: []GraphPhase{}}
+	for i, level := range p.Levels() {
+		for _, s := range level {
+			needs := s.Deps
+			if needs == nil {
+				needs = []string{}
+			}
+			out.Steps = append(out.Steps, GraphStep{ID: s.ID, Name: s.Name, Phase: s.Phase, Level: i + 1, Needs: needs, NeedsExplicit: s.NeedsSet})
+			for _, d := range s.Deps {
+				out.Edges = append(out.Edges, GraphEdge{From: d, To: s.ID})
+			}
+		}
+	}
+	if p.End != nil {
+		out.End = &GraphStep{ID: p.End.ID, Name: p.End.Name, Level: len(out.Levels) + 1, Needs: []string{}}
+	}
+	for _, ph := range p.Phases {
+		ids := make([]string, len(ph.Steps))
+		for i, s := range ph.Steps {
+			ids[i] = s.ID
+		}
+		out.Phases = append(out.Phases, GraphPhase{Name: ph.Name, Parallel: ph.Parallel, Steps: ids})
+	}
+	return out
+}

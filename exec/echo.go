@@ -31,7 +31,7 @@ type echoStream struct {
 	name, path string
 	f          *os.File
 	off        int64
-	lines      lineSplitter
+	lines      LineSplitter
 	skipped    int64
 	said       bool
 }
@@ -61,7 +61,7 @@ func (e *fileEcho) readStream(s *echoStream, final bool) {
 		// More than the echo can show: skip to the last part, from a line
 		// start, and say so once.
 		skip := size - echoBudget/2
-		s.lines.reset()
+		s.lines.Reset()
 		if e.buf == nil {
 			e.buf = make([]byte, echoChunk)
 		}
@@ -84,25 +84,26 @@ func (e *fileEcho) readStream(s *echoStream, final bool) {
 		n, err := s.f.ReadAt(e.buf[:min(int64(len(e.buf)), size-s.off)], s.off)
 		if n > 0 {
 			s.off += int64(n)
-			s.lines.write(e.buf[:n], func(l []byte) { e.onLine(s.name, l) })
+			s.lines.Write(e.buf[:n], func(l []byte) { e.onLine(s.name, l) })
 		}
 		if err != nil || n == 0 {
 			break
 		}
 	}
 	if final {
-		s.lines.flush(func(l []byte) { e.onLine(s.name, l) })
+		s.lines.Flush(func(l []byte) { e.onLine(s.name, l) })
 	}
 }
 
-// lineSplitter cuts a byte stream into lines (without "\n" or "\r\n"); a
+// LineSplitter cuts a byte stream into lines, as the runner and every
+// follower of a log hand them on (without "\n" or "\r\n"); a
 // line longer than 64 KiB is handed on in pieces. Each line is a copy.
-type lineSplitter struct {
+type LineSplitter struct {
 	partial []byte
 	split   bool // the current line was handed on in pieces already
 }
 
-func (l *lineSplitter) write(chunk []byte, emit func([]byte)) {
+func (l *LineSplitter) Write(chunk []byte, emit func([]byte)) {
 	for {
 		i := bytes.IndexByte(chunk, '\n')
 		if i < 0 {
@@ -128,11 +129,11 @@ func (l *lineSplitter) write(chunk []byte, emit func([]byte)) {
 }
 
 // flush hands on a last line that has no newline.
-func (l *lineSplitter) flush(emit func([]byte)) {
+func (l *LineSplitter) Flush(emit func([]byte)) {
 	if len(l.partial) > 0 {
 		emit(l.partial)
 	}
 	l.partial, l.split = nil, false
 }
 
-func (l *lineSplitter) reset() { l.partial, l.split = nil, false }
+func (l *LineSplitter) Reset() { l.partial, l.split = nil, false }

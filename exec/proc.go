@@ -486,7 +486,7 @@ func readResult(path string) (status, message string) {
 func pump(r io.Reader, w io.Writer, stream string, onLine func(string, []byte), tail *tailBuf, onErr func(error)) (werr error) {
 	// Most steps write little: the buffer grows only when reads fill it.
 	buf := make([]byte, 2<<10)
-	var lines lineSplitter
+	var lines LineSplitter
 	emit := func(l []byte) { onLine(stream, l) }
 	for {
 		n, err := r.Read(buf)
@@ -501,7 +501,7 @@ func pump(r io.Reader, w io.Writer, stream string, onLine func(string, []byte), 
 				tail.Write(chunk)
 			}
 			if onLine != nil {
-				lines.write(chunk, emit)
+				lines.Write(chunk, emit)
 			}
 		}
 		if err != nil {
@@ -512,7 +512,7 @@ func pump(r io.Reader, w io.Writer, stream string, onLine func(string, []byte), 
 		}
 	}
 	if onLine != nil {
-		lines.flush(emit)
+		lines.Flush(emit)
 	}
 	return werr
 }

@@ -25,9 +25,6 @@ const (
 	// followReadMax bounds what one poll reads of one log file, so that a
 	// step writing fast cannot hold up the view; the rest comes next poll.
 	followReadMax = 1 << 20
-	// followLongLine is the length past which a line without its end is
-	// handed on in pieces (as the runner does).
-	followLongLine = 64 << 10
 )
 
 // Logged is one event of a run's event log: parsed, and as stored.
@@ -320,11 +317,10 @@ type logTail struct {
 	context            bool // start with the last followContext lines, not the whole file
 	runID, step        string
 
-	f       *os.File
-	off     int64
-	partial []byte
-	split   bool // the current line was handed on in pieces already
-	done    bool
+	f     *os.File
+	off   int64
+	split exec.LineSplitter
+	done  bool
 }
 
 // read hands on the complete lines written since the last read, at most
@@ -353,15 +349,14 @@ func (t *logTail) read(emit func([]byte), final bool) {
 		if n > 0 {
 			t.off += int64(n)
 			got += n
-			t.lines(buf[:n], emit)
+			t.split.Write(buf[:n], emit)
 		}
 		if err != nil || n == 0 {
 			break
 		}
 	}
-	if final && len(t.partial) > 0 {
-		emit(bytes.Clone(t.partial))
-		t.partial = nil
+	if final {
+		t.split.Flush(emit)
 	}
 }
 
@@ -382,7 +377,8 @@ func (t *logTail) catchUp(emit func([]byte)) {
 	buf = buf[:n]
 	t.off = start + int64(n)
 	end := bytes.LastIndexByte(buf, '\n')
-	t.partial = append([]byte(nil), buf[end+1:]...)
+	t.split.Reset()
+	t.split.Write(buf[end+1:], emit) // a line without its end yet
 	buf = buf[:end+1]
 	skipped := false
 	if start > 0 {
@@ -414,32 +410,6 @@ func (t *logTail) logsCommand() string {
 		parts = append(parts, "--stderr")
 	}
 	return strings.Join(parts, " ")
-}
-
-// lines splits a chunk into lines as the runner does: without their end
-// (nor a \r before it), a very long line in pieces.
-func (t *logTail) lines(chunk []byte, emit func([]byte)) {
-	for {
-		i := bytes.IndexByte(chunk, '\n')
-		if i < 0 {
-			t.partial = append(t.partial, chunk...)
-			if len(t.partial) > followLongLine {
-				emit(t.partial)
-				t.partial, t.split = nil, true
-			}
-			return
-		}
-		line := chunk[:i]
-		if len(t.partial) > 0 {
-			line = append(t.partial, line...)
-			t.partial = nil
-		}
-		if !t.split || len(line) > 0 {
-			emit(bytes.Clone(bytes.TrimSuffix(line, []byte("\r"))))
-		}
-		t.split = false
-		chunk = chunk[i+1:]
-	}
 }
 
 func (t *logTail) close() {

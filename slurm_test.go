@@ -125,7 +125,9 @@ func normalizeStatus(v any) any {
 		sort.Strings(keys)
 		for _, k := range keys {
 			switch k {
-			case "run_id", "started_at", "finished_at", "duration_ms", "handler_invoked_at":
+			case "run_id", "started_at", "finished_at", "duration_ms", "handler_invoked_at", "resources":
+				// resources: what each attempt used differs from run to run
+				// (and srun's own usage is not the step's).
 				x[k] = fmt.Sprintf("<%T>", x[k])
 			default:
 				x[k] = normalizeStatus(x[k])

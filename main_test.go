@@ -582,6 +582,10 @@ func cmdSeqCheck(ts *testscript.TestScript, neg bool, args []string) {
 // scripts (FABER_SLURM=1 and sinfo answers; see scripts/slurm-cluster.sh).
 func scriptCondition(cond string) (bool, error) {
 	switch cond {
+	case "race":
+		// fabertest is this test binary: under the race detector its memory
+		// is several times larger, so memory limits sized for it do not fit.
+		return raceEnabled, nil
 	case "cgroup":
 		// An attempt can get a memory limit here (a cgroup faber makes).
 		return exec.CgroupProbe() == nil, nil

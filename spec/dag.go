@@ -43,7 +43,7 @@ func (b *builder) resolveDeps() {
 
 // needs resolves a step's explicit needs into Deps (plan order, no repeats).
 func (b *builder) needs(s *Step, ids map[string]*Step) []string {
-	ext := b.stepExtra[s]
+	ext := s.src.extra
 	var deps []*Step
 	seen := map[string]bool{}
 	items := make([]str, 0, len(s.Needs))
@@ -236,7 +236,7 @@ func (b *builder) reportCycle(cycle []int) {
 	names = append(names, names[0])
 	s := b.plan.Steps[cycle[first]]
 	pos := s.Pos
-	if ext := b.stepExtra[s]; ext != nil && ext.Needs.Set {
+	if ext := s.extraSrc(); ext != nil && ext.Needs.Set {
 		pos = ext.Needs.Pos
 	}
 	b.errorf(pos, "step %q: %s", s.ID, "cycle: "+strings.Join(names, " -> "))

@@ -184,6 +184,27 @@ type Step struct {
 	// Cache holds inputs:, outputs:, cache_key: and cache: (spec/cache.go);
 	// nil when the step declares no inputs (it is never cached).
 	Cache *Cache
+
+	// src is what the step was built from, while the plan is built.
+	src *stepSrc
+}
+
+// stepSrc is the raw form of a step while the builder checks it: its body,
+// how messages name it, and (not for the end step) its id, needs, plan and
+// context.
+type stepSrc struct {
+	raw   *rawStepBody
+	where string
+	extra *rawStep
+}
+
+// extraSrc is the step's raw id, needs, plan and context while the plan is
+// built; nil for the end step and afterwards.
+func (s *Step) extraSrc() *rawStep {
+	if s.src == nil {
+		return nil
+	}
+	return s.src.extra
 }
 
 // On-failure kinds.

@@ -62,9 +62,6 @@ type builder struct {
 	// ruleProgChecked marks rules whose recovery script's program was
 	// checked (a handler's rules are shared by its steps).
 	ruleProgChecked map[*Rule]bool
-	stepRaw         map[*Step]*rawStepBody
-	stepWhere       map[*Step]string
-	stepExtra       map[*Step]*rawStep // id, needs, plan and context of a step (not the end step)
 	scripts         []scriptCheck
 	// itemNeeds are a step's needs: entries naming items (base[{item}]);
 	// plainNeed the fan-out steps it also needs as a whole.
@@ -83,9 +80,6 @@ func (p *parser) build(raw *rawPlan) *Plan {
 		ruleChecked:     map[*Rule]bool{},
 		ruleRaw:         map[*Rule]*rawRule{},
 		ruleProgChecked: map[*Rule]bool{},
-		stepRaw:         map[*Step]*rawStepBody{},
-		stepWhere:       map[*Step]string{},
-		stepExtra:       map[*Step]*rawStep{},
 		itemNeeds:       map[*Step][]itemNeed{},
 		plainNeed:       map[*Step]map[string]bool{},
 	}
@@ -140,6 +134,14 @@ func (p *parser) build(raw *rawPlan) *Plan {
 	}
 	b.runScriptChecks()
 	b.expandFanOuts()
+	// What the plan was built from goes: a plan of 100,000 steps would keep
+	// its raw form alive otherwise.
+	for _, s := range pl.Steps {
+		s.src = nil
+	}
+	if pl.End != nil {
+		pl.End.src = nil
+	}
 	b.byID()
 	return pl
 }
@@ -438,7 +440,7 @@ func (b *builder) phase(rp *rawPhase) {
 			}
 		}
 		s.PlanContext, s.PlanContextKeys = b.omap(&rs.Context)
-		b.stepExtra[s] = rs
+		s.src.extra = rs
 		b.fanOut(s, rs)
 		b.cache(s, rs)
 		if rs.ID.Set && rs.ID.V == "end" {
@@ -503,8 +505,7 @@ func (b *builder) step(rs *rawStepBody, where string, pos Pos) *Step {
 	s.Slurm = slurmOf(rs.Slurm, pl.Slurm, b)
 	s.Env, s.EnvKeys = b.omap(&rs.Env)
 	s.OnFailure = OnFailure{Kind: OnStop, RetryOnSuccess: true, MaxRetries: 1, HandlerTimeout: s.HandlerTimeout, Pos: pos}
-	b.stepRaw[s] = rs
-	b.stepWhere[s] = where
+	s.src = &stepSrc{raw: rs, where: where}
 	return s
 }
 
@@ -551,12 +552,12 @@ func slurmOf(rs *rawSlurm, base *Slurm, b *builder) *Slurm {
 
 // checkStep validates one step (or the end step) once all steps are known.
 func (b *builder) checkStep(s *Step) {
-	rs := b.stepRaw[s]
-	where := b.stepWhere[s]
+	rs := s.src.raw
+	where := s.src.where
 	if s.ID != "" && s.Index >= 0 {
 		where = fmt.Sprintf("step %q", s.ID)
 	}
-	ext := b.stepExtra[s] // nil for the end step
+	ext := s.src.extra // nil for the end step
 	b.itemVars = nil
 	if s.FanOut != nil {
 		b.itemVars = map[string]bool{"item": true}

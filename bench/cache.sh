@@ -15,7 +15,8 @@ SIZE_MB=${SIZE_MB:-1024}
 FILES=${FILES:-16}
 REPS=${REPS:-3}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-say() { printf '%s\n' "$*" >&2; }
+# shellcheck source=lib.sh
+source "$REPO/bench/lib.sh"
 command -v sha256sum >/dev/null || { say "bench: sha256sum is missing"; exit 1; }
 mkdir -p "${STATE_BASE:=$REPO/bench/.work}"
 WORK=$(mktemp -d "$STATE_BASE/faber-cache.XXXXXX")
@@ -33,8 +34,6 @@ cat "$WORK"/data/* >/dev/null
 cd "$WORK"
 ./faber run plan.yaml --ui plain --state-dir "$WORK/state" >/dev/null
 
-median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "nan"; exit} if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
-now_ns() { date +%s%N; }
 floor() {
 	local t0
 	t0=$(now_ns)
@@ -65,11 +64,10 @@ done
 B=$(median <"$WORK/b")
 F=$(median <"$WORK/f")
 R=$(median <"$WORK/r")
-ok() { if awk "BEGIN {exit !($1)}"; then echo PASS; else echo FAIL; fi; }
 echo "| inputs: $SIZE_MB MB in $FILES files | sha256sum ms | faber ms (cache hit) | ratio |"
 echo "|---|---|---|---|"
 echo "| content (SHA-256) | $B | $F | $R |"
 echo
 echo "| goal | measured | result |"
 echo "|---|---|---|"
-echo "| a cache hit ≤ 1.5× sha256sum of its inputs | ${R}× | $(ok "$R <= 1.5") |"
+echo "| a cache hit ≤ 1.5× sha256sum of its inputs | ${R}× | $(pf "$R <= 1.5") |"

@@ -13,13 +13,9 @@ ITEMS=${ITEMS:-10000}
 J=${J:-8}
 REPS=${REPS:-3}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-say() { printf '%s\n' "$*" >&2; }
-if [[ ! -x /usr/bin/time ]]; then
-	apt-get install -y -qq time >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq time >/dev/null 2>&1; } || {
-		say "bench: /usr/bin/time is missing and could not be installed"
-		exit 1
-	}
-fi
+# shellcheck source=lib.sh
+source "$REPO/bench/lib.sh"
+need_gnu_time
 mkdir -p "${STATE_BASE:=$REPO/bench/.work}"
 WORK=$(mktemp -d "$STATE_BASE/faber-fanout.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -27,8 +23,6 @@ say "building faber"
 (cd "$REPO" && go build -o "$WORK/faber" .)
 printf 'name: fan\njobs: %d\nsteps:\n  - id: t\n    foreach: {range: [1, %d]}\n    run: "true"\n' "$J" "$ITEMS" >"$WORK/fan.yaml"
 
-median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "nan"; exit} if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
-now_ns() { date +%s%N; }
 floor() {
 	local t0
 	t0=$(now_ns)
@@ -63,12 +57,11 @@ F=$(median <"$WORK/f")
 R=$(median <"$WORK/r")
 M=$(sort -g "$WORK/m" | tail -1)
 MB=$(awk -v k="$M" 'BEGIN {printf "%.0f", k / 1024}')
-ok() { if awk "BEGIN {exit !($1)}"; then echo PASS; else echo FAIL; fi; }
 echo "| fan-out of $ITEMS items, --jobs $J | floor ms | faber ms | ratio | peak RSS MB |"
 echo "|---|---|---|---|---|"
 echo "| foreach: {range: [1, $ITEMS]}, run: \"true\" | $B | $F | $R | $MB |"
 echo
 echo "| goal | measured | result |"
 echo "|---|---|---|"
-echo "| time ≤ 1.3× the spawn floor | ${R}× | $(ok "$R <= 1.3") |"
-echo "| peak RSS ≤ 150 MB | $MB MB | $(ok "$MB <= 150") |"
+echo "| time ≤ 1.3× the spawn floor | ${R}× | $(pf "$R <= 1.3") |"
+echo "| peak RSS ≤ 150 MB | $MB MB | $(pf "$MB <= 150") |"

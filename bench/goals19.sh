@@ -9,7 +9,6 @@
 #   G19DIRS  where the state dirs go: "disk" (the repository, STATE_BASE)
 #            and/or "tmpfs" (TMPFS), ("disk tmpfs")
 
-pf() { if awk "BEGIN {exit !($1)}"; then echo PASS; else echo FAIL; fi; }
 CHAINS=${CHAINS-100 300 1000}
 CHATTY=${CHATTY-200}
 HUGE=${HUGE-100000}

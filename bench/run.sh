@@ -42,16 +42,9 @@ TMPFS=${TMPFS-/dev/shm}
 TMPDISK=${TMPDISK-/tmp}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-say() { printf '%s\n' "$*" >&2; }
-
-# GNU time gives the peak RSS of faber (ru_maxrss of the child it waits for).
-if [[ ! -x /usr/bin/time ]]; then
-	say "installing GNU time (apt-get install time)"
-	if ! { apt-get install -y -qq time >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq time >/dev/null 2>&1; }; }; then
-		say "bench: /usr/bin/time is missing and could not be installed; install GNU time"
-		exit 1
-	fi
-fi
+# shellcheck source=lib.sh
+source "$REPO/bench/lib.sh"
+need_gnu_time
 
 mkdir -p "${STATE_BASE:=$REPO/bench/.work}"
 WORK=$(mktemp -d "$STATE_BASE/faber-bench.XXXXXX")
@@ -87,15 +80,6 @@ say "building faber"
 (cd "$REPO" && go build -o "$FABER" .)
 
 # ---------------------------------------------------------------- helpers
-
-# now_ns prints the wall clock in nanoseconds.
-now_ns() { date +%s%N; }
-
-# median reads numbers, one a line, and prints their median.
-median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "nan"; exit} if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
-
-# calc evaluates an awk expression with %.Nf formatting: calc FMT EXPR.
-calc() { awk "BEGIN {printf \"$1\", $2}"; }
 
 gen_par() { # gen_par N [FAIL_MARKER]: N independent steps; the last fails once if a marker path is given
 	local n=$1 marker=${2:-}
@@ -367,7 +351,6 @@ if [[ -n $LIST ]]; then
 	done
 	LIST_S=$(calc %.3f "$(median <"$R/all")")
 	LIMIT_MS=$(calc %.0f "$(median <"$R/limit")*1000")
-	pf() { if awk "BEGIN {exit !($1)}"; then echo PASS; else echo FAIL; fi; }
 	echo "## list (state dir on disk, in the repository; every run finished, with its summary)"
 	echo
 	echo "list $LIST runs: $LIST_S s (goal ≤ 0.3 s) $(pf "$LIST_S <= 0.3")"

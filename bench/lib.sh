@@ -1,0 +1,27 @@
+# bench/lib.sh: helpers shared by the bench scripts (sourced, not run).
+
+# say writes progress to stderr; the tables go to stdout.
+say() { printf '%s\n' "$*" >&2; }
+
+# now_ns prints the wall clock in nanoseconds.
+now_ns() { date +%s%N; }
+
+# median reads numbers, one a line, and prints their median.
+median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "nan"; exit} if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+
+# calc evaluates an awk expression with %.Nf formatting: calc FMT EXPR.
+calc() { awk "BEGIN {printf \"$1\", $2}"; }
+
+# pf prints PASS when the awk condition holds, else FAIL.
+pf() { if awk "BEGIN {exit !($1)}"; then echo PASS; else echo FAIL; fi; }
+
+# need_gnu_time makes sure /usr/bin/time (GNU time, for the peak RSS of the
+# child it waits for) is there, installing it with apt-get when missing.
+need_gnu_time() {
+	[[ -x /usr/bin/time ]] && return
+	say "installing GNU time (apt-get install time)"
+	if ! { apt-get install -y -qq time >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq time >/dev/null 2>&1; }; }; then
+		say "bench: /usr/bin/time is missing and could not be installed; install GNU time"
+		exit 1
+	fi
+}

@@ -5,6 +5,44 @@ import (
 	"strings"
 )
 
+// ItemCounts counts the items of one fan-out by how they stand: done
+// (success or cached), running (in progress, remediating, retrying), pending,
+// and failed (anything else: failure, remediation_failed, pending_failed,
+// canceled, interrupted). faber status and the live view both show these.
+type ItemCounts struct {
+	Total, Done, Failed, Running, Pending int
+}
+
+// Add counts n items (n < 0 takes them back) of a status.
+func (c *ItemCounts) Add(status string, n int) {
+	c.Total += n
+	switch status {
+	case StatusSuccess, StatusCached:
+		c.Done += n
+	case StatusInProgress, StatusRemediating, StatusRetrying:
+		c.Running += n
+	case StatusPending:
+		c.Pending += n
+	default:
+		c.Failed += n
+	}
+}
+
+// String is the counts as faber status shows them.
+func (c ItemCounts) String() string {
+	s := fmt.Sprintf("%d items: %d done", c.Total, c.Done)
+	if c.Failed > 0 {
+		s += fmt.Sprintf(", %d failed", c.Failed)
+	}
+	if c.Running > 0 {
+		s += fmt.Sprintf(", %d running", c.Running)
+	}
+	if c.Pending > 0 {
+		s += fmt.Sprintf(", %d pending", c.Pending)
+	}
+	return s
+}
+
 // Fan-out (README, "Fan-out"): the item steps <id>[<key>] of a foreach: or
 // matrix: step run as any step; the join step <id> runs no process. It is
 // settled once every item is (success, failure, canceled, interrupted ... but

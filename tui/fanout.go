@@ -17,28 +17,6 @@ type itemState struct {
 	status       string
 }
 
-// fanState counts the items of one fan-out by status.
-type fanState struct {
-	total  int
-	counts map[string]int
-}
-
-func (f *fanState) done() int { return f.counts[exec.StatusSuccess] + f.counts[exec.StatusCached] }
-
-func (f *fanState) failed() int {
-	n := 0
-	for st, c := range f.counts {
-		if isBad(st) || st == exec.StatusCanceled || st == exec.StatusInterrupted {
-			n += c
-		}
-	}
-	return n
-}
-
-func (f *fanState) running() int {
-	return f.counts[exec.StatusInProgress] + f.counts[exec.StatusRemediating] + f.counts[exec.StatusRetrying]
-}
-
 func (m *Model) addItem(d StepDef) {
 	if m.items[d.ID] != nil {
 		return
@@ -50,11 +28,10 @@ func (m *Model) addItem(d StepDef) {
 	m.items[d.ID] = &itemState{id: d.ID, key: key, fan: d.FanOut, status: exec.StatusPending}
 	f := m.fans[d.FanOut]
 	if f == nil {
-		f = &fanState{counts: map[string]int{}}
+		f = &exec.ItemCounts{}
 		m.fans[d.FanOut] = f
 	}
-	f.total++
-	f.counts[exec.StatusPending]++
+	f.Add(exec.StatusPending, 1)
 }
 
 // fanRow is the row of an item's fan-out step (added when the plan did not
@@ -72,8 +49,8 @@ func (m *Model) applyItemStatus(it *itemState, e exec.Event) {
 	r := m.fanRow(it)
 	f := m.fans[it.fan]
 	if e.Status != it.status {
-		f.counts[it.status]--
-		f.counts[e.Status]++
+		f.Add(it.status, -1)
+		f.Add(e.Status, 1)
 		it.status = e.Status
 	}
 	d := data[exec.StepStatus](e)
@@ -101,18 +78,18 @@ func (m *Model) applyItemLine(it *itemState, e exec.Event) {
 // fanText is the progress of a fan-out for its row: a bar and counts.
 func (m *Model) fanText(r *stepRow) string {
 	f := m.fans[r.def.ID]
-	if f == nil || f.total == 0 {
+	if f == nil || f.Total == 0 {
 		return ""
 	}
 	s := m.st
 	const bw = 12
-	filled := f.done() * bw / f.total
+	filled := f.Done * bw / f.Total
 	bar := s.OK.Render(strings.Repeat("█", filled)) + s.Dim.Render(strings.Repeat("░", bw-filled))
-	t := fmt.Sprintf("%s %d/%d", bar, f.done(), f.total)
-	if n := f.running(); n > 0 {
+	t := fmt.Sprintf("%s %d/%d", bar, f.Done, f.Total)
+	if n := f.Running; n > 0 {
 		t += s.Running.Render(fmt.Sprintf(" · %d running", n))
 	}
-	if n := f.failed(); n > 0 {
+	if n := f.Failed; n > 0 {
 		t += s.Error.Render(fmt.Sprintf(" · %d failed", n))
 	}
 	return t

@@ -227,7 +227,7 @@ type Model struct {
 	// items are the item steps of fan-outs, by id; fans the progress of
 	// each fan-out, by its step id (the row that shows it).
 	items map[string]*itemState
-	fans  map[string]*fanState
+	fans  map[string]*exec.ItemCounts
 
 	childRuns map[string]*childRun // every child and grandchild run, by run id
 	rowsDirty bool                 // child lines were added: layoutRows is due
@@ -246,7 +246,7 @@ func NewModel(opt Options) *Model {
 		plainSt:   NewStyles(false),
 		childRuns: map[string]*childRun{},
 		items:     map[string]*itemState{},
-		fans:      map[string]*fanState{},
+		fans:      map[string]*exec.ItemCounts{},
 		width:     80,
 		height:    24,
 		attW:      3,

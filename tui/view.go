@@ -356,7 +356,7 @@ func (m *Model) durFor(status string, started time.Time, dur time.Duration, hasD
 func (m *Model) rest(r *stepRow) string {
 	t := m.restText(r)
 	if mem := memText(r); mem != "" && !isActive(r.status) {
-		return join2(m.st.Dim.Render(mem), t)
+		return joinText(m.st.Dim.Render(mem), t)
 	}
 	return t
 }
@@ -371,15 +371,6 @@ func (m *Model) restText(r *stepRow) string {
 		name = ft // a fan-out row: its items' progress
 	}
 
-	join := func(a, b string) string {
-		if a == "" {
-			return b
-		}
-		if b == "" {
-			return a
-		}
-		return a + "  " + b
-	}
 	switch r.status {
 	case exec.StatusRemediating:
 		h := r.handler
@@ -388,7 +379,7 @@ func (m *Model) restText(r *stepRow) string {
 		}
 		return s.Warn.Render("on_failure: ") + h
 	case exec.StatusRetrying:
-		return join(s.Warn.Render("waiting to retry"), s.Dim.Render(oneLine(errText(r))))
+		return joinText(s.Warn.Render("waiting to retry"), s.Dim.Render(oneLine(errText(r))))
 	case exec.StatusPendingFailed:
 		if r.classified != "" {
 			return s.Warn.Render("classified: "+r.classified) + " " + s.Error.Render(oneLine(errText(r)))
@@ -397,10 +388,10 @@ func (m *Model) restText(r *stepRow) string {
 	case exec.StatusFailure, exec.StatusRemediationFailed:
 		return s.Error.Render(oneLine(errText(r)))
 	case exec.StatusInterrupted:
-		return join(name, s.Warn.Render(oneLine(r.err)))
+		return joinText(name, s.Warn.Render(oneLine(r.err)))
 	case exec.StatusInProgress:
 		if r.lastLine != "" {
-			return join(name, s.Dim.Render("│ "+r.lastLine))
+			return joinText(name, s.Dim.Render("│ "+r.lastLine))
 		}
 	}
 	return name
@@ -757,7 +748,11 @@ func memText(r *stepRow) string {
 	return t
 }
 
-func join2(a, b string) string {
+// joinText puts two parts of a row's text side by side, either may be empty.
+func joinText(a, b string) string {
+	if a == "" {
+		return b
+	}
 	if b == "" {
 		return a
 	}

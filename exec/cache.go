@@ -52,7 +52,7 @@ func (r *Runner) probeCache(sr *stepRun) bool {
 			r.commitMiss(sr, "", fmt.Sprintf("upstream %s is %s", d.def.ID, d.st.Status))
 			return false
 		}
-		needs[d.def.ID] = NeedKey(d.st, StepHash(r.Plan, d.def))
+		needs[d.def.ID] = NeedKey(d.st, r.Plan, d.def)
 	}
 	var entry *CacheEntry
 	forced := r.forced(sr)

@@ -64,12 +64,13 @@ type CacheProbe struct {
 
 // NeedKey is the key a step contributes to its dependents' keys: its cache
 // key when it has one, else its definition hash (a step without inputs
-// is never cached, so only its definition can be part of the key).
-func NeedKey(st *StepState, defHash string) string {
+// is never cached, so only its definition can be part of the key). The
+// definition hash is computed only when it is needed; st may be nil.
+func NeedKey(st *StepState, p *spec.Plan, def *spec.Step) string {
 	if st != nil && st.CacheKey != "" {
 		return st.CacheKey
 	}
-	return "def:" + defHash
+	return "def:" + StepHash(p, def)
 }
 
 // JoinKey is the key a fan-out's join step passes on to its dependents:

@@ -162,7 +162,7 @@ func (r *Runner) decideJoin(sr *stepRun) Event {
 		st.Status, st.Error = StatusSuccess, ""
 		keys := make([]string, len(sr.join.items))
 		for i, it := range sr.join.items {
-			keys[i] = NeedKey(it.st, StepHash(r.Plan, it.def))
+			keys[i] = NeedKey(it.st, r.Plan, it.def)
 		}
 		st.CacheKey = JoinKey(keys)
 		return r.statusEvent(sr)

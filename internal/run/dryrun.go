@@ -324,7 +324,7 @@ func dryCacheOf(stateDir string, p *spec.Plan, dp *DryPlan, noCache bool, force 
 			keys[s.ID] = exec.JoinKey(items)
 			continue
 		}
-		keys[s.ID] = "def:" + exec.StepHash(p, s)
+		keys[s.ID] = exec.NeedKey(nil, p, s)
 		if !s.Cache.Enabled() || s.PlanPath != "" {
 			continue
 		}

@@ -406,14 +406,14 @@ type itemNeed struct {
 // needs all its items.
 func (b *builder) expandFanOuts() {
 	pl := b.plan
-	any := false
+	fanning := false
 	for _, s := range pl.Steps {
 		if s.FanOut != nil || len(b.itemNeeds[s]) > 0 {
-			any = true
+			fanning = true
 			break
 		}
 	}
-	if !any {
+	if !fanning {
 		return
 	}
 	if _, ok := pl.Context["item"]; ok {

@@ -3,6 +3,8 @@ package exec
 import (
 	"fmt"
 	"strings"
+
+	"github.com/faber-run/faber/spec"
 )
 
 // ItemCounts counts the items of one fan-out by how they stand: done
@@ -195,7 +197,7 @@ func (r *Runner) runJoin(sr *stepRun) {
 	switch {
 	case sr.st.Status == StatusSuccess:
 		r.release(sr)
-	case sr.def.OnFailure.Kind == "continue":
+	case sr.def.OnFailure.Kind == spec.OnContinue:
 		sr.continued = true
 		r.release(sr)
 	}

@@ -43,12 +43,12 @@ func (b *builder) resolveDeps() {
 
 // needs resolves a step's explicit needs into Deps (plan order, no repeats).
 func (b *builder) needs(s *Step, ids map[string]*Step) []string {
-	ext := s.src.extra
+	written := s.writtenNeeds()
 	var deps []*Step
 	seen := map[string]bool{}
 	items := make([]str, 0, len(s.Needs))
-	if ext != nil {
-		for _, n := range ext.Needs.Items {
+	if written != nil {
+		for _, n := range written.Items {
 			if n.Set {
 				items = append(items, n)
 			}
@@ -236,8 +236,8 @@ func (b *builder) reportCycle(cycle []int) {
 	names = append(names, names[0])
 	s := b.plan.Steps[cycle[first]]
 	pos := s.Pos
-	if ext := s.extraSrc(); ext != nil && ext.Needs.Set {
-		pos = ext.Needs.Pos
+	if written := s.writtenNeeds(); written != nil {
+		pos = written.Pos
 	}
 	b.errorf(pos, "step %q: %s", s.ID, "cycle: "+strings.Join(names, " -> "))
 }

@@ -668,15 +668,15 @@ type rawPlan struct {
 	Executor         str               `yaml:"executor" enum:"local,slurm" doc:"Where steps run: local (default) or slurm."`
 	Slurm            *rawSlurm         `yaml:"slurm" doc:"Slurm settings for steps run with executor: slurm."`
 	Phases           list[*rawPhase]   `yaml:"phases" doc:"Named groups of steps, run in order (use either phases or steps)."`
-	Steps            list[*rawStep]    `yaml:"steps" doc:"The steps of a single phase named main (use either phases or steps)."`
+	Steps            stepList          `yaml:"steps" doc:"The steps of a single phase named main (use either phases or steps)."`
 	End              *rawEnd           `yaml:"end" label:"end step" doc:"A step run at the end of every session that was not interrupted, whatever happened."`
 }
 
 type rawPhase struct {
 	rawMeta
-	Name     str            `yaml:"name" required:"true" ident:"phase" doc:"Name of the phase."`
-	Parallel boolv          `yaml:"parallel" doc:"Steps of a parallel phase all depend on the previous phase only; otherwise each step needs the previous one."`
-	Steps    list[*rawStep] `yaml:"steps" required:"true" doc:"The steps of the phase."`
+	Name     str      `yaml:"name" required:"true" ident:"phase" doc:"Name of the phase."`
+	Parallel boolv    `yaml:"parallel" doc:"Steps of a parallel phase all depend on the previous phase only; otherwise each step needs the previous one."`
+	Steps    stepList `yaml:"steps" required:"true" doc:"The steps of the phase."`
 }
 
 // rawStepBody holds the fields shared by steps and the end step.
@@ -905,6 +905,54 @@ func (l *list[T]) decode(p *parser, n *yaml.Node, where string) {
 
 func (l *list[T]) schema(g *schemaGen) map[string]any {
 	return map[string]any{"type": "array", "items": g.schemaOf(reflect.TypeFor[T]())}
+}
+
+// stepList is a list of steps that the builder decodes one at a time
+// (stepList.item), so that a step's raw form, about a kilobyte mostly of
+// fields not written, lives only while the step is built and checked: a
+// plan may have 100,000 steps.
+type stepList struct {
+	Nodes []*yaml.Node // the items; nil for an empty item (already reported)
+	Where string       // how messages name the list
+	Pos   Pos
+	Set   bool
+	Bad   bool // not a list: an error was reported
+}
+
+func (l *stepList) decode(p *parser, n *yaml.Node, where string) {
+	l.Pos, l.Set, l.Where = nodePos(n), true, where
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return
+	}
+	if n.Kind != yaml.SequenceNode {
+		p.errorf(l.Pos, "%s: must be a list, not %s", where, kindName(n))
+		l.Bad = true
+		return
+	}
+	l.Nodes = make([]*yaml.Node, len(n.Content))
+	for i, c := range n.Content {
+		if d := deref(c); d != nil && d.Kind == yaml.ScalarNode && d.ShortTag() == "!!null" {
+			// An empty item (`- ` or `~`) is a mistake, not a value.
+			p.errorf(nodePos(d), "%s[%d]: is empty", where, i)
+			continue
+		}
+		l.Nodes[i] = c
+	}
+}
+
+// item decodes step i, or returns nil for an empty item or a list whose
+// decoding was aborted.
+func (l *stepList) item(p *parser, i int) *rawStep {
+	if l.Nodes[i] == nil || p.aborted {
+		return nil
+	}
+	var rs *rawStep
+	p.decodeValue(reflect.ValueOf(&rs).Elem(), l.Nodes[i], l.Where+"["+strconv.Itoa(i)+"]")
+	return rs
+}
+
+func (l *stepList) schema(g *schemaGen) map[string]any {
+	return map[string]any{"type": "array", "items": g.schemaOf(reflect.TypeFor[*rawStep]())}
 }
 
 // omap is a mapping of names to scalar values, in file order.

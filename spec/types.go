@@ -189,22 +189,37 @@ type Step struct {
 	src *stepSrc
 }
 
-// stepSrc is the raw form of a step while the builder checks it: its body,
-// how messages name it, and (not for the end step) its id, needs, plan and
-// context.
+// stepSrc is what the builder keeps of a step's raw form. While the step
+// is built and checked: its body, how messages name it, and (not for the end
+// step) its id, needs, plan and context. After the check only the needs as
+// written, which resolveDeps reads once every step is known; a plan may
+// have 100,000 steps, so nothing more of them stays.
 type stepSrc struct {
 	raw   *rawStepBody
 	where string
 	extra *rawStep
+	needs *list[str]
 }
 
-// extraSrc is the step's raw id, needs, plan and context while the plan is
-// built; nil for the end step and afterwards.
-func (s *Step) extraSrc() *rawStep {
-	if s.src == nil {
+// writtenNeeds is the step's `needs:` as written while the plan is built;
+// nil when it wrote none, for the end step, and afterwards.
+func (s *Step) writtenNeeds() *list[str] {
+	switch {
+	case s.src == nil:
 		return nil
+	case s.src.extra != nil && s.src.extra.Needs.Set:
+		return &s.src.extra.Needs
 	}
-	return s.src.extra
+	return s.src.needs
+}
+
+// checked drops the step's raw form, keeping only its written needs.
+func (s *Step) checked() {
+	needs := s.writtenNeeds()
+	s.src = nil
+	if needs != nil {
+		s.src = &stepSrc{needs: needs}
+	}
 }
 
 // On-failure kinds.

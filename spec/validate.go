@@ -126,12 +126,6 @@ func (p *parser) build(raw *rawPlan) *Plan {
 	}
 	b.resolveDeps()
 	b.findCycles()
-	for _, s := range pl.Steps {
-		b.checkStep(s)
-	}
-	if pl.End != nil {
-		b.checkStep(pl.End)
-	}
 	b.runScriptChecks()
 	b.expandFanOuts()
 	// What the plan was built from goes: a plan of 100,000 steps would keep
@@ -380,7 +374,7 @@ func (b *builder) steps(raw *rawPlan) {
 		if raw.Steps.Bad {
 			return
 		}
-		if len(raw.Steps.Items) == 0 {
+		if len(raw.Steps.Nodes) == 0 {
 			b.errorf(raw.Steps.Pos, "plan has no steps")
 			return
 		}
@@ -409,10 +403,11 @@ func (b *builder) phase(rp *rawPhase) {
 	if rp.Name.Set && strings.TrimSpace(rp.Name.V) == "" {
 		b.errorf(rp.Name.Pos, "%s: name: must not be empty", rp.Where)
 	}
-	if rp.has("steps") && len(rp.Steps.Items) == 0 && !rp.Steps.Bad {
+	if rp.has("steps") && len(rp.Steps.Nodes) == 0 && !rp.Steps.Bad {
 		b.errorf(rp.Steps.Pos, "%s: has no steps", orPlan(rp.Where))
 	}
-	for _, rs := range rp.Steps.Items {
+	for i := range rp.Steps.Nodes {
+		rs := rp.Steps.item(b.parser, i)
 		if rs == nil {
 			continue
 		}
@@ -451,6 +446,10 @@ func (b *builder) phase(rp *rawPhase) {
 		}
 		ph.Steps = append(ph.Steps, s)
 		b.plan.Steps = append(b.plan.Steps, s)
+		// A step is checked as soon as it is built (no check needs the
+		// steps after it), so that its raw form can go.
+		b.checkStep(s)
+		s.checked()
 	}
 	b.plan.Phases = append(b.plan.Phases, ph)
 }
@@ -464,6 +463,8 @@ func (b *builder) end(re *rawEnd) {
 	}
 	s.Index = -1
 	b.plan.End = s
+	b.checkStep(s)
+	s.checked()
 }
 
 // step builds the fields shared by steps and the end step.

@@ -77,7 +77,8 @@ func badgerOptions(dir string, opt Options, readOnly bool) badger.Options {
 	return badger.DefaultOptions(dir).
 		// SyncWrites: with it each commit is fsynced (msync of the WAL), so a
 		// committed transition survives power loss, not only a crash of faber.
-		WithSyncWrites(opt.Sync).
+		// Where the store syncs its commits itself (sync.go), Badger doesn't.
+		WithSyncWrites(opt.Sync && !fsyncCoversMmap).
 		WithReadOnly(readOnly).
 		WithMemTableSize(memTableSize).
 		// Two memtables: one being written, one being flushed. The default of

@@ -123,7 +123,7 @@ type Snapshot struct {
 
 // Options configures a Store.
 type Options struct {
-	// Sync fsyncs every commit (Badger SyncWrites), so committed events survive
+	// Sync fsyncs every commit (sync.go), so committed events survive
 	// a power loss and not only a crash of faber. It is off unless the user
 	// asks for it (FABER_SYNC=1): a commit survives a crash of faber either way.
 	Sync bool
@@ -159,6 +159,8 @@ type Store struct {
 	// store rotates the memtable before it could outgrow its reserved log
 	// (see space.go).
 	memUsed int64
+	// wal is the memtable log open for syncing commits (sync.go), or nil.
+	wal *os.File
 	// broken is the error of a Badger write that failed: Badger may then be
 	// unable to take another, so nothing more is written and Close leaves
 	// the store as a crash would, for the next owner to recover.
@@ -180,7 +182,8 @@ type Store struct {
 	// the store's files are not final, so no summary is written.
 	leftOpen bool
 	// testHook, when set by tests, is called at named points of a staged commit
-	// and may return an error to stop it there, as a crash would.
+	// and may return an error to stop it there, as a crash would; and before
+	// each sync of a commit ("sync <log file>"), to fail it.
 	testHook func(point string) error
 }
 
@@ -430,6 +433,7 @@ func (s *Store) rotate() error {
 		return err
 	}
 	s.logf("rotating the memtable (%d bytes counted)", s.memUsed)
+	s.closeWAL()
 	err := s.db.Close()
 	s.db = nil
 	if err == nil {
@@ -512,6 +516,13 @@ func (t *wtxn) Commit() error {
 	}
 	s.memUsed += t.n + txnCost
 	if err := t.Txn.Commit(); err != nil {
+		s.broken = err
+		return err
+	}
+	if err := s.syncCommit(t.large > 0); err != nil {
+		// As with Badger's own SyncWrites: the commit is in the log, but
+		// whether it would survive a power loss is unknown, so nothing more
+		// is written after it.
 		s.broken = err
 		return err
 	}
@@ -764,6 +775,7 @@ func (s *Store) Close() error {
 				errs = append(errs, noSpace(s.stateDir, "complete events.jsonl", fmt.Errorf("repair events.jsonl: %w", err)))
 			}
 		}
+		s.closeWAL()
 		if err := guard(s.closeDB); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))
 		}

@@ -68,17 +68,30 @@ if [[ -n $CHATTY ]]; then
 	: >"$R"
 	base=$(g19base disk)
 	mkdir -p "$base"
-	for i in $(seq "$REPS"); do
-		fresh_dir "$base"
-		st=$FRESH
+	# Each side writes 200 MB that the kernel then writes back: a side that
+	# starts while the other's is still being written is slowed (dirty-page
+	# throttling), so each starts after a sync, and the order flips every
+	# round.
+	chatty_gen() {
+		sync
+		local t0
 		t0=$(now_ns)
 		bash -c "$gen > '$WORK/chatty.out'"
-		t1=$(now_ns)
-		/usr/bin/time -f %M -o "$WORK/chatty.rss" "$FABER" --state-dir "$st" run "$WORK/chatty.yaml" --ui plain >"$WORK/chatty.echo"
-		t2=$(now_ns)
-		calc '%.4f\n' "($t2-$t1)/($t1-$t0)" >>"$R"
-		tail -1 "$WORK/chatty.rss" >>"$R.rss"
+		tg=$(($(now_ns) - t0))
 		rm -f "$WORK/chatty.out"
+	}
+	chatty_faber() {
+		fresh_dir "$base"
+		sync
+		local t0
+		t0=$(now_ns)
+		/usr/bin/time -f %M -o "$WORK/chatty.rss" "$FABER" --state-dir "$FRESH" run "$WORK/chatty.yaml" --ui plain >"$WORK/chatty.echo"
+		tf=$(($(now_ns) - t0))
+	}
+	for i in $(seq "$REPS"); do
+		if ((i % 2)); then chatty_gen; chatty_faber; else chatty_faber; chatty_gen; fi
+		calc '%.4f\n' "$tf/$tg" >>"$R"
+		tail -1 "$WORK/chatty.rss" >>"$R.rss"
 	done
 	r=$(calc %.2f "$(median <"$R")")
 	rss=$(calc %.1f "$(sort -g "$R.rss" | tail -1)/1024")

@@ -321,6 +321,14 @@ func fabertest(args []string) int {
 		fmt.Fprintln(os.Stderr, "fabertest: missing command")
 		return 2
 	}
+	// Arguments each command needs at least: a script that passes fewer
+	// gets a usage error, not a Go panic in the middle of a step's output.
+	need := map[string]int{"exit": 1, "sleep": 1, "argv-to": 1, "waitfile": 1, "alloc": 1, "fail-until": 3,
+		"ticker": 2, "alive": 1, "kill": 1, "stamp": 1, "onterm": 2, "exitcode": 2, "gone": 2, "abspaths": 1, "result": 1}
+	if n := need[args[0]]; len(args)-1 < n {
+		fmt.Fprintf(os.Stderr, "fabertest %s: needs %d argument(s), got %d\n", args[0], n, len(args)-1)
+		return 2
+	}
 	switch args[0] {
 	case "exit":
 		n, _ := strconv.Atoi(args[1])

@@ -409,17 +409,13 @@ func fabertest(args []string) int {
 		if err != nil {
 			return 1
 		}
-		if syscall.Kill(pid, 0) == nil {
-			// a zombie is not alive
-			if st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil && strings.Contains(string(st), ") Z ") {
-				return 1
-			}
+		if processAlive(pid) {
 			return 0
 		}
 		return 1
 	case "kill":
 		pid, err := readPIDFile(args[1])
-		if err != nil || syscall.Kill(pid, syscall.SIGKILL) != nil {
+		if err != nil || killProcess(pid) != nil {
 			return 1
 		}
 		return 0

@@ -680,13 +680,13 @@ func (c *conv) torcStep(j *torcJob, files map[string]torcFile, rrs, scheds map[s
 				if sched != nil {
 					set(slurm, f.k, "cpus", newScalar(f.v, f.v.Value))
 				} else {
-					c.warnf(f.k, "resource_requirements: num_cpus: dropped for job %q (faber's local executor reserves no CPUs; jobs: limits parallel steps)", j.name)
+					c.warnf(f.k, "resource_requirements: num_cpus: dropped for job %q (faber's local executor reserves no CPUs; jobs: limits parallel steps, and a step's cpus: caps what it may use)", j.name)
 				}
 			case "memory":
 				if sched != nil {
 					set(slurm, f.k, "mem", newStr(f.v, strings.ToUpper(f.v.Value)))
 				} else {
-					c.warnf(f.k, "resource_requirements: memory: dropped for job %q (faber's local executor reserves no memory)", j.name)
+					c.warnf(f.k, "resource_requirements: memory: dropped for job %q (faber's local executor reserves no memory; a step's memory: is a hard limit, add it if you want one)", j.name)
 				}
 			case "num_gpus":
 				if f.v.Value == "0" {

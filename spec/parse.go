@@ -883,24 +883,38 @@ type list[T any] struct {
 
 func (l *list[T]) decode(p *parser, n *yaml.Node, where string) {
 	l.Pos, l.Set = nodePos(n), true
-	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+	var items []*yaml.Node
+	if items, l.Bad = p.seqItems(n, where); items == nil {
 		return
+	}
+	l.Items = make([]T, len(items))
+	for i, c := range items {
+		if c != nil {
+			p.decodeValue(reflect.ValueOf(&l.Items[i]).Elem(), c, where+"["+strconv.Itoa(i)+"]")
+		}
+	}
+}
+
+// seqItems returns the items of the list n, nil for an empty item (`- ` or
+// `~`, reported: a mistake, not a value); none for an empty value (null), and
+// bad when n is not a list (reported).
+func (p *parser) seqItems(n *yaml.Node, where string) (items []*yaml.Node, bad bool) {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return nil, false
 	}
 	if n.Kind != yaml.SequenceNode {
-		p.errorf(l.Pos, "%s: must be a list, not %s", where, kindName(n))
-		l.Bad = true
-		return
+		p.errorf(nodePos(n), "%s: must be a list, not %s", where, kindName(n))
+		return nil, true
 	}
-	l.Items = make([]T, len(n.Content))
+	items = make([]*yaml.Node, len(n.Content))
 	for i, c := range n.Content {
-		w := where + "[" + strconv.Itoa(i) + "]"
-		if c := deref(c); c != nil && c.Kind == yaml.ScalarNode && c.ShortTag() == "!!null" {
-			// An empty item (`- ` or `~`) is a mistake, not a value.
-			p.errorf(nodePos(c), "%s: is empty", w)
+		if d := deref(c); d != nil && d.Kind == yaml.ScalarNode && d.ShortTag() == "!!null" {
+			p.errorf(nodePos(d), "%s[%d]: is empty", where, i)
 			continue
 		}
-		p.decodeValue(reflect.ValueOf(&l.Items[i]).Elem(), c, w)
+		items[i] = c
 	}
+	return items, false
 }
 
 func (l *list[T]) schema(g *schemaGen) map[string]any {
@@ -921,23 +935,7 @@ type stepList struct {
 
 func (l *stepList) decode(p *parser, n *yaml.Node, where string) {
 	l.Pos, l.Set, l.Where = nodePos(n), true, where
-	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
-		return
-	}
-	if n.Kind != yaml.SequenceNode {
-		p.errorf(l.Pos, "%s: must be a list, not %s", where, kindName(n))
-		l.Bad = true
-		return
-	}
-	l.Nodes = make([]*yaml.Node, len(n.Content))
-	for i, c := range n.Content {
-		if d := deref(c); d != nil && d.Kind == yaml.ScalarNode && d.ShortTag() == "!!null" {
-			// An empty item (`- ` or `~`) is a mistake, not a value.
-			p.errorf(nodePos(d), "%s[%d]: is empty", where, i)
-			continue
-		}
-		l.Nodes[i] = c
-	}
+	l.Nodes, l.Bad = p.seqItems(n, where)
 }
 
 // item decodes step i, or returns nil for an empty item or a list whose

@@ -130,6 +130,9 @@ type stepRun struct {
 	group   *stepRun
 	counted bool
 	cache   stepCache
+	// dirAhead is set once the step's log directory was asked for ahead of
+	// its start (logDirsAhead).
+	dirAhead bool
 }
 
 type msgKind int

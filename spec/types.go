@@ -213,12 +213,14 @@ func (s *Step) writtenNeeds() *list[str] {
 	return s.src.needs
 }
 
-// checked drops the step's raw form, keeping only its written needs.
+// checked drops the step's raw form, keeping only a copy of its written
+// needs (a pointer into the raw form would keep all of it alive).
 func (s *Step) checked() {
 	needs := s.writtenNeeds()
 	s.src = nil
 	if needs != nil {
-		s.src = &stepSrc{needs: needs}
+		kept := *needs
+		s.src = &stepSrc{needs: &kept}
 	}
 }
 

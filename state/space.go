@@ -161,13 +161,17 @@ func needSpace(stateDir, dir string, need int64, doing string) error {
 
 // memFiles returns Badger's memtable log files in dbDir, oldest first, and
 // the space they take.
-func memFiles(dbDir string) (names []string, size int64) {
+func memFiles(dbDir string) (names []string, size int64) { return numberedFiles(dbDir, ".mem") }
+
+// numberedFiles returns Badger's numbered files in dbDir whose names end in ext
+// (".mem", ".vlog"), oldest first, and the space they take.
+func numberedFiles(dbDir, ext string) (names []string, size int64) {
 	ents, err := os.ReadDir(dbDir)
 	if err != nil {
 		return nil, 0
 	}
 	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), ".mem") {
+		if !strings.HasSuffix(e.Name(), ext) {
 			continue
 		}
 		names = append(names, filepath.Join(dbDir, e.Name()))

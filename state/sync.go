@@ -86,31 +86,24 @@ func (s *Store) nextLogExists() bool {
 	if err != nil {
 		return false
 	}
-	_, err = os.Stat(filepath.Join(s.dbDir(), fmt.Sprintf("%05d.mem", fid+1)))
+	_, err = os.Stat(filepath.Join(s.dbDir(), memFileName(fid+1)))
 	return err == nil
 }
 
-// syncNewest fdatasyncs the newest file of dir whose name ends in ext
-// (Badger numbers them, at least five digits, zero-padded).
+// syncNewest fdatasyncs the newest of Badger's files in dir whose names end
+// in ext.
 func syncNewest(dir, ext string) error {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	newest := ""
-	for _, e := range ents {
-		n := e.Name()
-		if strings.HasSuffix(n, ext) && (len(n) > len(newest) || len(n) == len(newest) && n > newest) {
-			newest = n
-		}
-	}
-	if newest == "" {
+	names, _ := numberedFiles(dir, ext)
+	if len(names) == 0 {
 		return nil
 	}
-	f, err := os.Open(filepath.Join(dir, newest))
+	f, err := os.Open(names[len(names)-1])
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	return fdatasync(f)
 }
+
+// memFileName is the name Badger gives memtable log fid.
+func memFileName(fid int) string { return fmt.Sprintf("%05d.mem", fid) }

@@ -47,10 +47,10 @@ func TestSyncFollowsANewLog(t *testing.T) {
 	}
 	// As if Badger had moved on to a new log by itself.
 	var fid int
-	if _, err := fmtSscan(newestMem(t, s), &fid); err != nil {
+	if _, err := fmt.Sscanf(newestMem(t, s), "%05d.mem", &fid); err != nil {
 		t.Fatal(err)
 	}
-	next := filepath.Join(s.dbDir(), fmtMem(fid+1))
+	next := filepath.Join(s.dbDir(), memFileName(fid+1))
 	if err := os.WriteFile(next, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,3 @@ func TestSyncFailureStopsWrites(t *testing.T) {
 		t.Fatalf("commit after a failed sync: %v, want the store to refuse", err)
 	}
 }
-
-func fmtSscan(name string, fid *int) (int, error) { return fmt.Sscanf(name, "%05d.mem", fid) }
-
-func fmtMem(fid int) string { return fmt.Sprintf("%05d.mem", fid) }

@@ -14,13 +14,16 @@ import (
 
 // logPath is runs/<run-id>/logs/<step-id>/<kind>-<n>.<ext>.
 func (r *Runner) logPath(sr *stepRun, kind string, n int, ext string) string {
-	return filepath.Join(r.RunDir, "logs", sr.def.ID, kind+"-"+strconv.Itoa(n)+"."+ext)
+	return LogPath(r.RunDir, sr.def.ID, kind, n, ext)
 }
+
+// logDir is the directory of a step's logs, runs/<run-id>/logs/<step-id>.
+func logDir(runDir, stepID string) string { return filepath.Join(runDir, "logs", stepID) }
 
 // LogPath is where a step's log of the given kind (attempt, handler,
 // recovery) and number lives; stream is "out" or "err".
 func LogPath(runDir, stepID, kind string, n int, stream string) string {
-	return filepath.Join(runDir, "logs", stepID, kind+"-"+strconv.Itoa(n)+"."+stream)
+	return filepath.Join(logDir(runDir, stepID), kind+"-"+strconv.Itoa(n)+"."+stream)
 }
 
 // vars is the substitution map for a step process (SPEC §4.1). fail is the

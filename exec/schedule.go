@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 )
 
 // The scheduler (SPEC §2, §3): dependencies, job slots, starting attempts and
@@ -184,7 +183,7 @@ func (r *Runner) logDirsAhead(sr *stepRun) {
 			continue
 		}
 		d.dirAhead = true
-		dirs = append(dirs, filepath.Dir(r.logPath(d, "attempt", 1, "out")))
+		dirs = append(dirs, logDir(r.RunDir, d.def.ID))
 	}
 	if len(dirs) == 0 {
 		return

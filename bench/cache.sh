@@ -18,11 +18,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=lib.sh
 source "$REPO/bench/lib.sh"
 command -v sha256sum >/dev/null || { say "bench: sha256sum is missing"; exit 1; }
-mkdir -p "${STATE_BASE:=$REPO/bench/.work}"
-WORK=$(mktemp -d "$STATE_BASE/faber-cache.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-say "building faber"
-(cd "$REPO" && go build -o "$WORK/faber" .)
+work_with_faber cache
 say "writing $SIZE_MB MB in $FILES files"
 mkdir -p "$WORK/data"
 per=$(((SIZE_MB * 1024 + FILES - 1) / FILES)) # KiB per file

@@ -16,11 +16,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=lib.sh
 source "$REPO/bench/lib.sh"
 need_gnu_time
-mkdir -p "${STATE_BASE:=$REPO/bench/.work}"
-WORK=$(mktemp -d "$STATE_BASE/faber-fanout.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-say "building faber"
-(cd "$REPO" && go build -o "$WORK/faber" .)
+work_with_faber fanout
 printf 'name: fan\njobs: %d\nsteps:\n  - id: t\n    foreach: {range: [1, %d]}\n    run: "true"\n' "$J" "$ITEMS" >"$WORK/fan.yaml"
 
 floor() {

@@ -25,3 +25,14 @@ need_gnu_time() {
 		exit 1
 	fi
 }
+
+# work_with_faber NAME: a fresh work dir STATE_BASE/faber-NAME.XXXXXX (by
+# default under bench/.work, in the repository), removed at exit, with faber
+# built in it; sets WORK. Needs REPO.
+work_with_faber() {
+	mkdir -p "${STATE_BASE:=$REPO/bench/.work}"
+	WORK=$(mktemp -d "$STATE_BASE/faber-$1.XXXXXX")
+	trap 'rm -rf "$WORK"' EXIT
+	say "building faber"
+	(cd "$REPO" && go build -o "$WORK/faber" .)
+}

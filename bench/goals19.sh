@@ -37,6 +37,17 @@ if [[ -n $CHAINS ]]; then
 	for where in $G19DIRS; do
 		base=$(g19base "$where")
 		mkdir -p "$base"
+		# What a run costs whatever its length (start, store, close): a
+		# one-step run next to one sh -c true. Context for the chains, not
+		# a goal of its own.
+		say "goal 1: fixed cost per run ($where)"
+		gen_chain 1 >"$WORK/g19one.yaml"
+		R=$WORK/g19one$where
+		: >"$R"
+		fresh_dir "$base"
+		ratio_rounds "$R" "'$FABER' --state-dir '$FRESH' run '$WORK/g19one.yaml' --ui plain" "sh -c true"
+		ms=$(calc %.1f "$(median <"$R.a")*1000")
+		echo "| 1. (context) a one-step run, state on $where (read-ahead $(readahead "$base")): faber's fixed cost per run | $ms ms | info |"
 		for c in $CHAINS; do
 			say "goal 1: chain of $c ($where)"
 			gen_chain "$c" >"$WORK/g19chain$c.yaml"

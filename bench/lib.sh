@@ -33,6 +33,24 @@ work_with_faber() {
 	mkdir -p "${STATE_BASE:=$REPO/bench/.work}"
 	WORK=$(mktemp -d "$STATE_BASE/faber-$1.XXXXXX")
 	trap 'rm -rf "$WORK"' EXIT
-	say "building faber"
-	(cd "$REPO" && go build -o "$WORK/faber" .)
+	build_faber "$WORK/faber"
+}
+
+# build_faber OUT builds faber as the release is built (.goreleaser.yaml:
+# CGO_ENABLED=0, a static binary), so that the bench times what users run.
+build_faber() {
+	say "building faber (CGO_ENABLED=0, as the release)"
+	(cd "$REPO" && CGO_ENABLED=0 go build -o "$1" .)
+}
+
+# readahead DIR prints the read-ahead of the block device that holds DIR
+# ("8192 KiB"), or "none" where there is none (tmpfs). Badger maps its new
+# files and writes their first page; the kernel then reads around that page,
+# up to this much, which on a large setting costs milliseconds per run.
+readahead() {
+	local mm f
+	mm=$(findmnt -n -o MAJ:MIN -T "$1" 2>/dev/null | tr -d ' ') || true
+	f=/sys/dev/block/$mm/queue/read_ahead_kb
+	[[ -r $f ]] || f=/sys/dev/block/$mm/../queue/read_ahead_kb
+	if [[ -n $mm && -r $f ]]; then echo "$(cat "$f") KiB"; else echo none; fi
 }

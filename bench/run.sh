@@ -76,8 +76,7 @@ if [[ -n $TMPDISK ]]; then
 fi
 
 FABER=$WORK/faber
-say "building faber"
-(cd "$REPO" && go build -o "$FABER" .)
+build_faber "$FABER"
 
 # ---------------------------------------------------------------- helpers
 
@@ -205,7 +204,7 @@ compare() {
 		run_faber "$R/tiny.plain" "$base" plain "$TINY"
 	done
 
-	echo "### State dir $where ($(df -T "$base" | awk 'NR==2 {print $2}'); creating a file took $probe µs before the rounds)"
+	echo "### State dir $where ($(df -T "$base" | awk 'NR==2 {print $2}'); creating a file took $probe µs before the rounds; read-ahead $(readahead "$base"))"
 	echo
 	echo "| plan | runner | wall s | floor s | ratio | overhead ms/step | peak RSS MB | state B/step-attempt (apparent / allocated) |"
 	echo "|---|---|---|---|---|---|---|---|"

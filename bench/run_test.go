@@ -38,6 +38,8 @@ func TestRunScript(t *testing.T) {
 		`(?m)^\| 20 independent, --jobs 4 \(floor: xargs -P 4\) \| faber --ui plain \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|`,
 		`(?m)^\| chain of 5 \(floor: shell loop\) \| faber --ui json \| [0-9.]+ \|`,
 		`(?m)^\| 1\. chain of 5 ≤ 1\.3× a shell loop \(state on disk\) \| [0-9.]+× \| (PASS|FAIL) \|$`,
+		`(?m)^\| 1\. \(context\) a one-step run, state on disk \(read-ahead ([0-9]+ KiB|none)\): faber's fixed cost per run \| [0-9.]+ ms \| info \|$`,
+		`(?m)^### State dir .*; read-ahead ([0-9]+ KiB|none)\)$`,
 		`(?m)^\| 2\. a step printing 1 MB, --ui plain ≤ 1\.3× .* \| [0-9.]+× \| (PASS|FAIL) \|$`,
 		`(?m)^\| 4\. 200 no-op steps: peak RSS ≤ 400 MB \| [0-9]+ MB \| (PASS|FAIL) \|$`,
 		`(?m)^\| 5\. .*\| [0-9.]+× \| (PASS|FAIL) \|$`,

@@ -343,6 +343,10 @@ if [[ -n $LIST ]]; then
 		cat "$WORK/listbench.txt" >&2
 		exit 1
 	}
+	# The runs were just written: let the kernel write them back first, so
+	# that list is not timed against that writeback (one run measured 0.31 s
+	# that way, against 0.22 s after a sync).
+	sync
 	"$FABER" --state-dir "$LISTST" list >/dev/null # warm the cache, as a second list would be
 	for _ in $(seq "$REPS"); do
 		run_floor "$R/all" "'$FABER' --state-dir '$LISTST' list"

@@ -2,8 +2,8 @@ package exec
 
 import (
 	"fmt"
-	"regexp"
 
+	"github.com/faber-run/faber/internal/lazyre"
 	"github.com/faber-run/faber/spec"
 )
 
@@ -79,18 +79,18 @@ func statusOnly(st *StepState, reason string) Event {
 }
 
 var (
-	transientRe = regexp.MustCompile(`(?i)connection refused|connection reset|timed? ?out|temporar(y|ily)|NCCL.*timeout|\bEIO\b|input/output error|preempt|try again|unavailable|too many requests|\b429\b|\b503\b|broken pipe|network is unreachable|no route to host`)
-	permanentRe = regexp.MustCompile(`SyntaxError|ModuleNotFoundError|ImportError|TypeError|NameError|AttributeError|(?i)permission denied|(?i)no such file or directory|(?i)command not found|(?i)invalid argument`)
+	transientRe = lazyre.New(`(?i)connection refused|connection reset|timed? ?out|temporar(y|ily)|NCCL.*timeout|\bEIO\b|input/output error|preempt|try again|unavailable|too many requests|\b429\b|\b503\b|broken pipe|network is unreachable|no route to host`)
+	permanentRe = lazyre.New(`SyntaxError|ModuleNotFoundError|ImportError|TypeError|NameError|AttributeError|(?i)permission denied|(?i)no such file or directory|(?i)command not found|(?i)invalid argument`)
 )
 
 // Hint guesses from error text whether a failure looks transient (worth a
 // retry) or permanent. It is a hint for a person or an agent, never acted on.
 func Hint(text string) string {
 	switch {
-	case permanentRe.MatchString(text):
-		return "looks permanent (" + permanentRe.FindString(text) + "): fix the cause, then classify --fail or reset"
-	case transientRe.MatchString(text):
-		return "looks transient (" + transientRe.FindString(text) + "): classify --retry is likely to help"
+	case permanentRe().MatchString(text):
+		return "looks permanent (" + permanentRe().FindString(text) + "): fix the cause, then classify --fail or reset"
+	case transientRe().MatchString(text):
+		return "looks transient (" + transientRe().FindString(text) + "): classify --retry is likely to help"
 	}
 	return ""
 }

@@ -7,11 +7,11 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/faber-run/faber/internal/lazyre"
 	"github.com/faber-run/faber/spec"
 )
 
@@ -117,7 +117,7 @@ func slurmLine(line []byte) bool {
 // reShellKillReport matches a shell's report that a command it waited for
 // was killed: dash and busybox print "Terminated" or "Killed", bash
 // "sh: line 1: 123 Terminated   sleep 30", zsh "zsh: terminated  sleep 30".
-var reShellKillReport = regexp.MustCompile(`^(?:(?:.*: line [0-9]+: +[0-9]+ +)?(?:Terminated|Killed)(?:\s.*)?|zsh: (?:terminated|killed)\s.*)$`)
+var reShellKillReport = lazyre.New(`^(?:(?:.*: line [0-9]+: +[0-9]+ +)?(?:Terminated|Killed)(?:\s.*)?|zsh: (?:terminated|killed)\s.*)$`)
 
 // shellKillReport reports whether a stderr line of an attempt faber stopped
 // (timeout, stop, cancel) is a shell's report of the signal faber sent. A
@@ -127,7 +127,7 @@ var reShellKillReport = regexp.MustCompile(`^(?:(?:.*: line [0-9]+: +[0-9]+ +)?(
 // arrives. Such trailing lines are skipped for {error} under Slurm, which
 // then says "timed out after D" as it would locally.
 func shellKillReport(line []byte) bool {
-	return reShellKillReport.Match(line)
+	return reShellKillReport().Match(line)
 }
 
 // slurmUser limits squeue and scancel to the jobs of this user.
@@ -276,20 +276,20 @@ func isRunJob(runID, name string) bool {
 // Slurm's own stderr lines that slurmFinish understands, as srun and
 // slurmstepd write them (seen with Slurm 22.05).
 var (
-	reStepCancelled = regexp.MustCompile(`^slurmstepd(?:-[^:]*)?: error: \*\*\* (?:JOB|STEP) \S+ ON (\S+) CANCELLED AT \S+(?: DUE TO ([A-Z][A-Z ]*[A-Z]))?`)
-	reTaskLine      = regexp.MustCompile(`^srun: error: \S+: tasks? [0-9,-]+: `)
+	reStepCancelled = lazyre.New(`^slurmstepd(?:-[^:]*)?: error: \*\*\* (?:JOB|STEP) \S+ ON (\S+) CANCELLED AT \S+(?: DUE TO ([A-Z][A-Z ]*[A-Z]))?`)
+	reTaskLine      = lazyre.New(`^srun: error: \S+: tasks? [0-9,-]+: `)
 	// slurmstepd's report of the cgroup OOM killer ("Detected 1 oom-kill
 	// event(s) in StepId=..."; oom_kill in newer versions), srun's "task 0:
 	// Out Of Memory".
-	reSlurmOOM  = regexp.MustCompile(`(?i)^slurmstepd.*detected \d+ oom[-_]kill event|^srun: error: \S+: tasks? [0-9,-]+: Out Of Memory`)
-	reNodeFail  = regexp.MustCompile(`^srun: error: (Node failure on .*)`)
-	reQueued    = regexp.MustCompile(`^srun: job \S+ queued and waiting for resources`)
-	reAllocated = regexp.MustCompile(`^srun: job \S+ has been allocated resources`)
-	reSrunError = regexp.MustCompile(`^srun: (?:error: )?(.*)`)
+	reSlurmOOM  = lazyre.New(`(?i)^slurmstepd.*detected \d+ oom[-_]kill event|^srun: error: \S+: tasks? [0-9,-]+: Out Of Memory`)
+	reNodeFail  = lazyre.New(`^srun: error: (Node failure on .*)`)
+	reQueued    = lazyre.New(`^srun: job \S+ queued and waiting for resources`)
+	reAllocated = lazyre.New(`^srun: job \S+ has been allocated resources`)
+	reSrunError = lazyre.New(`^srun: (?:error: )?(.*)`)
 	// A queued job that was canceled, or whose srun was told to stop.
-	reWithdrawn = regexp.MustCompile(`^srun: (?:Job has been cancelled|Job allocation \S+ has been revoked)`)
+	reWithdrawn = lazyre.New(`^srun: (?:Job has been cancelled|Job allocation \S+ has been revoked)`)
 	// srun's lines about its own progress, which say nothing of why.
-	reLifecycle = regexp.MustCompile(`^srun: (?:Job step aborted|Force Terminated|forcing job termination|interrupt|Job step \S+ aborted|Step created|Jobs? \S+ step creation)`)
+	reLifecycle = lazyre.New(`^srun: (?:Job step aborted|Force Terminated|forcing job termination|interrupt|Job step \S+ aborted|Step created|Jobs? \S+ step creation)`)
 )
 
 // slurmFinish completes the outcome of an attempt that ran through srun
@@ -319,29 +319,29 @@ func slurmFinish(job string, argv []string, o *outcome, jobState func(job string
 	)
 	for _, raw := range bytes.Split(o.stderrTail, []byte("\n")) {
 		line := string(bytes.TrimSuffix(raw, []byte("\r")))
-		if reSlurmOOM.MatchString(line) {
+		if reSlurmOOM().MatchString(line) {
 			o.use.oomKilled = true
 		}
 		switch {
-		case reStepCancelled.MatchString(line):
-			m := reStepCancelled.FindStringSubmatch(line)
+		case reStepCancelled().MatchString(line):
+			m := reStepCancelled().FindStringSubmatch(line)
 			cancelled, node, due = line, m[1], m[2]
 			ran = true
-		case reTaskLine.MatchString(line):
+		case reTaskLine().MatchString(line):
 			ran = true
-		case reNodeFail.MatchString(line):
-			nodeFail = reNodeFail.FindStringSubmatch(line)[1]
+		case reNodeFail().MatchString(line):
+			nodeFail = reNodeFail().FindStringSubmatch(line)[1]
 			ran = true
-		case reQueued.MatchString(line):
+		case reQueued().MatchString(line):
 			queued = true
-		case reAllocated.MatchString(line):
+		case reAllocated().MatchString(line):
 			alloc = true
 		case strings.HasPrefix(line, "srun: error: "), strings.HasPrefix(line, "srun: unrecognized option"),
 			strings.HasPrefix(line, "srun: invalid option"), strings.HasPrefix(line, "srun: option requires"):
-			srunErrs = appendNew(srunErrs, reSrunError.FindStringSubmatch(line)[1])
-		case reWithdrawn.MatchString(line):
+			srunErrs = appendNew(srunErrs, reSrunError().FindStringSubmatch(line)[1])
+		case reWithdrawn().MatchString(line):
 			withdrawn = true
-		case strings.HasPrefix(line, "srun: ") && !reLifecycle.MatchString(line):
+		case strings.HasPrefix(line, "srun: ") && !reLifecycle().MatchString(line):
 			hints = appendNew(hints, strings.TrimPrefix(line, "srun: "))
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faber-run/faber/internal/lazyre"
 	"gopkg.in/yaml.v3"
 )
 
@@ -35,14 +36,14 @@ type param struct {
 }
 
 // torcParamRef matches {param} and {param:spec} in Torc names and commands.
-var torcParamRef = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)(?::([^{}]*))?\}`)
+var torcParamRef = lazyre.New(`\{([A-Za-z_][A-Za-z0-9_]*)(?::([^{}]*))?\}`)
 
 // torcFileRef matches ${files.input.NAME} and ${files.output.NAME}; NAME
 // may hold {param} placeholders.
-var torcFileRef = regexp.MustCompile(`\$\{files\.(input|output)\.((?:[^{}]|\{[^{}]*\})+)\}`)
+var torcFileRef = lazyre.New(`\$\{files\.(input|output)\.((?:[^{}]|\{[^{}]*\})+)\}`)
 
 // torcUserDataRef matches ${user_data.input.NAME} and the like.
-var torcUserDataRef = regexp.MustCompile(`\$\{user_data\.`)
+var torcUserDataRef = lazyre.New(`\$\{user_data\.`)
 
 // torcEnvSubst maps the variables Torc gives jobs to faber's built-in
 // variables, set in the step's env (faber substitutes env values).
@@ -362,8 +363,8 @@ func (c *conv) combos(params []param, mode string, at *yaml.Node) []map[string]s
 // expand substitutes {param} and {param:spec} in a Torc name template.
 func expand(tmpl string, combo map[string]string) (string, error) {
 	var err error
-	out := torcParamRef.ReplaceAllStringFunc(tmpl, func(m string) string {
-		sm := torcParamRef.FindStringSubmatch(m)
+	out := torcParamRef().ReplaceAllStringFunc(tmpl, func(m string) string {
+		sm := torcParamRef().FindStringSubmatch(m)
 		v, ok := combo[sm[1]]
 		if !ok {
 			return m
@@ -377,31 +378,31 @@ func expand(tmpl string, combo map[string]string) (string, error) {
 	return out, err
 }
 
-var intSpec = regexp.MustCompile(`^(0?)(\d*)d$`)
-var floatSpec = regexp.MustCompile(`^\.(\d+)f$`)
+var intSpec = lazyre.New(`^(0?)(\d*)d$`)
+var floatSpec = lazyre.New(`^\.(\d+)f$`)
 
 // formatValue applies a Torc format spec (03d, .4f) to a value.
 func formatValue(v, spec string) (string, error) {
 	switch {
 	case spec == "":
 		return v, nil
-	case intSpec.MatchString(spec):
+	case intSpec().MatchString(spec):
 		i, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
 			return v, fmt.Errorf("format {:%s} needs an integer, not %q", spec, v)
 		}
-		m := intSpec.FindStringSubmatch(spec)
+		m := intSpec().FindStringSubmatch(spec)
 		w, _ := strconv.Atoi(m[2])
 		if m[1] == "0" {
 			return fmt.Sprintf("%0*d", w, i), nil
 		}
 		return fmt.Sprintf("%*d", w, i), nil
-	case floatSpec.MatchString(spec):
+	case floatSpec().MatchString(spec):
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
 			return v, fmt.Errorf("format {:%s} needs a number, not %q", spec, v)
 		}
-		p, _ := strconv.Atoi(floatSpec.FindStringSubmatch(spec)[1])
+		p, _ := strconv.Atoi(floatSpec().FindStringSubmatch(spec)[1])
 		return strconv.FormatFloat(f, 'f', p, 64), nil
 	}
 	return v, fmt.Errorf("format spec {:%s} is not supported (only d, 0Nd and .Nf)", spec)
@@ -459,7 +460,7 @@ func (c *conv) torcJobs(n *yaml.Node, wf map[string]param) []*torcJob {
 				}
 				j.names = append(j.names, cn)
 			}
-			base = torcParamRef.ReplaceAllString(j.name, "")
+			base = torcParamRef().ReplaceAllString(j.name, "")
 		} else {
 			j.names = []string{j.name}
 		}
@@ -508,7 +509,7 @@ func (c *conv) torcDeps(jobs []*torcJob, files map[string]torcFile) {
 		if f, ok := j.fields["depends_on"]; ok {
 			for _, d := range c.strList(f.v, where+": depends_on") {
 				targets := []string{d.Value}
-				if len(j.combos) > 0 && torcParamRef.MatchString(d.Value) {
+				if len(j.combos) > 0 && torcParamRef().MatchString(d.Value) {
 					targets = nil
 					for _, combo := range j.combos {
 						t, _ := expand(d.Value, combo)
@@ -571,7 +572,7 @@ func (c *conv) jobFiles(j *torcJob, dir string) []string {
 		}
 	}
 	if f, ok := j.fields["command"]; ok && f.v.Kind == yaml.ScalarNode {
-		for _, m := range torcFileRef.FindAllStringSubmatch(f.v.Value, -1) {
+		for _, m := range torcFileRef().FindAllStringSubmatch(f.v.Value, -1) {
 			if m[1] == dir {
 				tmpls = append(tmpls, m[2])
 			}
@@ -857,15 +858,15 @@ func (c *conv) fanOut(s *yaml.Node, j *torcJob) {
 // references become paths, {param} becomes {item.param}, and every other
 // brace is doubled so that faber's substitution leaves it alone.
 func (c *conv) torcCommand(cmd string, at *yaml.Node, where string, params map[string]bool, files map[string]torcFile) string {
-	if torcUserDataRef.MatchString(cmd) {
+	if torcUserDataRef().MatchString(cmd) {
 		c.errorf(at, "%s: command: ${user_data...} is not supported: faber has no user data store", where)
 	}
 	if strings.Contains(cmd, "TORC_API_URL") {
 		c.errorf(at, "%s: command: TORC_API_URL is not supported: faber has no server to call", where)
 	}
 	var bad string
-	cmd = torcFileRef.ReplaceAllStringFunc(cmd, func(m string) string {
-		name := torcFileRef.FindStringSubmatch(m)[2]
+	cmd = torcFileRef().ReplaceAllStringFunc(cmd, func(m string) string {
+		name := torcFileRef().FindStringSubmatch(m)[2]
 		f, ok := files[name]
 		if !ok {
 			if bad == "" {
@@ -881,7 +882,7 @@ func (c *conv) torcCommand(cmd string, at *yaml.Node, where string, params map[s
 	if strings.Contains(cmd, "TORC_OUTPUT_DIR") {
 		cmd = "TORC_OUTPUT_DIR=\"$FABER_OUTPUT_DIR\"; export TORC_OUTPUT_DIR\n" + cmd
 	}
-	for _, m := range torcParamRef.FindAllStringSubmatch(cmd, -1) {
+	for _, m := range torcParamRef().FindAllStringSubmatch(cmd, -1) {
 		if params[m[1]] && m[2] != "" {
 			c.errorf(at, "%s: command: {%s:%s}: format specs are not supported in commands (only in names)", where, m[1], m[2])
 		}
@@ -894,7 +895,7 @@ func (c *conv) torcCommand(cmd string, at *yaml.Node, where string, params map[s
 func (c *conv) subst(s string, params map[string]bool) string {
 	var b strings.Builder
 	last := 0
-	for _, loc := range torcParamRef.FindAllStringSubmatchIndex(s, -1) {
+	for _, loc := range torcParamRef().FindAllStringSubmatchIndex(s, -1) {
 		name := s[loc[2]:loc[3]]
 		if !params[name] {
 			continue
@@ -911,11 +912,11 @@ func escapeBraces(s string) string {
 	return strings.NewReplacer("{", "{{", "}", "}}").Replace(s)
 }
 
-var isoRe = regexp.MustCompile(`^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$`)
+var isoRe = lazyre.New(`^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$`)
 
 // isoDuration parses an ISO 8601 duration such as PT30M, PT2H or P1DT6H.
 func isoDuration(s string) (time.Duration, error) {
-	m := isoRe.FindStringSubmatch(strings.TrimSpace(s))
+	m := isoRe().FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil || s == "P" || strings.HasSuffix(s, "T") {
 		return 0, fmt.Errorf("%q is not an ISO 8601 duration like PT30M or P1DT2H", s)
 	}

@@ -44,13 +44,18 @@ build_faber() {
 }
 
 # readahead DIR prints the read-ahead of the block device that holds DIR
-# ("8192 KiB"), or "none" where there is none (tmpfs). Badger maps its new
-# files and writes their first page; the kernel then reads around that page,
-# up to this much, which on a large setting costs milliseconds per run.
+# ("8192 KiB"): "none" on tmpfs, "unknown" where no device is found (btrfs,
+# network file systems). Badger maps its new files and writes their first
+# page; the kernel then reads around that page, up to this much, which on a
+# large setting costs milliseconds per run.
 readahead() {
 	local mm f
+	if [[ $(df -T "$1" 2>/dev/null | awk 'NR==2 {print $2}') == tmpfs ]]; then
+		echo none
+		return
+	fi
 	mm=$(findmnt -n -o MAJ:MIN -T "$1" 2>/dev/null | tr -d ' ') || true
 	f=/sys/dev/block/$mm/queue/read_ahead_kb
 	[[ -r $f ]] || f=/sys/dev/block/$mm/../queue/read_ahead_kb
-	if [[ -n $mm && -r $f ]]; then echo "$(cat "$f") KiB"; else echo none; fi
+	if [[ -n $mm && -r $f ]]; then echo "$(cat "$f") KiB"; else echo unknown; fi
 }

@@ -31,3 +31,11 @@ func TestExitCode(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanLimitsAgree: every plan that validates fits in a run's store, so
+// run never refuses what validate accepted.
+func TestPlanLimitsAgree(t *testing.T) {
+	if spec.MaxPlanSize > state.MaxPlanSize {
+		t.Fatalf("spec takes plans of up to %d bytes, a run's store only %d", spec.MaxPlanSize, state.MaxPlanSize)
+	}
+}

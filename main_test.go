@@ -77,6 +77,7 @@ func TestScripts(t *testing.T) {
 			"normjson": cmdNormJSON,
 			"corrupt":  cmdCorrupt,
 			"backdate": cmdBackdate,
+			"padplan":  cmdPadPlan,
 		},
 	})
 }
@@ -148,6 +149,28 @@ func cmdBackdate(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("backdate: %v", err)
 	}
 	ts.Check(os.WriteFile(filepath.Join(state.RunDir(dir, args[0]), "meta.json"), b, 0o644))
+}
+
+// cmdPadPlan pads a plan file with a YAML comment until it is SIZE bytes
+// long: a plan file of any size, without a fixture of that size.
+//
+//	padplan FILE SIZE
+func cmdPadPlan(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 || neg {
+		ts.Fatalf("usage: padplan FILE SIZE")
+	}
+	size, err := strconv.Atoi(args[1])
+	if err != nil {
+		ts.Fatalf("padplan: %v", err)
+	}
+	path := ts.MkAbs(args[0])
+	b, err := os.ReadFile(path)
+	ts.Check(err)
+	if len(b)+3 > size {
+		ts.Fatalf("padplan: %s is %d bytes already", args[0], len(b))
+	}
+	pad := append([]byte("\n# "), bytes.Repeat([]byte("x"), size-len(b)-3)...)
+	ts.Check(os.WriteFile(path, append(b, pad...), 0o644))
 }
 
 // cmdJSONPath prints the value at a path in a JSON file (or of every line of

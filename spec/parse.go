@@ -70,11 +70,20 @@ func Load(path string, opts Options) (*Plan, error) {
 	return Parse(path, data, opts)
 }
 
+// MaxPlanSize is the largest plan file faber takes, in bytes: every run
+// stores a copy of its plan (state.MaxPlanSize is what one run's store can
+// hold). 16 MiB is a plan of about 400,000 one-line steps.
+const MaxPlanSize = 16 << 20
+
 // Parse parses and validates a plan already read into data. file names the
 // plan in messages and locates the plan directory (relative paths, the
 // .faber/commands directory). On failure the error is an *Invalid.
 func Parse(file string, data []byte, opts Options) (plan *Plan, err error) {
 	p := &parser{file: file, data: data, opts: opts, tables: map[reflect.Type]*fieldTable{}}
+	if len(data) > MaxPlanSize {
+		p.errorf(Pos{}, "the plan is %d bytes; a plan file may be at most %d bytes (%d MiB): every run keeps a copy of its plan", len(data), MaxPlanSize, MaxPlanSize>>20)
+		return nil, p.invalid()
+	}
 	defer func() {
 		// A bug here must not crash faber with a stack trace (SPEC §1); the
 		// fuzz test fails on this message.

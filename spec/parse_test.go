@@ -713,3 +713,22 @@ func TestScriptErrorsEveryStep(t *testing.T) {
 		}
 	}
 }
+
+// A plan file over MaxPlanSize is one error naming the file and the limit,
+// found before the YAML is read; at the limit the plan is read as usual.
+func TestPlanSizeLimit(t *testing.T) {
+	src := "name: p\nsteps:\n  - {id: a, run: \"true\"}\n# "
+	edge := src + strings.Repeat("x", MaxPlanSize-len(src))
+	if _, err := Parse("plan.yaml", []byte(edge), Options{}); err != nil {
+		t.Fatalf("a plan of exactly %d bytes: %v", MaxPlanSize, err)
+	}
+	_, err := Parse("plan.yaml", []byte(edge+"x"), Options{})
+	var inv *Invalid
+	if !errors.As(err, &inv) || len(inv.Errors) != 1 {
+		t.Fatalf("a plan one byte over: %v, want one error", err)
+	}
+	want := "plan.yaml: the plan is 16777217 bytes; a plan file may be at most 16777216 bytes (16 MiB): every run keeps a copy of its plan"
+	if got := inv.Errors[0].Error(); got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+}

@@ -66,6 +66,9 @@ const (
 	// (twice it, in fact); it only ever holds blobs over valueThreshold, so a
 	// small file is plenty and keeps the run directory small.
 	valueLogFileSize = 16 << 20
+	// MaxPlanSize is the largest plan a store takes: Badger refuses a value
+	// bigger than a value log file (spec.MaxPlanSize may not exceed it).
+	MaxPlanSize = valueLogFileSize
 	// blockCacheSize is the least Badger accepts with compression on; it
 	// holds a few hundred decompressed 4 KiB blocks.
 	blockCacheSize = 1 << 20

@@ -8,6 +8,9 @@ import (
 // SetPlan replaces the run's plan snapshot (`faber resume --plan`): later
 // resumes and readers see the edited plan the run continues with.
 func (s *Store) SetPlan(plan []byte) error {
+	if err := checkPlanSize(plan); err != nil {
+		return fmt.Errorf("run %q: %w", s.runID, err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.update(func(txn *wtxn) error { return txn.Set(keyPlan, plan) }); err != nil {
@@ -15,6 +18,15 @@ func (s *Store) SetPlan(plan []byte) error {
 	}
 	if err := writeFileAtomic(filepath.Join(s.dir, filePlan), plan, true); err != nil {
 		return noSpace(s.stateDir, "run "+s.runID, fmt.Errorf("run %q: write plan snapshot: %w", s.runID, err))
+	}
+	return nil
+}
+
+// checkPlanSize refuses a plan the store cannot hold, with a message rather
+// than Badger's (which dumps the value).
+func checkPlanSize(plan []byte) error {
+	if len(plan) > MaxPlanSize {
+		return fmt.Errorf("the plan is %d bytes; a run can keep a plan of at most %d bytes (%d MiB)", len(plan), MaxPlanSize, MaxPlanSize>>20)
 	}
 	return nil
 }

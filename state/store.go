@@ -202,6 +202,9 @@ func create(stateDir string, meta Meta, plan []byte, opt Options) (*Store, error
 	if !validRunID(meta.RunID) {
 		return nil, fmt.Errorf("invalid run id %q: it must be a plain file name", meta.RunID)
 	}
+	if err := checkPlanSize(plan); err != nil {
+		return nil, fmt.Errorf("run %q: %w", meta.RunID, err)
+	}
 	now := time.Now()
 	if meta.StartedAt.IsZero() {
 		meta.StartedAt = now

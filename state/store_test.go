@@ -689,3 +689,41 @@ func BenchmarkLoad10k(b *testing.B) {
 		}
 	}
 }
+
+// A plan of MaxPlanSize is kept whole; one byte more is refused with a
+// message (not Badger's, which dumps the value), by Create before it makes
+// anything and by SetPlan before it changes anything.
+func TestPlanSizeLimit(t *testing.T) {
+	dir := t.TempDir()
+	edge := bytes.Repeat([]byte("#"), MaxPlanSize)
+	meta := Meta{RunID: "p-edge", Plan: "p", StartedAt: time.Now()}
+	s, err := Create(dir, meta, edge, Options{})
+	if err != nil {
+		t.Fatalf("a plan of exactly %d bytes: %v", MaxPlanSize, err)
+	}
+	defer s.Close()
+	snap, err := s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(snap.Plan, edge) {
+		t.Fatalf("Load returned %d bytes of plan, want the %d stored", len(snap.Plan), len(edge))
+	}
+
+	over := append(edge, '#')
+	want := fmt.Sprintf("the plan is %d bytes; a run can keep a plan of at most %d bytes (16 MiB)", len(over), MaxPlanSize)
+	if err := s.SetPlan(over); err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "Value") {
+		t.Fatalf("SetPlan of %d bytes: %v, want an error saying %q", len(over), err, want)
+	}
+	if snap, err := s.Load(); err != nil || !bytes.Equal(snap.Plan, edge) {
+		t.Fatalf("after a refused SetPlan the plan changed (%d bytes, %v)", len(snap.Plan), err)
+	}
+
+	_, err = Create(dir, Meta{RunID: "p-over", Plan: "p", StartedAt: time.Now()}, over, Options{})
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "Value") {
+		t.Fatalf("Create with %d bytes of plan: %v, want an error saying %q", len(over), err, want)
+	}
+	if _, err := os.Stat(RunDir(dir, "p-over")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused Create left %s behind (%v)", RunDir(dir, "p-over"), err)
+	}
+}

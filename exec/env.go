@@ -176,12 +176,14 @@ func (r *Runner) attemptSpec(sr *stepRun) (procSpec, error) {
 	if launch != nil {
 		argv = launch.wrap(argv)
 	}
+	var shellArgv []string
 	if direct != nil {
 		// As sh would, the program sees its working directory as PWD.
-		argv = direct
+		shellArgv, argv = argv, direct
 		extra = append(extra, "PWD="+r.workDir(sr, vars))
 	}
 	ps := r.procFor(sr, "attempt", argv, lim.timeout, n, nil, vars, extra...)
+	ps.shellArgv = shellArgv
 	ps.launch = launch
 	ps.lim = lim
 	ps.cgName = cgroupName(r.RunID, sr.def.ID, n)

@@ -47,6 +47,10 @@ type procSpec struct {
 	// onLogErr, if set, is called (once, from any goroutine) when a log
 	// file cannot be written: the run's state dir is in trouble.
 	onLogErr func(error)
+	// shellArgv, set when argv runs a step's script without a shell
+	// (direct.go), is the same script through the shell: what runs if
+	// argv cannot start.
+	shellArgv []string
 	// lim is the attempt's memory and CPU limit (its timeout is timeout);
 	// cgName names its cgroup when a limit is set and it runs here.
 	lim    limits
@@ -289,22 +293,35 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 			return o
 		}
 	}
-	argv := ps.argv
 	var cg *cgroup
 	if ps.cgName != "" && ps.launch == nil && (ps.lim.memory > 0 || ps.lim.cpus > 0) {
 		cg, o.cgErr = newCgroup(ps.cgName, ps.lim)
 		defer cg.remove() // after the group's SIGKILL below
-		argv = cg.wrap(argv)
 	}
-	cmd := osexec.Command(argv[0], argv[1:]...)
-	cmd.Dir = ps.dir
-	cmd.Env = ps.env
-	cmd.Stdin = nil
-	cmd.Stdout = outW
-	cmd.Stderr = errW
-	setGroup(cmd)
-	cg.prepare(cmd)
-	if err := cmd.Start(); err != nil {
+	start := func(argv []string) (*osexec.Cmd, error) {
+		argv = cg.wrap(argv)
+		cmd := osexec.Command(argv[0], argv[1:]...)
+		cmd.Dir = ps.dir
+		cmd.Env = ps.env
+		cmd.Stdin = nil
+		cmd.Stdout = outW
+		cmd.Stderr = errW
+		setGroup(cmd)
+		cg.prepare(cmd)
+		return cmd, cmd.Start()
+	}
+	prog := ps.argv[0]
+	cmd, err := start(ps.argv)
+	if err != nil && ps.shellArgv != nil {
+		// The script's program, started without a shell, could not start
+		// (not there, not executable, no #! line): nothing ran, so the
+		// shell gets the script and does what it always did with it (runs
+		// a file without #! as a shell script, or says why not in its own
+		// words, 127 or 126).
+		prog = ps.shellArgv[0]
+		cmd, err = start(ps.shellArgv)
+	}
+	if err != nil {
 		if !direct {
 			closePipes()
 		}
@@ -314,7 +331,7 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 		} else if errors.Is(err, os.ErrPermission) {
 			o.exitCode = 126
 		}
-		fmt.Fprintf(errF, "faber: cannot start %s: %v\n", ps.argv[0], err)
+		fmt.Fprintf(errF, "faber: cannot start %s: %v\n", prog, err)
 		return o
 	}
 	if !direct {

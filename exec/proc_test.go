@@ -147,3 +147,42 @@ func TestGroupRecorded(t *testing.T) {
 		t.Errorf("slow (0.5 s): its group was recorded %d times, want once", groups["slow"])
 	}
 }
+
+// TestRunProcShellFallback: an argv that cannot start, given the same
+// script through the shell, runs that instead; one that starts never runs
+// the shell; without a fallback the start error stands.
+func TestRunProcShellFallback(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "noshebang")
+	if err := os.WriteFile(script, []byte("echo via the shell\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := func(argv, shell []string) procSpec {
+		sub := t.TempDir()
+		return procSpec{
+			argv: argv, shellArgv: shell, dir: dir, env: os.Environ(),
+			stdoutPath: filepath.Join(sub, "attempt-1.out"), stderrPath: filepath.Join(sub, "attempt-1.err"),
+			timeout: time.Minute,
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		ps       procSpec
+		exit     int
+		out      string
+		startErr bool
+	}{
+		{"no #! line", spec([]string{script}, []string{"/bin/sh", "-c", script}), 0, "via the shell\n", false},
+		{"starts", spec([]string{"/bin/echo", "direct"}, []string{"/bin/sh", "-c", "echo shell"}), 0, "direct\n", false},
+		{"no fallback", spec([]string{script}, nil), 127, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := runProc(tc.ps, newCtrl())
+			out, _ := os.ReadFile(tc.ps.stdoutPath)
+			if o.exitCode != tc.exit || string(out) != tc.out || (o.startErr != nil) != tc.startErr {
+				t.Fatalf("exit %d, stdout %q, start error %v; want exit %d, stdout %q, start error %v",
+					o.exitCode, out, o.startErr, tc.exit, tc.out, tc.startErr)
+			}
+		})
+	}
+}

@@ -270,7 +270,7 @@ func useColor(g *Globals, w io.Writer) bool {
 }
 
 func storeOptions(g *Globals) state.Options {
-	opt := state.Options{Sync: os.Getenv("FABER_SYNC") == "1"}
+	opt := state.Options{Sync: g.sync}
 	if g.Verbose {
 		opt.Logger = g.stderr
 	}

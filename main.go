@@ -47,6 +47,21 @@ type Globals struct {
 	// interrupt does what SIGINT does (the TUI calls it for q / Ctrl-C, which
 	// arrive as keys in raw mode): first a graceful stop, then hard.
 	interrupt func(hard bool)
+	// sync is FABER_SYNC: every commit is synced to the device before
+	// anything acts on it.
+	sync bool
+}
+
+// parseSync reads FABER_SYNC. A value faber does not know is an error, not
+// a quiet "no": someone who set FABER_SYNC=y wanted durable commits.
+func parseSync(v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "yes", "on":
+		return true, nil
+	case "", "0", "false", "no", "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("FABER_SYNC=%q: set it to 1 to sync every commit to the device, or to 0 (or leave it unset) not to", v)
 }
 
 // CLI is faber's command line.
@@ -182,6 +197,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	}
 	if os.Getenv("NO_COLOR") != "" {
 		cli.NoColor = true
+	}
+	if cli.sync, err = parseSync(os.Getenv("FABER_SYNC")); err != nil {
+		fmt.Fprintf(stderr, "faber: %v\n", err)
+		return exitUsage
 	}
 	switch commandPath(kctx) {
 	case "run", "resume", "recover":

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/faber-run/faber/spec"
@@ -37,5 +38,21 @@ func TestExitCode(t *testing.T) {
 func TestPlanLimitsAgree(t *testing.T) {
 	if spec.MaxPlanSize > state.MaxPlanSize {
 		t.Fatalf("spec takes plans of up to %d bytes, a run's store only %d", spec.MaxPlanSize, state.MaxPlanSize)
+	}
+}
+
+// TestParseSync: FABER_SYNC's yes and no, in any case; anything else is an
+// error naming the variable, never a quiet no.
+func TestParseSync(t *testing.T) {
+	for v, want := range map[string]bool{"1": true, "true": true, "TRUE": true, "yes": true, "On": true, " 1 ": true,
+		"": false, "0": false, "false": false, "no": false, "OFF": false} {
+		if got, err := parseSync(v); err != nil || got != want {
+			t.Errorf("parseSync(%q) = %v, %v; want %v", v, got, err, want)
+		}
+	}
+	for _, v := range []string{"y", "2", "enabled", "fsync"} {
+		if _, err := parseSync(v); err == nil || !strings.Contains(err.Error(), "FABER_SYNC=") {
+			t.Errorf("parseSync(%q): %v, want an error naming FABER_SYNC", v, err)
+		}
 	}
 }

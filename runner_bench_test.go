@@ -77,7 +77,7 @@ func runOnce(tb testing.TB, base, text string, jobs int) time.Duration {
 	now := time.Now()
 	runID := state.NewRunID(dir, plan.Name, now)
 	st, err := state.Create(dir, state.Meta{RunID: runID, Plan: plan.Name, PlanFile: file, StartedAt: now}, []byte(text),
-		state.Options{Sync: os.Getenv("FABER_SYNC") == "1"})
+		state.Options{Sync: benchSync()})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -174,4 +174,10 @@ func BenchmarkRunner(b *testing.B) {
 			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/steps, "cpu-ms/step")
 		})
 	}
+}
+
+// benchSync is FABER_SYNC as faber reads it (an unknown value counts as no).
+func benchSync() bool {
+	on, _ := parseSync(os.Getenv("FABER_SYNC"))
+	return on
 }

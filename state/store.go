@@ -359,6 +359,11 @@ func openStore(stateDir, runID string, opt Options, exists bool) (_ *Store, err 
 		return nil, fail("repair events.jsonl", err)
 	}
 	private(dbDir)
+	if opt.Sync {
+		s.logf("every commit is synced to the device before it returns")
+	} else {
+		s.logf("commits are not synced to the device (a crash of faber loses none; a power loss may lose the last)")
+	}
 	if prior != nil && prior.LastSeq == s.lastSeq {
 		s.outcome = &prior.Outcome
 	}

@@ -11,6 +11,7 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -233,6 +234,26 @@ func openLog(path string) (f *os.File, newDir bool, err error) {
 	return f, true, err
 }
 
+// workDirProblem says why dir cannot be a process's working directory, or
+// nil when it can (or is "", faber's own).
+func workDirProblem(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("working directory %s: %w", dir, err)
+	case !fi.IsDir():
+		return fmt.Errorf("working directory %s: %w", dir, syscall.ENOTDIR)
+	}
+	return nil
+}
+
 // runProc runs one process to its end. It never returns before every process
 // of the group is gone (or was sent SIGKILL) and the output is written.
 func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
@@ -312,14 +333,20 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 	}
 	prog := ps.argv[0]
 	cmd, err := start(ps.argv)
-	if err != nil && ps.shellArgv != nil {
-		// The script's program, started without a shell, could not start
-		// (not there, not executable, no #! line): nothing ran, so the
-		// shell gets the script and does what it always did with it (runs
-		// a file without #! as a shell script, or says why not in its own
-		// words, 127 or 126).
-		prog = ps.shellArgv[0]
-		cmd, err = start(ps.shellArgv)
+	if err != nil {
+		if derr := workDirProblem(ps.dir); derr != nil {
+			// Go reports a working directory that is not there as the
+			// program not found: name the directory instead.
+			err = derr
+		} else if ps.shellArgv != nil {
+			// The script's program, started without a shell, could not
+			// start (not there, not executable, no #! line): nothing ran,
+			// so the shell gets the script and does what it always did
+			// with it (runs a file without #! as a shell script, or says
+			// why not in its own words, 127 or 126).
+			prog = ps.shellArgv[0]
+			cmd, err = start(ps.shellArgv)
+		}
 	}
 	if err != nil {
 		if !direct {

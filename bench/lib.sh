@@ -43,6 +43,10 @@ build_faber() {
 	(cd "$REPO" && CGO_ENABLED=0 go build -o "$1" .)
 }
 
+# fstype DIR prints the type of the file system that holds DIR (ext4,
+# tmpfs, ...), or nothing if DIR is not there.
+fstype() { df -T "$1" 2>/dev/null | awk 'NR==2 {print $2}'; }
+
 # readahead DIR prints the read-ahead of the block device that holds DIR
 # ("8192 KiB"): "none" on tmpfs, "unknown" where no device is found (btrfs,
 # network file systems). Badger maps its new files and writes their first
@@ -50,7 +54,7 @@ build_faber() {
 # large setting costs milliseconds per run.
 readahead() {
 	local mm f
-	if [[ $(df -T "$1" 2>/dev/null | awk 'NR==2 {print $2}') == tmpfs ]]; then
+	if [[ $(fstype "$1") == tmpfs ]]; then
 		echo none
 		return
 	fi

@@ -59,7 +59,7 @@ cleanup() {
 }
 trap cleanup EXIT
 if [[ -n $TMPFS ]]; then
-	if [[ $(df -T "$TMPFS" 2>/dev/null | awk 'NR==2 {print $2}') == tmpfs ]] && TMPFS_DIR=$(mktemp -d "$TMPFS/faber-bench.XXXXXX"); then
+	if [[ $(fstype "$TMPFS") == tmpfs ]] && TMPFS_DIR=$(mktemp -d "$TMPFS/faber-bench.XXXXXX"); then
 		:
 	else
 		say "bench: $TMPFS is not a writable tmpfs; skipping the tmpfs comparison"
@@ -67,7 +67,7 @@ if [[ -n $TMPFS ]]; then
 	fi
 fi
 if [[ -n $TMPDISK ]]; then
-	if [[ $(df -T "$TMPDISK" 2>/dev/null | awk 'NR==2 {print $2}') != tmpfs ]] && TMPDISK_DIR=$(mktemp -d "$TMPDISK/faber-bench.XXXXXX"); then
+	if [[ $(fstype "$TMPDISK") != tmpfs ]] && TMPDISK_DIR=$(mktemp -d "$TMPDISK/faber-bench.XXXXXX"); then
 		:
 	else
 		say "bench: $TMPDISK is not a writable directory on disk; skipping that comparison"
@@ -157,7 +157,7 @@ create_cost() {
 
 CPU=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
-FS=$(df -T "$WORK" | awk 'NR==2 {print $2}')
+FS=$(fstype "$WORK")
 say "machine: $(nproc) CPUs ($CPU), load $LOAD_START, work dir on $FS"
 
 PAR=$WORK/par.yaml
@@ -204,7 +204,7 @@ compare() {
 		run_faber "$R/tiny.plain" "$base" plain "$TINY"
 	done
 
-	echo "### State dir $where ($(df -T "$base" | awk 'NR==2 {print $2}'); creating a file took $probe µs before the rounds; read-ahead $(readahead "$base"))"
+	echo "### State dir $where ($(fstype "$base"); creating a file took $probe µs before the rounds; read-ahead $(readahead "$base"))"
 	echo
 	echo "| plan | runner | wall s | floor s | ratio | overhead ms/step | peak RSS MB | state B/step-attempt (apparent / allocated) |"
 	echo "|---|---|---|---|---|---|---|---|"

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -135,6 +134,7 @@ func codeOnly(code int) error { return &exitError{code: code} }
 
 func main() {
 	termquiet.Restore() // see package termquiet: TERM as the user set it
+	tuneStartGC()
 	os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -329,20 +329,5 @@ func signalContext() (ctx context.Context, hard <-chan struct{}, trigger func(ha
 		signal.Stop(ch)
 		close(done)
 		cancel()
-	}
-}
-
-// bigPlan is the plan size from which faber collects garbage more often.
-const bigPlan = 256 << 10
-
-// tuneGC makes the garbage collector run at +25% heap growth instead of Go's
-// +100% for a plan of planBytes ≥ bigPlan: faber's heap is then mostly the
-// plan and the run's records, kept to the end, and this keeps a
-// 100,000-step run under 400 MB for some 8% more time. A small plan keeps
-// Go's default: its heap is too small for it to matter, and collecting
-// more often would slow start-up. GOGC in the environment wins.
-func tuneGC(planBytes int64) {
-	if planBytes >= bigPlan && os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(25)
 	}
 }

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"testing"
+	"time"
+)
+
+// gogc reads the collector's current GOGC without changing it.
+func gogc() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(s[0].Value.Uint64())
+}
+
+// TestStartGC: start-up runs at startGCPercent until the first collection,
+// then at what tuneGC chose (Go's 100 for a small plan, 25 for a big one,
+// even when the plan was read before that collection).
+func TestStartGC(t *testing.T) {
+	if userGC() {
+		t.Skip("GOGC or GOMEMLIMIT is set")
+	}
+	defer func() {
+		gcTune.Lock()
+		gcTune.percent = 100
+		gcTune.Unlock()
+		debug.SetGCPercent(100)
+	}()
+	for _, tc := range []struct {
+		name string
+		plan int64
+		want int
+	}{
+		{"small plan", 1 << 10, 100},
+		{"big plan", bigPlan, 25},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tuneStartGC()
+			if got := gogc(); got != startGCPercent {
+				t.Fatalf("GOGC after tuneStartGC = %d, want %d", got, startGCPercent)
+			}
+			tuneGC(tc.plan)
+			if tc.want == 100 && gogc() != startGCPercent {
+				t.Fatalf("a small plan changed GOGC before the first collection: %d", gogc())
+			}
+			// The sentinel's finalizer runs on its own goroutine after a
+			// collection; give it a few.
+			deadline := time.Now().Add(10 * time.Second)
+			for gogc() != tc.want && time.Now().Before(deadline) {
+				runtime.GC()
+				time.Sleep(10 * time.Millisecond)
+			}
+			if got := gogc(); got != tc.want {
+				t.Fatalf("GOGC after the first collection = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestStartGCUserWins: GOGC in the environment is left alone.
+func TestStartGCUserWins(t *testing.T) {
+	t.Setenv("GOGC", "100")
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	debug.SetGCPercent(100)
+	tuneStartGC()
+	tuneGC(bigPlan)
+	if got := gogc(); got != 100 {
+		t.Fatalf("GOGC = %d with GOGC=100 in the environment, want 100", got)
+	}
+}

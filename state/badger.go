@@ -74,16 +74,56 @@ const (
 	blockCacheSize = 1 << 20
 )
 
+// storeSizes are the two file sizes one opening of Badger is made with: the
+// memtable's (its write-ahead log is a file of twice that) and the value
+// log's (a new file of twice that at every opening for writing). Badger
+// creates both files sparse, maps them and writes their headers through the
+// mapping; the kernel answers that first write by reading around it, up to
+// the device's read-ahead (8 MiB on some virtual disks, 128 KiB by default),
+// clipped to the file. Every page so read is allocated and zeroed at open
+// and freed at close: with 8 MiB of read-ahead, some 6 ms of a small run's
+// time, the better part of its fixed cost. So a new run opens small.
+type storeSizes struct {
+	mem  int64 // Badger's MemTableSize, and the log's reservation (space.go)
+	vlog int64 // Badger's ValueLogFileSize: no value may be bigger
+}
+
+var (
+	// fullSizes are for every opening but a small plan's first: after a
+	// crash, replaying a log needs a memtable at least as big as the one
+	// that wrote it, and this is the biggest.
+	fullSizes = storeSizes{mem: memTableSize, vlog: valueLogFileSize}
+	// firstSizes are for the opening that creates a run whose plan is at
+	// most smallPlan: a log file of 4 MiB and a value log of 2 MiB (1 MiB,
+	// the least Badger takes). The store moves to fullSizes at its first
+	// rotation, after some 600 steps, or before writing a value bigger
+	// than 1 MiB (grow).
+	firstSizes = storeSizes{mem: 2 << 20, vlog: 1 << 20}
+)
+
+// smallPlan is the largest plan a run starts with firstSizes: it stays in the
+// LSM tree (under valueThreshold), and its first records fit a transaction of
+// the small memtable (bigger ones would take the staged path at once).
+const smallPlan = valueThreshold - 1
+
+// sizesFor returns the sizes a new run's store is created with.
+func sizesFor(plan []byte) storeSizes {
+	if len(plan) <= smallPlan {
+		return firstSizes
+	}
+	return fullSizes
+}
+
 // badgerOptions returns Badger options sized for a CLI. Every setting that
 // departs from badger.DefaultOptions says why.
-func badgerOptions(dir string, opt Options, readOnly bool) badger.Options {
+func badgerOptions(dir string, opt Options, readOnly bool, z storeSizes) badger.Options {
 	return badger.DefaultOptions(dir).
 		// SyncWrites: with it each commit is fsynced (msync of the WAL), so a
 		// committed transition survives power loss, not only a crash of faber.
 		// Where the store syncs its commits itself (sync.go), Badger doesn't.
 		WithSyncWrites(opt.Sync && !fsyncCoversMmap).
 		WithReadOnly(readOnly).
-		WithMemTableSize(memTableSize).
+		WithMemTableSize(z.mem).
 		// Two memtables: one being written, one being flushed. The default of
 		// five only helps sustained server write bursts.
 		WithNumMemtables(2).
@@ -102,7 +142,7 @@ func badgerOptions(dir string, opt Options, readOnly bool) badger.Options {
 		// that a big plan snapshot changed on disk is an error (damage), not
 		// a different plan. Tables are checked by checkTables on open.
 		WithVerifyValueChecksum(true).
-		WithValueLogFileSize(valueLogFileSize).
+		WithValueLogFileSize(z.vlog).
 		// ZSTD (level 1) on table blocks: step records and events are JSON that
 		// repeats its keys, run id and timestamps' prefixes, so tables shrink
 		// about 6x (3.4 MB -> 0.58 MB for 2,000 steps; the store then takes

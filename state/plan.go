@@ -13,7 +13,11 @@ func (s *Store) SetPlan(plan []byte) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.update(func(txn *wtxn) error { return txn.Set(keyPlan, plan) }); err != nil {
+	err := s.fit(len(plan))
+	if err == nil {
+		err = s.update(func(txn *wtxn) error { return txn.Set(keyPlan, plan) })
+	}
+	if err != nil {
 		return noSpace(s.stateDir, "run "+s.runID, fmt.Errorf("run %q: store plan: %w", s.runID, err))
 	}
 	if err := writeFileAtomic(filepath.Join(s.dir, filePlan), plan, true); err != nil {

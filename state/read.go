@@ -346,7 +346,7 @@ func readStoreEvents(runID, dir string, afterSeq int64) ([][]byte, error) {
 	var db *badger.DB
 	err := guard(func() error {
 		var err error
-		db, err = badger.Open(badgerOptions(dbDir, Options{}, true))
+		db, err = badger.Open(badgerOptions(dbDir, Options{}, true, fullSizes))
 		return err
 	})
 	if err != nil {

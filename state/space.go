@@ -106,17 +106,22 @@ func noSpace(stateDir, doing string, err error) error {
 	return &SpaceError{Dir: stateDir, Doing: doing, Err: err}
 }
 
-// Sizes for the checks above. walReserve bounds what a memtable's write-ahead
-// log may hold before the store rotates it; rotateAt leaves room below it for
-// the largest transaction Badger accepts, as counted by entryCost (about 1.2
-// MiB of data in at most ~13,000 entries: under 3 MiB).
+// Sizes for the checks above, for an opening of Badger with sizes z (see
+// storeSizes). The log's reservation is the memtable's size: rotateAt leaves
+// room below it for the largest transaction Badger accepts, as counted by
+// entryCost. Badger's limits are 15% of the memtable in bytes and that over
+// skl.MaxNodeSize (96) in entries, and entryCost counts 124 bytes more per
+// entry than Badger does: 0.15 × (1 + 124/96) ≈ 0.344 of the memtable, under
+// 3/8 (3 MiB of 8: about 1.2 MiB of data in at most ~13,000 entries).
+func (z storeSizes) walReserve() int64 { return z.mem }
+func (z storeSizes) rotateAt() int64   { return z.mem - z.mem*3/8 }
+
+// openReserve is what opening a store for writing needs: the log's
+// reservation, Badger's discard-stats file (1 MiB, written through when
+// created) and a few pages of headers and small files.
+func (z storeSizes) openReserve() int64 { return z.walReserve() + 1<<20 + 256<<10 }
+
 const (
-	walReserve = memTableSize
-	rotateAt   = walReserve - 3<<20
-	// openReserve is what opening a store for writing needs: the log's
-	// reservation, Badger's discard-stats file (1 MiB, written through
-	// when created) and a few pages of headers and small files.
-	openReserve = walReserve + 1<<20 + 256<<10
 	// closeMargin is room for the small writes of closing: MANIFEST,
 	// events.jsonl, a table's index.
 	closeMargin = 256 << 10

@@ -69,9 +69,9 @@ func TestMemtableLogStaysReserved(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := allocated(fi); got < walReserve {
+		if got, want := allocated(fi), s.sizes.walReserve(); got < want {
 			t.Fatalf("after commit %d, %s has %d bytes allocated, want its whole reservation of %d: Badger started a log of its own",
-				seq, filepath.Base(names[len(names)-1]), got, walReserve)
+				seq, filepath.Base(names[len(names)-1]), got, want)
 		}
 	}
 	if n := strings.Count(log.String(), "rotating the memtable"); n < 4 {

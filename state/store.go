@@ -159,6 +159,8 @@ type Store struct {
 	// store rotates the memtable before it could outgrow its reserved log
 	// (see space.go).
 	memUsed int64
+	// sizes are those Badger is open with (see storeSizes).
+	sizes storeSizes
 	// wal is the memtable log open for syncing commits (sync.go), or nil.
 	wal *os.File
 	// broken is the error of a Badger write that failed: Badger may then be
@@ -226,7 +228,8 @@ func create(stateDir string, meta Meta, plan []byte, opt Options) (*Store, error
 		}
 		return nil, fmt.Errorf("run %q: create run dir: %w", meta.RunID, err)
 	}
-	s, err := openStore(stateDir, meta.RunID, opt, false)
+	first := sizesFor(plan)
+	s, err := openStore(stateDir, meta.RunID, opt, &first)
 	if err == nil {
 		err = s.initRun(plan, metaJSON, opt.Sync)
 		if err != nil {
@@ -273,13 +276,19 @@ func Open(stateDir, runID string, opt Options) (*Store, error) {
 	if err := checkRun(stateDir, runID); err != nil {
 		return nil, err
 	}
-	return openStore(stateDir, runID, opt, true)
+	return openStore(stateDir, runID, opt, nil)
 }
 
 // openStore takes ownership of the run directory and opens everything in it.
-// exists says that the store must be there already (Open), rather than be
-// made (Create); only then is a failure to read it damage.
-func openStore(stateDir, runID string, opt Options, exists bool) (_ *Store, err error) {
+// With first nil the store must be there already (Open), and a failure to
+// read it is damage; otherwise it is made (Create), with Badger opened at
+// *first.
+func openStore(stateDir, runID string, opt Options, first *storeSizes) (_ *Store, err error) {
+	exists := first == nil
+	sizes := fullSizes
+	if first != nil {
+		sizes = *first
+	}
 	dir := RunDir(stateDir, runID)
 	lock, err := acquireOwnership(dir, runID)
 	if err != nil {
@@ -289,7 +298,7 @@ func openStore(stateDir, runID string, opt Options, exists bool) (_ *Store, err 
 	if log == nil {
 		log = io.Discard
 	}
-	s := &Store{stateDir: stateDir, runID: runID, dir: dir, opt: opt, log: log, lock: lock}
+	s := &Store{stateDir: stateDir, runID: runID, dir: dir, opt: opt, log: log, lock: lock, sizes: sizes}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -334,7 +343,7 @@ func openStore(stateDir, runID string, opt Options, exists bool) (_ *Store, err 
 	// crash left behind are written out as tables at once: make sure it
 	// all fits before Badger starts (see space.go).
 	_, replay := memFiles(dbDir)
-	if err := needSpace(stateDir, dir, openReserve+replay+tablesSize(dbDir), "opening run "+runID); err != nil {
+	if err := needSpace(stateDir, dir, sizes.openReserve()+replay+tablesSize(dbDir), "opening run "+runID); err != nil {
 		return nil, err
 	}
 	before := dirNames(dbDir)
@@ -398,14 +407,14 @@ func (s *Store) dbDir() string { return filepath.Join(s.dir, dirDB) }
 
 // openDB opens Badger for writing and reserves its new memtable's log.
 func (s *Store) openDB() error {
-	db, err := badger.Open(badgerOptions(s.dbDir(), s.opt, false))
+	db, err := badger.Open(badgerOptions(s.dbDir(), s.opt, false, s.sizes))
 	if err != nil {
 		return err
 	}
 	s.db = db
 	s.memUsed = 0
 	if names, _ := memFiles(s.dbDir()); len(names) > 0 {
-		if err := preallocate(names[len(names)-1], walReserve); err != nil {
+		if err := preallocate(names[len(names)-1], s.sizes.walReserve()); err != nil {
 			s.broken = err
 			return fmt.Errorf("reserve the write-ahead log: %w", err)
 		}
@@ -431,12 +440,13 @@ func (s *Store) openDB() error {
 // rotate closes and reopens Badger, which writes the memtable out as a table
 // now, while there is room for it, and starts the next one with a reserved
 // log; left to itself, Badger would start a sparse log in the middle of a
-// commit. Staged records stay where they are: this is not a recovery.
+// commit. Staged records stay where they are: this is not a recovery. Badger
+// reopens at fullSizes (a new run's first opening may be smaller).
 func (s *Store) rotate() error {
 	// The memtable becomes a table, which a compaction may rewrite with
 	// the others; the new log's reservation reuses the old one's space,
 	// freed once the table is written.
-	need := s.memUsed + tablesSize(s.dbDir()) + openReserve - walReserve
+	need := s.memUsed + tablesSize(s.dbDir()) + fullSizes.openReserve() - s.sizes.walReserve()
 	if err := needSpace(s.stateDir, s.dir, need, "continuing run "+s.runID); err != nil {
 		return err
 	}
@@ -445,6 +455,7 @@ func (s *Store) rotate() error {
 	err := s.db.Close()
 	s.db = nil
 	if err == nil {
+		s.sizes = fullSizes
 		err = s.openDB()
 	}
 	if err != nil {
@@ -462,7 +473,7 @@ func (s *Store) writeTxn() (*wtxn, error) {
 	if s.broken != nil {
 		return nil, fmt.Errorf("the store took no more writes after an earlier failure: %w", s.broken)
 	}
-	if s.memUsed >= rotateAt {
+	if s.memUsed >= s.sizes.rotateAt() {
 		if err := s.rotate(); err != nil {
 			return nil, err
 		}
@@ -689,6 +700,9 @@ func (s *Store) Commit(c Change) error {
 	if c.Run == nil && len(c.Steps) == 0 && len(c.Events) == 0 {
 		return nil
 	}
+	if err := s.fit(largest(c)); err != nil {
+		return fmt.Errorf("run %q: commit: %w", s.runID, err)
+	}
 	err := s.commitTxn(c, last)
 	if errors.Is(err, badger.ErrTxnTooBig) {
 		err = s.commitStaged(c, last)
@@ -737,6 +751,29 @@ func (s *Store) commitTxn(c Change, last int64) error {
 		return err
 	}
 	return txn.Commit()
+}
+
+// largest returns the size of the biggest value c writes.
+func largest(c Change) int {
+	n := 0
+	for _, v := range changeRecords(c) {
+		n = max(n, len(v))
+	}
+	for _, ev := range c.Events {
+		n = max(n, len(ev.JSON))
+	}
+	return n
+}
+
+// fit makes sure Badger takes a value of n bytes: no value may be bigger than
+// a value log file, and a new run's first opening has small ones (see
+// storeSizes). Past that, the store rotates to fullSizes first.
+func (s *Store) fit(n int) error {
+	if int64(n) <= s.sizes.vlog || s.broken != nil {
+		return nil
+	}
+	s.logf("a value of %d bytes: reopening the store with bigger files", n)
+	return s.rotate()
 }
 
 // changeRecords yields the Badger key and value of every record in c.
@@ -852,7 +889,7 @@ func (s *Store) releaseWAL() {
 		return
 	}
 	off := (s.memUsed + 2*4096) &^ 4095
-	releaseTail(names[len(names)-1], off, walReserve)
+	releaseTail(names[len(names)-1], off, s.sizes.walReserve())
 }
 
 // logf writes a warning to the debug log.

@@ -1,0 +1,135 @@
+package state
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// newestSize returns the size of the newest dbDir file ending in ext.
+func newestSize(t *testing.T, dbDir, ext string) int64 {
+	t.Helper()
+	names, _ := numberedFiles(dbDir, ext)
+	if len(names) == 0 {
+		t.Fatalf("no %s file in %s", ext, dbDir)
+	}
+	fi, err := os.Stat(names[len(names)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// TestFirstOpeningIsSmall: a run with a small plan is created with Badger's
+// files at firstSizes (the kernel's read-around of each new mapping is then
+// clipped to a small file); a big plan's run, and every later opening, at
+// fullSizes.
+func TestFirstOpeningIsSmall(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		id   string
+		plan []byte
+		want storeSizes
+	}{
+		{"small", []byte("name: p\n"), firstSizes},
+		{"edge", bytes.Repeat([]byte("#"), smallPlan), firstSizes},
+		{"big", bytes.Repeat([]byte("#"), smallPlan+1), fullSizes},
+	} {
+		s, err := Create(dir, Meta{RunID: tc.id, Plan: "p", StartedAt: time.Now()}, tc.plan, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dbDir := filepath.Join(RunDir(dir, tc.id), dirDB)
+		if s.sizes != tc.want {
+			t.Errorf("%s: created with %+v, want %+v", tc.id, s.sizes, tc.want)
+		}
+		if got := newestSize(t, dbDir, ".mem"); got != 2*tc.want.mem {
+			t.Errorf("%s: memtable log of %d bytes, want %d", tc.id, got, 2*tc.want.mem)
+		}
+		if got := newestSize(t, dbDir, ".vlog"); got != 2*tc.want.vlog {
+			t.Errorf("%s: value log of %d bytes, want %d", tc.id, got, 2*tc.want.vlog)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s, err = Open(dir, tc.id, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.sizes != fullSizes || newestSize(t, dbDir, ".mem") != 2*fullSizes.mem {
+			t.Errorf("%s: reopened with %+v, want %+v", tc.id, s.sizes, fullSizes)
+		}
+		snap, err := s.Load()
+		if err != nil || !bytes.Equal(snap.Plan, tc.plan) {
+			t.Fatalf("%s: Load after reopening: %d bytes of plan, %v", tc.id, len(snap.Plan), err)
+		}
+		s.Close()
+	}
+}
+
+// TestFirstOpeningGrows: a value bigger than the first opening's value log
+// files takes (a record, an event, a new plan) makes the store reopen Badger
+// at fullSizes first, instead of failing the commit; all of it reads back,
+// in this process and the next.
+func TestFirstOpeningGrows(t *testing.T) {
+	dir := t.TempDir()
+	var log lockedBuffer
+	s, err := Create(dir, Meta{RunID: "r", Plan: "p", StartedAt: time.Now()}, []byte("name: p\n"), Options{Logger: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.sizes != firstSizes {
+		t.Fatalf("created with %+v, want %+v", s.sizes, firstSizes)
+	}
+	big := `{"pad":"` + strings.Repeat("x", int(firstSizes.vlog)) + `"}`
+	if err := s.Commit(Change{Steps: map[string][]byte{"a": []byte(big)}, Events: []Event{ev(1, "big")}}); err != nil {
+		t.Fatalf("commit of a %d-byte record: %v", len(big), err)
+	}
+	if s.sizes != fullSizes || !strings.Contains(log.String(), "reopening the store with bigger files") {
+		t.Fatalf("after a %d-byte record the store is at %+v (log:\n%s)", len(big), s.sizes, log.String())
+	}
+	plan := bytes.Repeat([]byte("#"), int(firstSizes.vlog)*3)
+	if err := s.SetPlan(plan); err != nil {
+		t.Fatalf("SetPlan of %d bytes: %v", len(plan), err)
+	}
+	check := func(s *Store) {
+		t.Helper()
+		snap, err := s.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(snap.Steps["a"]) != big || !bytes.Equal(snap.Plan, plan) || snap.LastSeq != 1 {
+			t.Fatalf("read back %d bytes of record, %d of plan, last seq %d", len(snap.Steps["a"]), len(snap.Plan), snap.LastSeq)
+		}
+	}
+	check(s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(dir, "r", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(s)
+
+	// A big event on a second new run.
+	s2, err := Create(dir, Meta{RunID: "e", Plan: "p", StartedAt: time.Now()}, []byte("name: p\n"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bigEv := Event{Seq: 1, JSON: []byte(`{"seq":1,"pad":"` + strings.Repeat("y", int(firstSizes.vlog)) + `"}`)}
+	if err := s2.Commit(Change{Events: []Event{bigEv}}); err != nil {
+		t.Fatalf("commit of a %d-byte event: %v", len(bigEv.JSON), err)
+	}
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := ReadEvents(dir, "e", 0)
+	if err != nil || len(evs) != 1 || !bytes.Equal(evs[0], bigEv.JSON) {
+		t.Fatalf("events read back: %d, %v", len(evs), err)
+	}
+}

@@ -60,7 +60,7 @@ func (r *Runner) env(sr *stepRun, attempt int, vars map[string]string, result st
 	add(sr.def.EnvKeys, sr.def.Env)
 	e = append(e,
 		"FABER_RUN_ID="+r.RunID,
-		"FABER_PLAN="+absPath(p.File),
+		"FABER_PLAN="+r.planFile,
 		"FABER_STEP_ID="+sr.def.ID,
 		"FABER_STEP_NAME="+sr.def.Name,
 		"FABER_PHASE="+sr.def.Phase,

@@ -234,6 +234,16 @@ func openLog(path string) (f *os.File, newDir bool, err error) {
 	return f, true, err
 }
 
+// devNull is the standard input of every process, opened once: os/exec
+// would open /dev/null for each process it starts.
+var devNull = sync.OnceValue(func() *os.File {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil // os/exec then tries itself, and says why it cannot
+	}
+	return f
+})
+
 // workDirProblem says why dir cannot be a process's working directory, or
 // nil when it can (or is "", faber's own).
 func workDirProblem(dir string) error {
@@ -324,7 +334,9 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 		cmd := osexec.Command(argv[0], argv[1:]...)
 		cmd.Dir = ps.dir
 		cmd.Env = ps.env
-		cmd.Stdin = nil
+		if null := devNull(); null != nil {
+			cmd.Stdin = null
+		}
 		cmd.Stdout = outW
 		cmd.Stderr = errW
 		setGroup(cmd)

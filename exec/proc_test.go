@@ -186,3 +186,33 @@ func TestRunProcShellFallback(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenLog: a log file is created 0600 with its directory when missing,
+// and an existing one is appended to, never truncated (SPEC §3: logs are
+// never overwritten); the file reads back what was written.
+func TestOpenLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "logs", "s", "attempt-1.out")
+	f, newDir, err := openLog(path)
+	if err != nil || !newDir {
+		t.Fatalf("first open: new dir %v, %v", newDir, err)
+	}
+	if fi, err := f.Stat(); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, %v; want 0600", fi.Mode(), err)
+	}
+	f.WriteString("one\n")
+	f.Close()
+	f, newDir, err = openLog(path)
+	if err != nil || newDir {
+		t.Fatalf("second open: new dir %v, %v", newDir, err)
+	}
+	defer f.Close()
+	f.WriteString("two\n")
+	buf := make([]byte, 16)
+	n, _ := f.ReadAt(buf, 0)
+	if got := string(buf[:n]); got != "one\ntwo\n" {
+		t.Fatalf("log holds %q, want both writes in order", got)
+	}
+	if _, _, err := openLog(filepath.Join(path, "x")); err == nil {
+		t.Fatal("a log under a regular file opened")
+	}
+}

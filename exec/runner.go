@@ -91,6 +91,7 @@ type Runner struct {
 	halted   error // the state problem that stopped the run (see halt)
 	baseEnv  []string
 	outDir   string
+	planFile string            // the plan file's absolute path (FABER_PLAN)
 	shells   map[string]string // shell name -> resolved path
 	mask     *Masker           // the plan's secrets, masked in events and output lines
 	// endStatus and endFailed are what the end step is told (SPEC §7).
@@ -208,6 +209,7 @@ func (r *Runner) setup(prior *Prior) {
 	// whatever the caller passed.
 	r.RunDir = absPath(r.RunDir)
 	r.StateDir = absPath(r.StateDir)
+	r.planFile = absPath(p.File)
 	r.outDir = filepath.Join(r.RunDir, "outputs")
 	if r.OutDir != "" {
 		r.outDir = absPath(r.OutDir)

@@ -6,6 +6,7 @@ package control
 
 import (
 	"bufio"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -70,7 +71,11 @@ type Server struct {
 // Start listens for requests to the session that owns runDir's run;
 // interrupt does what Ctrl-C in the owner does (faber stop).
 func Start(runDir string, interrupt func(hard bool)) (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Plain TCP: Go listens with MPTCP by default, which costs a run a
+	// kernel probe at start and brings nothing on loopback.
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(false)
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}

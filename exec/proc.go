@@ -264,32 +264,65 @@ func workDirProblem(dir string) error {
 	return nil
 }
 
+// procLogs are a process's log files, opened (openLogs) before it starts.
+type procLogs struct {
+	out, err *os.File
+	fail     error // why they could not be opened (the process cannot start)
+}
+
+// openLogs creates the log files of ps (never truncating one) and removes a
+// stale result file: all a process needs before it starts.
+func openLogs(ps procSpec) (l procLogs) {
+	out, newDir, err := openLog(ps.stdoutPath)
+	if err != nil {
+		l.fail = err
+		return l
+	}
+	errF, _, err := openLog(ps.stderrPath) // read back by fileTail
+	if err != nil {
+		out.Close()
+		l.fail = err
+		return l
+	}
+	if ps.resultPath != "" && !newDir {
+		// A fresh path each attempt; never trust a stale one (a new log
+		// directory holds none).
+		_ = os.Remove(ps.resultPath)
+	}
+	return procLogs{out: out, err: errF}
+}
+
+// close closes the files of logs that were opened for a process that then
+// did not start.
+func (l procLogs) close() {
+	if l.fail == nil {
+		l.out.Close()
+		l.err.Close()
+	}
+}
+
 // runProc runs one process to its end. It never returns before every process
 // of the group is gone (or was sent SIGKILL) and the output is written.
-func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
+func runProc(ps procSpec, ctrl *procCtrl) outcome {
+	return runProcLogs(ps, ctrl, openLogs(ps))
+}
+
+// runProcLogs is runProc with the log files opened already (openLogs), which
+// it closes.
+func runProcLogs(ps procSpec, ctrl *procCtrl, logs procLogs) (o outcome) {
 	o.timeout = ps.timeout
 	o.lim = ps.lim
 	o.lim.timeout = ps.timeout
 	o.started = time.Now()
 	defer func() { o.finished = time.Now() }()
 
-	outF, newDir, err := openLog(ps.stdoutPath)
-	if err != nil {
+	if err := logs.fail; err != nil {
 		o.startErr, o.logErr, o.exitCode = err, err, 127
 		return o
 	}
+	outF, errF := logs.out, logs.err
 	defer outF.Close()
-	errF, _, err := openLog(ps.stderrPath) // read back by fileTail
-	if err != nil {
-		o.startErr, o.logErr, o.exitCode = err, err, 127
-		return o
-	}
 	defer errF.Close()
-	if ps.resultPath != "" && !newDir {
-		// A fresh path each attempt; never trust a stale one (a new log
-		// directory holds none).
-		_ = os.Remove(ps.resultPath)
-	}
 	if ctrl.Reason() != "" {
 		o.stoppedBy = ctrl.Reason()
 		o.exitCode = 130
@@ -305,6 +338,7 @@ func runProc(ps procSpec, ctrl *procCtrl) (o outcome) {
 	echo := ps.onLine != nil && !ps.pipeLines && ps.launch == nil && regular
 	direct := (ps.onLine == nil && regular) || echo
 	var outR, outW, errR, errW *os.File
+	var err error
 	closePipes := func() {
 		for _, f := range []*os.File{outR, outW, errR, errW} {
 			if f != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/faber-run/faber/spec"
 )
@@ -275,6 +276,50 @@ func TestRunnerChainBatchesCommits(t *testing.T) {
 			if n > 0 && !done[fmt.Sprintf("s%d", n-1)] {
 				t.Errorf("%s started before s%d's success was stored", e.StepID, n-1)
 			}
+		}
+	}
+}
+
+// slowStore is a fakeStore whose commit of a step's start takes a while, and
+// which looks, before it returns, whether that step's process has run.
+type slowStore struct {
+	fakeStore
+	dir   string
+	early []string // steps whose process ran before their start was stored
+}
+
+func (s *slowStore) Commit(run *RunState, steps []*StepState, events []Event) error {
+	for _, st := range steps {
+		if st.Status == StatusInProgress {
+			time.Sleep(200 * time.Millisecond)
+			if _, err := os.Stat(filepath.Join(s.dir, st.ID+".ran")); err == nil {
+				s.early = append(s.early, st.ID)
+			}
+		}
+	}
+	return s.fakeStore.Commit(run, steps, events)
+}
+
+// TestRunnerStartWaitsForCommit: an attempt's log files may be made while its
+// start is committed, but its process starts only after the commit returns
+// (SPEC §8: state is stored before the action that depends on it).
+func TestRunnerStartWaitsForCommit(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the plan uses sh")
+	}
+	dir := t.TempDir()
+	store := &slowStore{dir: dir}
+	p := writePlan(t, dir, "name: t\nsteps:\n  - {id: a, run: 'touch a.ran'}\n  - {id: b, run: 'touch b.ran'}\n")
+	r := &Runner{Plan: p, RunID: "t-20260101T000000-abcd", RunDir: filepath.Join(dir, "run"), Store: store, Jobs: 1}
+	if status, err := r.Run(t.Context(), nil); err != nil || status != RunSuccess {
+		t.Fatalf("status %s, err %v", status, err)
+	}
+	if len(store.early) > 0 {
+		t.Fatalf("steps %v ran before their start was committed", store.early)
+	}
+	for _, id := range []string{"a", "b"} {
+		if _, err := os.Stat(filepath.Join(dir, id+".ran")); err != nil {
+			t.Fatalf("%s did not run: %v", id, err)
 		}
 	}
 }

@@ -137,15 +137,37 @@ func (r *Runner) startAttempt(sr *stepRun) {
 		st.ChildRunID = r.NewRunID(sr.def.ChildName, now)
 	}
 	r.takeSlot(sr)
+	ps, err := r.attemptSpec(sr)
+	ctrl := newCtrl()
+	// The attempt's log files are made while its start is committed (with
+	// FABER_SYNC=1, while the device flushes): they are no action of the
+	// step's, and the process itself starts only once the start is stored.
+	// If the commit fails, the files stay empty and unrecorded; the attempt
+	// runs again on resume, with the same number, and appends to them.
+	var gate chan bool
+	if err == nil {
+		gate = make(chan bool, 1)
+		go func() {
+			logs := openLogs(ps)
+			if !<-gate {
+				logs.close()
+				return
+			}
+			out := runProcLogs(ps, ctrl, logs)
+			r.hashOutputs(sr, &out)
+			r.msgs <- msg{kind: mAttemptDone, sr: sr, out: out}
+		}()
+	}
 	r.commit([]*StepState{st}, r.statusEvent(sr))
 	if r.fatal != nil {
+		if gate != nil {
+			gate <- false
+		}
 		r.freeSlot(sr)
 		return
 	}
-	ps, err := r.attemptSpec(sr)
-	sr.ctrl = newCtrl()
+	sr.ctrl = ctrl
 	r.inflight++
-	ctrl := sr.ctrl
 	if err != nil {
 		// Cannot happen for a validated plan; record it as a failed attempt
 		// rather than losing the step.
@@ -154,11 +176,7 @@ func (r *Runner) startAttempt(sr *stepRun) {
 		}()
 		return
 	}
-	go func() {
-		out := runProc(ps, ctrl)
-		r.hashOutputs(sr, &out)
-		r.msgs <- msg{kind: mAttemptDone, sr: sr, out: out}
-	}()
+	gate <- true
 	r.logDirsAhead(sr)
 }
 

@@ -167,6 +167,12 @@ func badgerOptions(dir string, opt Options, readOnly bool, z storeSizes) badger.
 		// One writer per store (the owner, serialised by Store.mu), so conflict
 		// detection would only cost memory and time.
 		WithDetectConflicts(false).
+		// No LOCK file of Badger's: the run's own lock (owner.go: the owner
+		// holds it exclusively, a reader shared) already keeps a second
+		// Badger off the store, in this process or another. Badger's guard
+		// made and deleted one more file at every opening, and on an ext4
+		// without a journal each deleted inode slows the next creations.
+		WithBypassLockGuard(true).
 		// Close fast: don't compact L0 on the way out, the next owner can.
 		WithCompactL0OnClose(false).
 		// Metrics are expvar counters nobody reads in a CLI.

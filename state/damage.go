@@ -225,7 +225,7 @@ func dirNames(dir string) map[string]bool {
 }
 
 // removeNew removes the files of dir that are not in before: what a failed
-// open created (an empty memtable, a new value log, Badger's LOCK). Left in
+// open created (an empty memtable, a new value log). Left in
 // place, a preallocated empty memtable would make every later read-only open
 // ask for a truncation, and readers would no longer see the damage.
 func removeNew(dir string, before map[string]bool) {

@@ -133,3 +133,28 @@ func TestFirstOpeningGrows(t *testing.T) {
 		t.Fatalf("events read back: %d, %v", len(evs), err)
 	}
 }
+
+// TestNoBadgerLock: Badger's own LOCK file is not made (the run's lock keeps
+// a second Badger off the store), and the run's lock still does: a second
+// owner is refused while the first is open.
+func TestNoBadgerLock(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Create(dir, Meta{RunID: "r", Plan: "p", StartedAt: time.Now()}, []byte("name: p\n"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(RunDir(dir, "r"), dirDB, "LOCK")
+	if _, err := os.Stat(lock); err == nil {
+		t.Fatalf("%s exists while the store is open", lock)
+	}
+	if s2, err := Open(dir, "r", Options{}); err == nil {
+		s2.Close()
+		t.Fatal("a second owner opened the store while the first had it")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(lock); err == nil {
+		t.Fatalf("%s exists after Close", lock)
+	}
+}

@@ -136,3 +136,55 @@ func TestCreateWithTooLittleSpace(t *testing.T) {
 		t.Fatalf("a half-made run was left behind: %v", err)
 	}
 }
+
+// TestFullDiskAtFirstRotation: a new run opens Badger small (firstSizes), so
+// it starts with less free space than the full sizes need; when its memtable
+// is full, the rotation to fullSizes finds no room and the commit fails
+// cleanly with ErrNoSpace (checked ahead, not a fault in a mapped page),
+// keeping every commit before it; with space freed, the run reopens whole.
+func TestFullDiskAtFirstRotation(t *testing.T) {
+	mnt := mountTmpfs(t, "16m")
+	dir := filepath.Join(mnt, ".faber")
+	s := newRun(t, dir, "r")
+	if s.sizes != firstSizes {
+		t.Fatalf("created with %+v, want %+v", s.sizes, firstSizes)
+	}
+	// Room for the small opening's log, not for what the full sizes reserve.
+	filler := fill(t, mnt, 5<<20)
+	pad := strings.Repeat("x", 2000)
+	var last int64
+	for seq := int64(1); seq <= 5000; seq++ {
+		rec := fmt.Appendf(nil, `{"seq":%d,"pad":%q}`, seq, pad)
+		err := s.Commit(Change{Steps: map[string][]byte{fmt.Sprint("s", seq%20): rec}, Events: []Event{{Seq: seq, JSON: rec}}})
+		if err != nil {
+			if !errors.Is(err, ErrNoSpace) {
+				t.Fatalf("commit %d: %v, want ErrNoSpace", seq, err)
+			}
+			break
+		}
+		last = seq
+	}
+	if last == 0 || last == 5000 {
+		t.Fatalf("%d commits went through; want the run to stop at its first rotation", last)
+	}
+	t.Logf("%d commits, then no space", last)
+	if want := firstSizes.rotateAt() / 4096; last < want/2 {
+		t.Fatalf("only %d commits before the disk was full; the first opening should take ~%d", last, want)
+	}
+	s.Close()
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(dir, "r", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	snap, err := s2.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.LastSeq != last {
+		t.Fatalf("after freeing space: last seq %d, want %d", snap.LastSeq, last)
+	}
+}

@@ -37,6 +37,10 @@ if [[ -n $CHAINS ]]; then
 	for where in $G19DIRS; do
 		base=$(g19base "$where")
 		mkdir -p "$base"
+		# The sections before left gigabytes of dirty pages (the scale runs,
+		# the list's 10,000 runs): let the kernel write them back first, so
+		# that neither side is timed against that writeback.
+		sync
 		# What a run costs whatever its length (start, store, close): a
 		# one-step run next to one sh -c true. Context for the chains, not
 		# a goal of its own.

@@ -11,19 +11,32 @@ import (
 // 4 MB heap, which faber passes while it starts (kong's model, the plan,
 // Badger's memtable and caches): a one-step run collected two or three
 // times, and a chain of 100 steps three, each cycle taking CPU from the run
-// it delays. So faber starts at GOGC=400 (the first collection at 16 MB,
-// which a run of a few hundred steps may never reach) and, once that first
-// collection has happened, goes back to what it wants for the plan (tuneGC):
-// from there on the heap follows the run's live data as with Go's default,
-// so a long run's peak memory does not grow. cmd/compile does the same at
-// start-up. GOGC or GOMEMLIMIT in the environment wins over both.
+// it delays (about 3 ms of a one-step run's 19). So faber starts at GOGC=400
+// (the first collection at 16 MB, which a short run may never reach), as
+// cmd/compile does, until it knows the plan (tuneGC):
+//
+//   - a short plan (under shortPlan) keeps it until the first collection,
+//     then goes back to Go's default: its heap stays small;
+//   - a longer plan goes back to the default at once, a big one (bigPlan)
+//     to +25%: their runs last, and their heap follows their live data.
+//
+// The way back after the first collection is a finalizer, which runs only
+// when the collector sweeps its object, sometimes one collection later: at
+// GOGC=400 that second collection comes at five times the live heap, which
+// a 2,000-step run took from 51 to 70 MB; hence the early return for all
+// but short plans. GOGC or GOMEMLIMIT in the environment wins over all this.
 
 // startGCPercent is the GOGC faber starts with: Go's minimum heap before a
 // collection is 4 MB × GOGC/100.
 const startGCPercent = 400
 
-// bigPlan is the plan size from which faber collects garbage more often.
-const bigPlan = 256 << 10
+// bigPlan is the plan size from which faber collects garbage more often;
+// shortPlan the size (~400 one-line steps) from which it leaves the start-up
+// pace as soon as it has read the plan.
+const (
+	bigPlan   = 256 << 10
+	shortPlan = 16 << 10
+)
 
 // gcTune.percent is the GOGC faber wants once start-up is over.
 var gcTune struct {
@@ -56,19 +69,21 @@ func tuneStartGC() {
 // never be collected.
 type gcSentinel struct{ _ int64 }
 
-// tuneGC makes the garbage collector run at +25% heap growth instead of Go's
-// +100% for a plan of planBytes ≥ bigPlan: faber's heap is then mostly the
-// plan and the run's records, kept to the end, and this keeps a
-// 100,000-step run under 400 MB for some 8% more time. It applies at once
-// (a big plan alone passes the start-up heap). A small plan keeps Go's
-// default once start-up is over: its heap is too small for it to matter,
-// and collecting more often would slow it.
+// tuneGC sets the collector's pace for a plan of planBytes (see above). A
+// plan of bigPlan or more runs at +25% heap growth instead of Go's +100%:
+// faber's heap is then mostly the plan and the run's records, kept to the
+// end, and this keeps a 100,000-step run under 400 MB for some 8% more
+// time.
 func tuneGC(planBytes int64) {
-	if planBytes < bigPlan || userGC() {
+	if planBytes < shortPlan || userGC() {
 		return
+	}
+	p := 100
+	if planBytes >= bigPlan {
+		p = 25
 	}
 	gcTune.Lock()
 	defer gcTune.Unlock()
-	gcTune.percent = 25
-	debug.SetGCPercent(25)
+	gcTune.percent = p
+	debug.SetGCPercent(p)
 }

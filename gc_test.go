@@ -33,7 +33,8 @@ func TestStartGC(t *testing.T) {
 		plan int64
 		want int
 	}{
-		{"small plan", 1 << 10, 100},
+		{"short plan", 1 << 10, 100},
+		{"longer plan", shortPlan, 100},
 		{"big plan", bigPlan, 25},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -42,8 +43,11 @@ func TestStartGC(t *testing.T) {
 				t.Fatalf("GOGC after tuneStartGC = %d, want %d", got, startGCPercent)
 			}
 			tuneGC(tc.plan)
-			if tc.want == 100 && gogc() != startGCPercent {
-				t.Fatalf("a small plan changed GOGC before the first collection: %d", gogc())
+			switch got := gogc(); {
+			case tc.plan < shortPlan && got != startGCPercent:
+				t.Fatalf("a short plan changed GOGC before the first collection: %d", got)
+			case tc.plan >= shortPlan && got != tc.want:
+				t.Fatalf("a plan of %d bytes left GOGC at %d before the first collection, want %d at once", tc.plan, got, tc.want)
 			}
 			// The sentinel's finalizer runs on its own goroutine after a
 			// collection; give it a few.

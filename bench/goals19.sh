@@ -39,8 +39,14 @@ if [[ -n $CHAINS ]]; then
 		mkdir -p "$base"
 		# The sections before left gigabytes of dirty pages (the scale runs,
 		# the list's 10,000 runs): let the kernel write them back first, so
-		# that neither side is timed against that writeback.
-		sync
+		# that neither side is timed against that writeback (settle syncs).
+		# On disk, wait for recent deletions to settle, as before the rounds.
+		if [[ $where == disk ]]; then
+			settle "$base"
+			echo "| 1. (context) creating a file in the state dir on disk before the chains (waited ${SETTLE_WAITED} s for recent deletions) | $SETTLE_COST µs | info |"
+		else
+			sync
+		fi
 		# What a run costs whatever its length (start, store, close): a
 		# one-step run next to one sh -c true. Context for the chains, not
 		# a goal of its own.

@@ -63,3 +63,46 @@ readahead() {
 	[[ -r $f ]] || f=/sys/dev/block/$mm/../queue/read_ahead_kb
 	if [[ -n $mm && -r $f ]]; then echo "$(cat "$f") KiB"; else echo unknown; fi
 }
+
+# create_cost DIR prints the microseconds one file creation takes in DIR now
+# (500 empty files by one touch, kept until the end). On an ext4 without a
+# journal it jumps after many deletions (see README.md), which moves faber's
+# figures on disk and not the floor's.
+# (It runs in a $(...) subshell: a fresh directory each time, by mktemp.)
+create_cost() {
+	local d t0 t1
+	d=$(mktemp -d "$1/probe.XXXXXX")
+	t0=$(now_ns)
+	(cd "$d" && seq 500 | xargs touch)
+	t1=$(now_ns)
+	calc %.0f "($t1-$t0)/1e3/500"
+}
+
+# settle DIR: on an ext4 without a journal, creating a file right after many
+# were deleted in the same block group is slow (ext4's recently_deleted()
+# steps past every inode freed in the last 60 s, or 360 s while its inode
+# table block is dirty; see README.md, "This VM's disk"): a bench run right
+# after another's cleanup would time the floor against faber plus that
+# cleanup. settle syncs, then waits while creating a file in DIR costs more
+# than SETTLE_US µs, for at most SETTLE_S seconds. It sets SETTLE_COST (µs)
+# and SETTLE_WAITED (s), and SETTLED, what the headings say of them.
+SETTLE_US=${SETTLE_US:-80}
+SETTLE_S=${SETTLE_S:-120}
+SETTLE_STEP=${SETTLE_STEP:-15}
+settle() {
+	local dir=$1 c first waited=0
+	sync
+	first=$(create_cost "$dir")
+	c=$first
+	while ((c > SETTLE_US && waited < SETTLE_S)); do
+		say "disk: creating a file in $dir takes $c µs (recent deletions); waiting for it to settle"
+		sleep "$SETTLE_STEP"
+		waited=$((waited + SETTLE_STEP))
+		c=$(create_cost "$dir")
+	done
+	SETTLE_COST=$c SETTLE_WAITED=$waited
+	SETTLED="creating a file took $c µs before the rounds"
+	if ((waited > 0)); then
+		SETTLED+=", after waiting $waited s for recent deletions to settle ($first µs at first)"
+	fi
+}

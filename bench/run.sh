@@ -29,6 +29,10 @@
 #   TMPDISK     a second disk directory to compare ("/tmp"; empty skips it)
 #   TMPFS       a tmpfs to compare ("/dev/shm"; empty skips it)
 #   LIST        runs in the state dir that 'faber list' reads (10000; empty skips it)
+#   SETTLE_US   before the rounds on the repository's disk (and goal 1's),
+#               wait while creating a file there costs more than this (80 µs):
+#               recent deletions slow an ext4 without a journal (lib.sh, settle)
+#   SETTLE_S    the longest wait, in seconds (120; 0 never waits)
 #   KEEP        1 keeps the work dirs
 set -euo pipefail
 
@@ -55,6 +59,11 @@ cleanup() {
 		say "work dirs kept: $WORK $TMPDISK_DIR $TMPFS_DIR"
 	else
 		rm -rf "$WORK" ${TMPDISK_DIR:+"$TMPDISK_DIR"} ${TMPFS_DIR:+"$TMPFS_DIR"}
+		# Write the deletions back now: on an ext4 without a journal a
+		# deleted inode slows the creations after it for 60 s once its
+		# inode table block is written, 360 s while it is dirty (see
+		# settle), and the next bench creates files right here.
+		sync
 	fi
 }
 trap cleanup EXIT
@@ -139,20 +148,6 @@ run_floor() {
 
 col() { awk -v c="$1" '{print $c}' "$2"; }
 
-# create_cost DIR prints the microseconds one file creation takes in DIR now
-# (500 empty files by one touch, kept until the end). On an ext4 without a
-# journal it jumps after many deletions (see README.md), which moves faber's
-# figures on disk and not the floor's.
-create_cost() {
-	local d=$1/probe$SEQ t0 t1
-	SEQ=$((SEQ + 1))
-	mkdir -p "$d"
-	t0=$(now_ns)
-	(cd "$d" && seq 500 | xargs touch)
-	t1=$(now_ns)
-	calc %.0f "($t1-$t0)/1e3/500"
-}
-
 # ---------------------------------------------------------------- machine
 
 CPU=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
@@ -182,7 +177,14 @@ ratio() { paste -d' ' <(col 1 "$1") "$2" | awk '{print $1/$2}' | median; }
 compare() {
 	local name=$1 base=$2 where=$3 R=$WORK/results/$1 rep probe
 	mkdir -p "$R" "$base"
-	probe=$(create_cost "$base")
+	if [[ $name == disk ]]; then
+		# The repository's disk, where a project's .faber would be: measured
+		# settled. /tmp is the column that shows a churned directory.
+		settle "$base"
+		probe=$SETTLED
+	else
+		probe="creating a file took $(create_cost "$base") µs before the rounds"
+	fi
 	for rep in $(seq "$REPS"); do
 		say "$name: round $rep/$REPS"
 		# Alternate the order so that drift in the machine's load hits both sides.
@@ -204,7 +206,7 @@ compare() {
 		run_faber "$R/tiny.plain" "$base" plain "$TINY"
 	done
 
-	echo "### State dir $where ($(fstype "$base"); creating a file took $probe µs before the rounds; read-ahead $(readahead "$base"))"
+	echo "### State dir $where ($(fstype "$base"); $probe; read-ahead $(readahead "$base"))"
 	echo
 	echo "| plan | runner | wall s | floor s | ratio | overhead ms/step | peak RSS MB | state B/step-attempt (apparent / allocated) |"
 	echo "|---|---|---|---|---|---|---|---|"

@@ -27,7 +27,7 @@ func TestRunScript(t *testing.T) {
 		t.Skip("no GNU time at /usr/bin/time (bench/run.sh installs it; a test does not)")
 	}
 	cmd := exec.Command("bash", "run.sh")
-	cmd.Env = append(os.Environ(), "N=20", "CHAINS=5", "CHATTY=1", "HUGE=200", "SYNC_CHAIN=5", "J=4", "CHAIN=5", "REPS=1", "SCALE=10 30", "LIST=50", "TMPFS=", "STATE_BASE="+t.TempDir(), "TMPDISK="+t.TempDir())
+	cmd.Env = append(os.Environ(), "N=20", "CHAINS=5", "CHATTY=1", "HUGE=200", "SYNC_CHAIN=5", "J=4", "CHAIN=5", "REPS=1", "SCALE=10 30", "LIST=50", "TMPFS=", "STATE_BASE="+t.TempDir(), "TMPDISK="+t.TempDir(), "SETTLE_S=0")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -40,6 +40,8 @@ func TestRunScript(t *testing.T) {
 		`(?m)^\| 1\. chain of 5 ≤ 1\.3× a shell loop \(state on disk\) \| [0-9.]+× \| (PASS|FAIL) \|$`,
 		`(?m)^\| 1\. \(context\) a one-step run, state on disk \(read-ahead ([0-9]+ KiB|none|unknown)\): faber's fixed cost per run \| [0-9.]+ ms \| info \|$`,
 		`(?m)^### State dir .*; read-ahead ([0-9]+ KiB|none|unknown)\)$`,
+		`(?m)^### State dir on disk, in the repository \(.*; creating a file took [0-9]+ µs before the rounds; read-ahead`,
+		`(?m)^\| 1\. \(context\) creating a file in the state dir on disk before the chains \(waited 0 s for recent deletions\) \| [0-9]+ µs \| info \|$`,
 		`(?m)^\| 2\. a step printing 1 MB, --ui plain ≤ 1\.3× .* \| [0-9.]+× \| (PASS|FAIL) \|$`,
 		`(?m)^\| 4\. 200 no-op steps: peak RSS ≤ 400 MB \| [0-9]+ MB \| (PASS|FAIL) \|$`,
 		`(?m)^\| 5\. .*\| [0-9.]+× \| (PASS|FAIL) \|$`,
@@ -115,5 +117,41 @@ func TestCacheScript(t *testing.T) {
 	}
 	if bytes.Contains(out, []byte("nan")) {
 		t.Errorf("a figure is missing (nan):\n%s", out)
+	}
+}
+
+// TestSettle: settle (bench/lib.sh) waits while creating a file costs more
+// than SETTLE_US, for at most SETTLE_S, each probe in a fresh directory,
+// and says how long it waited and what the cost was at first.
+func TestSettle(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	script := `source lib.sh
+settle "$1"
+echo "cost=$SETTLE_COST waited=$SETTLE_WAITED"
+echo "$SETTLED"
+ls -d "$1"/probe.* | wc -l`
+	for _, tc := range []struct {
+		env  []string
+		want []string
+	}{
+		// Never slow enough: no wait, one probe.
+		{[]string{"SETTLE_US=1000000", "SETTLE_S=60"}, []string{`(?m)^cost=[0-9]+ waited=0$`, `(?m)^creating a file took [0-9]+ µs before the rounds$`, `(?m)^1$`}},
+		// Always too slow: waits SETTLE_S in steps, probing after each.
+		{[]string{"SETTLE_US=-1", "SETTLE_S=2", "SETTLE_STEP=1"}, []string{`(?m)^cost=[0-9]+ waited=2$`, `(?m)^creating a file took [0-9]+ µs before the rounds, after waiting 2 s for recent deletions to settle \([0-9]+ µs at first\)$`, `(?m)^3$`}},
+	} {
+		sub := t.TempDir()
+		cmd := exec.Command("bash", "-c", script, "bash", sub)
+		cmd.Env = append(os.Environ(), tc.env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", tc.env, err, out)
+		}
+		for _, w := range tc.want {
+			if !regexp.MustCompile(w).Match(out) {
+				t.Errorf("%v: output does not match %s:\n%s", tc.env, w, out)
+			}
+		}
 	}
 }

@@ -62,11 +62,25 @@ cleanup() {
 		# Write the deletions back now: on an ext4 without a journal a
 		# deleted inode slows the creations after it for 60 s once its
 		# inode table block is written, 360 s while it is dirty (see
-		# settle), and the next bench creates files right here.
+		# settle), and the next bench creates files right here; it waits
+		# for the rest of those 60 s (CLEANED).
 		sync
+		date +%s >"$CLEANED"
 	fi
 }
 trap cleanup EXIT
+# A bench run right after another would create its files among the inodes
+# the other's cleanup just freed (see cleanup and settle): wait until 65 s
+# have passed since then.
+CLEANED=$STATE_BASE/.cleaned
+if [[ -r $CLEANED ]] && [[ ${SETTLE_S:-120} != 0 ]]; then
+	age=$(($(date +%s) - $(cat "$CLEANED")))
+	if ((age >= 0 && age < 65)); then
+		say "bench: the last bench run cleaned up $age s ago; waiting $((65 - age)) s for its deletions to settle"
+		sleep $((65 - age))
+		CLEANUP_WAIT=" (it waited $((65 - age)) s first: the bench before it had cleaned up $age s earlier)"
+	fi
+fi
 if [[ -n $TMPFS ]]; then
 	if [[ $(fstype "$TMPFS") == tmpfs ]] && TMPFS_DIR=$(mktemp -d "$TMPFS/faber-bench.XXXXXX"); then
 		:
@@ -238,7 +252,7 @@ compare() {
 
 echo "## faber vs the process-spawn floor"
 echo
-echo "$(nproc) CPUs, $CPU; load average at start $LOAD_START; N=$N J=$J CHAIN=$CHAIN REPS=$REPS; medians, ratios are medians of each round's faber/floor."
+echo "$(nproc) CPUs, $CPU; load average at start $LOAD_START; N=$N J=$J CHAIN=$CHAIN REPS=$REPS; medians, ratios are medians of each round's faber/floor${CLEANUP_WAIT:-}."
 echo
 NAMES=disk
 compare disk "$WORK/disk" "on disk, in the repository"

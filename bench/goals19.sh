@@ -133,19 +133,38 @@ if [[ -n $HUGE ]]; then
 	gen_par "$small" >"$WORK/small.yaml"
 	base=$(g19base "${G19DIRS##* }")
 	mkdir -p "$base"
-	fresh_dir "$base"
-	t0=$(now_ns)
-	/usr/bin/time -f %M -o "$WORK/small.rss" "$FABER" --state-dir "$FRESH" run "$WORK/small.yaml" --ui json --jobs 8 >/dev/null
-	t1=$(now_ns)
-	fresh_dir "$base"
-	/usr/bin/time -f %M -o "$WORK/huge.rss" "$FABER" --state-dir "$FRESH" run "$WORK/huge.yaml" --ui json --jobs 8 >/dev/null
-	t2=$(now_ns)
-	rss=$(calc %.0f "$(tail -1 "$WORK/huge.rss")/1024")
-	perstep=$(calc %.2f "($(tail -1 "$WORK/huge.rss")-$(tail -1 "$WORK/small.rss"))/($HUGE-$small)")
-	lin=$(calc %.2f "(($t2-$t1)/$HUGE)/(($t1-$t0)/$small)")
+	# REPS rounds of a small and a big run, each round's figures paired: a
+	# big run's peak depends on when Badger's last compaction comes (it holds
+	# the tables it builds in memory), so one round's figure alone moved by
+	# 10% (306-340 MB, 2.44-3.03 KB per step). The per-step and time figures
+	# are the median of the rounds, the peak the largest.
+	R=$WORK/g19huge
+	: >"$R.rss" && : >"$R.perstep" && : >"$R.lin"
+	for i in $(seq "$REPS"); do
+		say "goal 4: round $i/$REPS"
+		fresh_dir "$base"
+		t0=$(now_ns)
+		/usr/bin/time -f %M -o "$WORK/small.rss" "$FABER" --state-dir "$FRESH" run "$WORK/small.yaml" --ui json --jobs 8 >/dev/null
+		t1=$(now_ns)
+		fresh_dir "$base"
+		/usr/bin/time -f %M -o "$WORK/huge.rss" "$FABER" --state-dir "$FRESH" run "$WORK/huge.yaml" --ui json --jobs 8 >/dev/null
+		t2=$(now_ns)
+		h=$(tail -1 "$WORK/huge.rss") sm=$(tail -1 "$WORK/small.rss")
+		echo "$h" >>"$R.rss"
+		calc '%.4f\n' "($h-$sm)/($HUGE-$small)" >>"$R.perstep"
+		calc '%.4f\n' "(($t2-$t1)/$HUGE)/(($t1-$t0)/$small)" >>"$R.lin"
+		if [[ $(fstype "$base") == tmpfs ]]; then
+			# 300,000 files in memory a round; deleting costs nothing on tmpfs.
+			rm -rf "$base"/st*
+		fi
+	done
+	rss=$(calc %.0f "$(sort -g "$R.rss" | tail -1)/1024")
+	perstep=$(calc %.2f "$(median <"$R.perstep")")
+	lin=$(calc %.2f "$(median <"$R.lin")")
+	span() { echo "$(calc %.2f "$(sort -g "$1" | head -1)")–$(calc %.2f "$(sort -g "$1" | tail -1)")"; }
 	echo "| 4. $HUGE no-op steps: peak RSS ≤ 400 MB | $rss MB | $(pf "$rss <= 400") |"
-	echo "| 4. memory per step ≤ 3 KB (RSS growth from $small to $HUGE steps) | $perstep KB | $(pf "$perstep <= 3") |"
-	echo "| 4. linear time: time per step at $HUGE ≤ 1.3× at $small | ${lin}× | $(pf "$lin <= 1.3") |"
+	echo "| 4. memory per step ≤ 3 KB (RSS growth from $small to $HUGE steps; median of $REPS rounds, $(span "$R.perstep")) | $perstep KB | $(pf "$perstep <= 3") |"
+	echo "| 4. linear time: time per step at $HUGE ≤ 1.3× at $small (median of $REPS rounds, $(span "$R.lin")) | ${lin}× | $(pf "$lin <= 1.3") |"
 fi
 
 # Goal 5: a plain-word run: (true) starts its program without sh; the same

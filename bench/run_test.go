@@ -44,6 +44,7 @@ func TestRunScript(t *testing.T) {
 		`(?m)^\| 1\. \(context\) creating a file in the state dir on disk before the chains \(waited 0 s for recent deletions\) \| [0-9]+ µs \| info \|$`,
 		`(?m)^\| 2\. a step printing 1 MB, --ui plain ≤ 1\.3× .* \| [0-9.]+× \| (PASS|FAIL) \|$`,
 		`(?m)^\| 4\. 200 no-op steps: peak RSS ≤ 400 MB \| [0-9]+ MB \| (PASS|FAIL) \|$`,
+		`(?m)^\| 4\. memory per step ≤ 3 KB \(RSS growth from 20 to 200 steps; median of 1 rounds, -?[0-9.]+–-?[0-9.]+\) \| -?[0-9.]+ KB \| (PASS|FAIL) \|$`,
 		`(?m)^\| 5\. .*\| [0-9.]+× \| (PASS|FAIL) \|$`,
 		`(?m)^\| 30 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$`,
 		`(?m)^\| faber resume \(29 done\): the last step in_progress after \| -?[0-9]+ ms \|$`,

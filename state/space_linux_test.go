@@ -175,15 +175,7 @@ func TestFullDiskAtFirstRotation(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := Open(dir, "r", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
-	snap, err := s2.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, snap := reopen(t, dir, "r")
 	if snap.LastSeq != last {
 		t.Fatalf("after freeing space: last seq %d, want %d", snap.LastSeq, last)
 	}

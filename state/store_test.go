@@ -28,6 +28,22 @@ func newRun(t testing.TB, stateDir, id string) *Store {
 	return s
 }
 
+// reopen opens run id of stateDir again, once its owner has closed it, and
+// loads it; the store is closed when the test ends.
+func reopen(t *testing.T, stateDir, id string) (*Store, *Snapshot) {
+	t.Helper()
+	s, err := Open(stateDir, id, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	snap, err := s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, snap
+}
+
 func ev(seq int64, typ string) Event {
 	return Event{Seq: seq, JSON: fmt.Appendf(nil, `{"seq":%d,"type":%q}`, seq, typ)}
 }
@@ -530,15 +546,7 @@ func TestStagedCommitInterrupted(t *testing.T) {
 				t.Fatalf("Commit = %v, want the simulated crash", err)
 			}
 			s.Close()
-			s, err := Open(dir, "r", Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			snap, err := s.Load()
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, snap := reopen(t, dir, "r")
 			if point == "staged" {
 				checkSteps(t, snap, 10, `"old`+pad+`"`)
 				if snap.LastSeq != 1 {

@@ -97,7 +97,7 @@ var (
 	// most smallPlan: a log file of 4 MiB and a value log of 2 MiB (1 MiB,
 	// the least Badger takes). The store moves to fullSizes at its first
 	// rotation, after some 600 steps, or before writing a value bigger
-	// than 1 MiB (grow).
+	// than 1 MiB (fit).
 	firstSizes = storeSizes{mem: 2 << 20, vlog: 1 << 20}
 )
 

@@ -767,9 +767,10 @@ func largest(c Change) int {
 
 // fit makes sure Badger takes a value of n bytes: no value may be bigger than
 // a value log file, and a new run's first opening has small ones (see
-// storeSizes). Past that, the store rotates to fullSizes first.
+// storeSizes). Past that, the store rotates to fullSizes first; at fullSizes
+// a rotation cannot help, and Badger's own refusal stands.
 func (s *Store) fit(n int) error {
-	if int64(n) <= s.sizes.vlog || s.broken != nil {
+	if int64(n) <= s.sizes.vlog || s.sizes == fullSizes || s.broken != nil {
 		return nil
 	}
 	s.logf("a value of %d bytes: reopening the store with bigger files", n)

@@ -1,0 +1,449 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/faber-run/faber/internal/model"
+	"github.com/faber-run/faber/state"
+)
+
+// TestContract runs random plans (internal/model's Gen) through the real
+// binary and checks each against the model of the contract: the outcome —
+// every step's status, attempt, handler and recovery runs, and each
+// session's exit code — must be one the model allows, and the event log
+// must keep the invariants that need no model (checkInvariants).
+//
+// FABER_CONTRACT_N sets how many plans (default 40, a fixed seed range, so
+// go test ./... is repeatable); FABER_CONTRACT_SEED=N runs that one plan
+// (from a failure's message); FABER_CONTRACT_FROM=N starts the seed range
+// elsewhere (the soak in .ci/run draws a new one).
+func TestContract(t *testing.T) {
+	if testing.Short() {
+		t.Skip("random plans: not in -short mode")
+	}
+	n, from := 40, uint64(1)
+	if v := os.Getenv("FABER_CONTRACT_N"); v != "" {
+		n, _ = strconv.Atoi(v)
+	}
+	if v := os.Getenv("FABER_CONTRACT_FROM"); v != "" {
+		from, _ = strconv.ParseUint(v, 10, 64)
+	}
+	if v := os.Getenv("FABER_CONTRACT_SEED"); v != "" {
+		from, _ = strconv.ParseUint(v, 10, 64)
+		n = 1
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for seed := from; seed < from+uint64(n); seed++ {
+		c := model.Gen(seed)
+		if _, err := model.Outcomes(c.Model()); errors.Is(err, model.ErrTooBig) {
+			continue
+		}
+		ran++
+		t.Logf("seed %d: %d steps", seed, len(c.StepIDs()))
+		if msg := checkCase(t, self, c); msg != "" {
+			small, smallMsg := shrinkCase(t, self, c, msg)
+			t.Fatalf("seed %d disagrees with the contract (reproduce: FABER_CONTRACT_SEED=%d go test -run TestContract .)\n%s\n"+
+				"shrunk to:\n--- plan.yaml\n%s--- flags: %s\n--- codes (line N: attempt N; r = result-file failure)\n%s%s",
+				seed, seed, msg, small.YAML(), strings.Join(small.Args()[2:], " "), codesText(small), smallMsg)
+		}
+	}
+	if ran < n/2 {
+		t.Fatalf("only %d of %d plans were small enough for the model", ran, n)
+	}
+}
+
+func codesText(c *model.Case) string {
+	var b strings.Builder
+	files := c.Files()
+	var names []string
+	for _, id := range c.StepIDs() {
+		for _, name := range []string{"codes/" + id, "hcodes/" + id} {
+			if _, ok := files[name]; ok {
+				names = append(names, name)
+			}
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(&b, "%s: %s\n", name, strings.ReplaceAll(strings.TrimSpace(files[name]), "\n", " "))
+	}
+	return b.String()
+}
+
+// shrinkCase cuts a failing case down, greedily, to one that still fails.
+func shrinkCase(t *testing.T, self string, c *model.Case, msg string) (*model.Case, string) {
+	deadline := time.Now().Add(3 * time.Minute)
+	for progress := true; progress && time.Now().Before(deadline); {
+		progress = false
+		for _, d := range c.Shrinks() {
+			if _, err := model.Outcomes(d.Model()); err != nil {
+				continue
+			}
+			if m := checkCase(t, self, d); m != "" {
+				c, msg, progress = d, m, true
+				break
+			}
+		}
+	}
+	return c, msg
+}
+
+// checkCase runs one case through faber, as its policy says (classify,
+// resume), and returns what disagrees with the contract ("" for nothing).
+func checkCase(t *testing.T, self string, c *model.Case) string {
+	dir, err := os.MkdirTemp("", "faber-contract-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	for name, text := range c.Files() {
+		p := filepath.Join(dir, name)
+		_ = os.MkdirAll(filepath.Dir(p), 0o755)
+		mode := os.FileMode(0o644)
+		if strings.HasSuffix(name, ".sh") {
+			mode = 0o755
+		}
+		if err := os.WriteFile(p, []byte(text), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stateDir := filepath.Join(dir, ".faber")
+	// faber runs faber; with kill > 0 it kills it (SIGKILL) once it has
+	// printed that many lines, and reports exit code -9.
+	faber := func(kill int, args ...string) (int, string) {
+		cmd := osexec.Command(self, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "FABER_TEST_AS_FABER=1", "FABER_STATE_DIR="+stateDir, "NO_COLOR=1", "CI=1")
+		out := &lineCounter{kill: kill, killed: make(chan struct{})}
+		cmd.Stdout, cmd.Stderr = out, out
+		done := make(chan error, 1)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-out.killed:
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			<-done
+			return -9, out.String()
+		case err := <-done:
+			var ee *osexec.ExitError
+			if errors.As(err, &ee) {
+				return ee.ExitCode(), out.String()
+			}
+			return 0, out.String()
+		case <-time.After(2 * time.Minute):
+			_ = cmd.Process.Kill()
+			<-done
+			return -1, out.String() + "\n(faber did not end in 2 minutes: killed)"
+		}
+	}
+	args := c.Args()
+	flags := args[4:]
+	var codes []int
+	var runID string
+	var transcript strings.Builder
+	killed := false
+	for session := 0; ; session++ {
+		kill := 0
+		if session == 0 && !killed {
+			kill = c.Kill
+		}
+		code, out := faber(kill, args...)
+		fmt.Fprintf(&transcript, "$ faber %s  -> exit %d\n", strings.Join(args, " "), code)
+		if code == -9 {
+			// Killed: resume, as a user would, without counting a session.
+			killed = true
+			t.Logf("seed %d: faber killed after %d lines", c.Seed, c.Kill)
+			if runID == "" {
+				if metas, _ := state.List(stateDir); len(metas) > 0 {
+					runID = metas[0].RunID
+				}
+			}
+			if runID == "" {
+				// Killed before the run was created: run again.
+				session--
+				continue
+			}
+			session--
+			args = append([]string{"resume", runID, "--ui", "json"}, flags...)
+			continue
+		}
+		if code != 0 && code != 1 && code != 3 {
+			return fmt.Sprintf("faber exited %d:\n%s", code, out)
+		}
+		codes = append(codes, code)
+		if runID == "" {
+			metas, _ := state.List(stateDir)
+			if len(metas) == 0 {
+				return "no run was created:\n" + out
+			}
+			runID = metas[0].RunID
+		}
+		if session+1 >= max(c.Sessions, 1) {
+			break
+		}
+		if code == 3 {
+			st, err := readStatus(self, dir, stateDir, runID)
+			if err != nil {
+				return err.Error()
+			}
+			for _, s := range st.Steps {
+				if s.Status != "pending_failed" {
+					continue
+				}
+				how := "--fail"
+				if c.ClassifyRetry(s.ID, session+1) {
+					how = "--retry"
+				}
+				ccode, cout := faber(0, "classify", runID, s.ID, how, "--reason", "contract test")
+				fmt.Fprintf(&transcript, "$ faber classify %s %s -> exit %d\n", s.ID, how, ccode)
+				if ccode != 0 {
+					return fmt.Sprintf("classify %s %s exited %d:\n%s", s.ID, how, ccode, cout)
+				}
+			}
+		} else if code != 1 || !c.ResumeFailed {
+			break
+		}
+		args = append([]string{"resume", runID, "--ui", "json"}, flags...)
+	}
+	st, err := readStatus(self, dir, stateDir, runID)
+	if err != nil {
+		return err.Error()
+	}
+	evs, err := readEvents(stateDir, runID)
+	if err != nil {
+		return err.Error()
+	}
+	trace, _ := os.ReadFile(filepath.Join(dir, "trace.log"))
+	got := observed(c, codes, st, evs)
+	allowed, err := model.Outcomes(c.Model())
+	if err != nil {
+		return "model: " + err.Error()
+	}
+	var problems []string
+	if _, ok := allowed[got.Key()]; !ok && !killed {
+		var b strings.Builder
+		fmt.Fprintf(&b, "faber did:\n%s", got)
+		keys := model.Keys(allowed)
+		fmt.Fprintf(&b, "the model allows %d outcomes, e.g.:\n", len(keys))
+		for i, k := range keys {
+			if i == 3 {
+				break
+			}
+			b.WriteString(k)
+		}
+		problems = append(problems, b.String())
+	}
+	problems = append(problems, checkInvariants(c, evs, string(trace))...)
+	if len(problems) == 0 {
+		return ""
+	}
+	return transcript.String() + strings.Join(problems, "\n")
+}
+
+// lineCounter collects a process's output and closes killed once it has
+// seen kill lines (kill > 0).
+type lineCounter struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	lines  int
+	kill   int
+	killed chan struct{}
+}
+
+func (l *lineCounter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	if l.kill > 0 && l.lines < l.kill {
+		l.lines += bytes.Count(p, []byte("\n"))
+		if l.lines >= l.kill {
+			close(l.killed)
+		}
+	}
+	return len(p), nil
+}
+
+func (l *lineCounter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+type statusOut struct {
+	Status string `json:"status"`
+	Steps  []struct {
+		ID      string `json:"id"`
+		Status  string `json:"status"`
+		Attempt int    `json:"attempt"`
+	} `json:"steps"`
+}
+
+func readStatus(self, dir, stateDir, runID string) (*statusOut, error) {
+	cmd := osexec.Command(self, "status", runID, "--json")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "FABER_TEST_AS_FABER=1", "FABER_STATE_DIR="+stateDir)
+	b, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("faber status: %v", err)
+	}
+	var st statusOut
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("faber status: %v", err)
+	}
+	return &st, nil
+}
+
+// ev is an event as the invariants read it.
+type ev struct {
+	Seq     int64  `json:"seq"`
+	Type    string `json:"type"`
+	StepID  string `json:"step_id"`
+	Attempt int    `json:"attempt"`
+	Status  string `json:"status"`
+}
+
+func readEvents(stateDir, runID string) ([]ev, error) {
+	lines, err := state.ReadEvents(stateDir, runID, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ev, 0, len(lines))
+	for _, l := range lines {
+		var e ev
+		if err := json.Unmarshal(l, &e); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// observed is what faber did, in the model's terms.
+func observed(c *model.Case, codes []int, st *statusOut, evs []ev) model.Outcome {
+	handlers, recoveries := map[string]int{}, map[string]int{}
+	for _, e := range evs {
+		switch e.Type {
+		case "step_handler_invoked":
+			handlers[e.StepID]++
+		case "recovery_script_finished":
+			recoveries[e.StepID]++
+		}
+	}
+	byID := map[string]int{}
+	for i, s := range st.Steps {
+		byID[s.ID] = i
+	}
+	o := model.Outcome{Codes: codes}
+	for _, id := range c.StepIDs() {
+		so := model.StepOut{ID: id, Status: "(missing)", Handlers: handlers[id], Recoveries: recoveries[id]}
+		if i, ok := byID[id]; ok {
+			so.Status, so.Attempt = st.Steps[i].Status, st.Steps[i].Attempt
+		}
+		o.Steps = append(o.Steps, so)
+	}
+	return o
+}
+
+// checkInvariants checks what must hold of any run, with no model: seq is
+// 1..n across sessions; no success without an exit 0 of that attempt; no
+// step starts before each of its needs is settled as the contract
+// requires; no attempt starts after a cancel stop (the end step aside);
+// every attempt start has an end or an orphan record; a success is never
+// run again.
+func checkInvariants(c *model.Case, evs []ev, trace string) []string {
+	var bad []string
+	p := c.Model()
+	idx := map[string]int{}
+	for i, s := range p.Steps {
+		idx[s.ID] = i
+	}
+	exited0 := map[string]bool{}
+	for _, l := range strings.Split(trace, "\n") {
+		f := strings.Fields(l)
+		if len(f) == 4 && f[0] == "attempt" && f[3] == "0" {
+			exited0[f[1]+"#"+f[2]] = true
+		}
+	}
+	last := map[string]string{}    // step -> status
+	open := map[string]int{}       // step -> attempt started, not ended
+	succeeded := map[string]bool{} // step -> a success was recorded
+	stopped := false
+	for i, e := range evs {
+		if e.Seq != int64(i+1) {
+			bad = append(bad, fmt.Sprintf("event %d has seq %d", i+1, e.Seq))
+			break
+		}
+	}
+	for _, e := range evs {
+		switch e.Type {
+		case "run_started", "run_resumed":
+			stopped = false
+			for k := range last {
+				if last[k] == "canceled" || last[k] == "failure" || last[k] == "remediation_failed" || last[k] == "interrupted" {
+					delete(last, k)
+				}
+			}
+		case "step_orphaned":
+			delete(open, e.StepID)
+		case "step_status":
+			i, known := idx[e.StepID]
+			isEnd := e.StepID == "end" && c.End
+			if e.Status == "in_progress" {
+				if known {
+					for _, d := range p.Steps[i].Deps {
+						ds := last[p.Steps[d].ID]
+						ok := ds == "success" || ds == "cached" || (ds == "failure" && p.Steps[d].OnFailure.Kind == model.OnContinue)
+						if !ok {
+							bad = append(bad, fmt.Sprintf("seq %d: %s started while its need %s was %q", e.Seq, e.StepID, p.Steps[d].ID, ds))
+						}
+					}
+				}
+				if stopped && p.Cancel && !isEnd {
+					bad = append(bad, fmt.Sprintf("seq %d: %s attempt %d started after a cancel stop", e.Seq, e.StepID, e.Attempt))
+				}
+				if succeeded[e.StepID] && !isEnd {
+					bad = append(bad, fmt.Sprintf("seq %d: %s ran again after its success", e.Seq, e.StepID))
+				}
+				open[e.StepID] = e.Attempt
+			} else if e.Status != "pending" {
+				delete(open, e.StepID)
+			}
+			if e.Status == "success" && known && !p.Steps[i].Join && !exited0[e.StepID+"#"+strconv.Itoa(e.Attempt)] {
+				bad = append(bad, fmt.Sprintf("seq %d: %s is success at attempt %d, which did not exit 0", e.Seq, e.StepID, e.Attempt))
+			}
+			if e.Status == "success" && !isEnd {
+				succeeded[e.StepID] = true
+			}
+			if known && !p.Steps[i].Join && (e.Status == "remediation_failed" ||
+				(e.Status == "failure" && p.Steps[i].OnFailure.Kind != model.OnContinue)) {
+				stopped = true
+			}
+			last[e.StepID] = e.Status
+		}
+	}
+	for id, a := range open {
+		bad = append(bad, fmt.Sprintf("%s attempt %d started and never ended", id, a))
+	}
+	return bad
+}

@@ -1,0 +1,622 @@
+package model
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"sort"
+	"strings"
+)
+
+// A Case is one random plan: what the generator drew, from which come the
+// plan file, the files its scripts read, faber's flags and the model's Plan.
+// Shrinking edits a Case.
+type Case struct {
+	Seed     uint64
+	Phases   []GPhase
+	Handlers []GHandler
+	Jobs     int // plan's jobs:
+	JobsFlag int // --jobs (0: none)
+	Cancel   bool
+	FailFast bool
+	UsePF    bool
+	End      bool
+	// Codes[id] are what the attempts of step id do, in attempt order;
+	// HCodes[id] the exit codes of its handler runs, by failed attempt.
+	Codes  map[string][]Exit
+	HCodes map[string][]int
+	// Sleep[id] is each attempt's run time, in hundredths of a second.
+	Sleep map[string]int
+	// ResumeFailed and Sessions are the user's policy (Policy).
+	ResumeFailed bool
+	Sessions     int
+	// Kill, when > 0, kills faber (SIGKILL) once it has printed that many
+	// events in the first session; the run is then resumed. The outcome
+	// is not the model's to say (the kill lands anywhere): only the
+	// invariants are checked.
+	Kill int
+}
+
+// GPhase is a phase of a Case.
+type GPhase struct {
+	Name     string
+	Parallel bool
+	Steps    []GStep
+}
+
+// GStep is a step of a Case.
+type GStep struct {
+	ID       string
+	Needs    []string
+	HasNeeds bool
+	Handler  string // failure_handler
+	On       GOn
+	Items    []string // a fan-out over a static list; nil: none
+}
+
+// GOn is a step's result_handling.
+type GOn struct {
+	Kind           string // "", stop, continue, retry, command, structured, bogus
+	MaxRetries     int    // -1: not written (default 1)
+	RetryOnSuccess int    // -1: not written (default true), 0 false, 1 true
+}
+
+// GHandler is a failure handler with its rules.
+type GHandler struct {
+	Name  string
+	Rules []GRule
+}
+
+// GRule is an exit-code rule.
+type GRule struct {
+	Codes      []int
+	MatchAll   bool
+	MaxRetries int // -1: not written (default 3)
+	Recovery   bool
+	RecExit    int
+}
+
+// Gen draws a Case from seed.
+func Gen(seed uint64) *Case {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	c := &Case{Seed: seed, Codes: map[string][]Exit{}, HCodes: map[string][]int{}, Sleep: map[string]int{}}
+	pick := func(n int) int { return rng.IntN(n) }
+	chance := func(p float64) bool { return rng.Float64() < p }
+
+	for h := 0; h < pick(3); h++ {
+		gh := GHandler{Name: fmt.Sprintf("h%d", h)}
+		for r := 0; r < 1+pick(2); r++ {
+			gr := GRule{MaxRetries: -1 + pick(4), Recovery: chance(0.6), RecExit: pick(2)}
+			if chance(0.4) {
+				gr.MatchAll = true
+			} else {
+				gr.Codes = []int{1 + pick(3)}
+				if chance(0.3) {
+					gr.Codes = append(gr.Codes, 1+pick(3))
+				}
+			}
+			gh.Rules = append(gh.Rules, gr)
+		}
+		c.Handlers = append(c.Handlers, gh)
+	}
+	c.Jobs = 1 + pick(4)
+	if chance(0.3) {
+		c.JobsFlag = 1 + pick(3)
+	}
+	c.Cancel = chance(0.3)
+	c.FailFast = chance(0.2)
+	c.UsePF = chance(0.35)
+	c.End = chance(0.4)
+	c.ResumeFailed = chance(0.4)
+	c.Sessions = 1 + pick(3)
+	if chance(0.15) {
+		c.Kill = 1 + pick(12)
+	}
+
+	var ids []string
+	n := 0
+	for p := 0; p < 1+pick(3); p++ {
+		ph := GPhase{Name: fmt.Sprintf("p%d", p), Parallel: chance(0.6)}
+		for s := 0; s < 1+pick(3) && n < 7; s++ {
+			gs := GStep{ID: fmt.Sprintf("s%d", n)}
+			n++
+			if len(ids) > 0 && chance(0.25) {
+				gs.HasNeeds = true
+				for _, id := range ids {
+					if chance(0.4) {
+						gs.Needs = append(gs.Needs, id)
+					}
+				}
+			}
+			if len(c.Handlers) > 0 && chance(0.5) {
+				gs.Handler = c.Handlers[pick(len(c.Handlers))].Name
+			}
+			kinds := []string{"", "", "stop", "continue", "retry", "command", "command", "structured", "bogus"}
+			gs.On = GOn{Kind: kinds[pick(len(kinds))], MaxRetries: -1 + pick(4), RetryOnSuccess: -1 + pick(3)}
+			if chance(0.15) {
+				for i := 0; i < 1+pick(3); i++ {
+					gs.Items = append(gs.Items, fmt.Sprintf("i%d", i))
+				}
+			}
+			for _, id := range gs.concrete() {
+				c.Codes[id] = genExits(rng)
+				for i := 0; i < 4; i++ {
+					c.HCodes[id] = append(c.HCodes[id], []int{0, 0, 1}[pick(3)])
+				}
+				c.Sleep[id] = pick(6)
+			}
+			ids = append(ids, gs.ID)
+			ph.Steps = append(ph.Steps, gs)
+		}
+		if len(ph.Steps) > 0 {
+			c.Phases = append(c.Phases, ph)
+		}
+	}
+	if c.End {
+		c.Codes["end"] = []Exit{{Code: []int{0, 0, 1}[pick(3)]}}
+	}
+	return c
+}
+
+func genExits(rng *rand.Rand) []Exit {
+	var xs []Exit
+	for i := 0; i < 1+rng.IntN(4); i++ {
+		switch v := rng.IntN(20); {
+		case v < 8:
+			xs = append(xs, Exit{})
+		case v < 12:
+			xs = append(xs, Exit{Code: 1})
+		case v < 15:
+			xs = append(xs, Exit{Code: 2})
+		case v < 17:
+			xs = append(xs, Exit{Code: 3})
+		default:
+			xs = append(xs, Exit{Result: true})
+		}
+	}
+	return xs
+}
+
+// concrete is the step ids the step becomes: its items and then itself.
+func (s *GStep) concrete() []string {
+	var out []string
+	for _, it := range s.Items {
+		out = append(out, s.ID+"["+it+"]")
+	}
+	return append(out, s.ID)
+}
+
+// ClassifyRetry is the user's classification of a pending_failed step in a
+// session: --retry or --fail, drawn from the seed.
+func (c *Case) ClassifyRetry(stepID string, session int) bool {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%s/%d", c.Seed, stepID, session)
+	return h.Sum64()%2 == 0
+}
+
+// Args are faber run's flags.
+func (c *Case) Args() []string {
+	args := []string{"run", "plan.yaml", "--ui", "json"}
+	if c.JobsFlag > 0 {
+		args = append(args, "--jobs", fmt.Sprint(c.JobsFlag))
+	}
+	if c.FailFast {
+		args = append(args, "--fail-fast")
+	}
+	return args
+}
+
+// Files are the plan and the files its scripts read, by name.
+func (c *Case) Files() map[string]string {
+	files := map[string]string{"plan.yaml": c.YAML()}
+	files["s.sh"] = stepScript
+	files["h.sh"] = handlerScript
+	files["r.sh"] = recoveryScript
+	for id, xs := range c.Codes {
+		var b strings.Builder
+		for _, x := range xs {
+			if x.Result {
+				b.WriteString("r\n")
+			} else {
+				fmt.Fprintf(&b, "%d\n", x.Code)
+			}
+		}
+		files["codes/"+id] = b.String()
+	}
+	for id, hs := range c.HCodes {
+		var b strings.Builder
+		for _, h := range hs {
+			fmt.Fprintf(&b, "%d\n", h)
+		}
+		files["hcodes/"+id] = b.String()
+	}
+	return files
+}
+
+// The scripts read what to do from codes/<step id> (line N: attempt N) and
+// hcodes/<step id> (line N: the handler for failed attempt N), so what a
+// process does depends only on which one it is, never on timing; each
+// appends a line to trace.log.
+const stepScript = `#!/bin/sh
+sleep "$1"
+c=$(sed -n "${FABER_ATTEMPT}p" "codes/$FABER_STEP_ID" 2>/dev/null)
+[ -n "$c" ] || c=0
+echo "attempt $FABER_STEP_ID $FABER_ATTEMPT $c" >> trace.log
+if [ "$c" = r ]; then
+  printf '{"status":"failure","message":"the result file says failure"}' > "$FABER_RESULT"
+  exit 0
+fi
+[ "$c" = 0 ] || echo "attempt $FABER_ATTEMPT failed with $c" >&2
+exit "$c"
+`
+
+const handlerScript = `#!/bin/sh
+c=$(sed -n "${FABER_FAILED_ATTEMPT}p" "hcodes/$FABER_STEP_ID" 2>/dev/null)
+[ -n "$c" ] || c=0
+echo "handler $FABER_STEP_ID $FABER_FAILED_ATTEMPT $c" >> trace.log
+exit "$c"
+`
+
+const recoveryScript = `#!/bin/sh
+echo "recovery $FABER_STEP_ID $FABER_FAILED_ATTEMPT $1" >> trace.log
+exit "$1"
+`
+
+// YAML is the plan file.
+func (c *Case) YAML() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: rand%d\njobs: %d\n", c.Seed%1000, c.Jobs)
+	if c.Cancel {
+		b.WriteString("stop_mode: cancel\n")
+	}
+	if c.UsePF {
+		b.WriteString("use_pending_failed: true\n")
+	}
+	b.WriteString("commands:\n  /fix: ./h.sh\n")
+	if len(c.Handlers) > 0 {
+		b.WriteString("failure_handlers:\n")
+		for _, h := range c.Handlers {
+			fmt.Fprintf(&b, "  - name: %s\n    rules:\n", h.Name)
+			for _, r := range h.Rules {
+				if r.MatchAll {
+					b.WriteString("      - match_all_exit_codes: true\n")
+				} else {
+					fmt.Fprintf(&b, "      - exit_codes: %s\n", intList(r.Codes))
+				}
+				if r.MaxRetries >= 0 {
+					fmt.Fprintf(&b, "        max_retries: %d\n", r.MaxRetries)
+				}
+				if r.Recovery {
+					fmt.Fprintf(&b, "        recovery_script: ./r.sh %d\n", r.RecExit)
+				}
+			}
+		}
+	}
+	b.WriteString("phases:\n")
+	for _, ph := range c.Phases {
+		fmt.Fprintf(&b, "  - name: %s\n    parallel: %v\n    steps:\n", ph.Name, ph.Parallel)
+		for _, s := range ph.Steps {
+			fmt.Fprintf(&b, "      - id: %s\n", s.ID)
+			if s.Items != nil {
+				fmt.Fprintf(&b, "        foreach: [%s]\n", strings.Join(s.Items, ", "))
+				fmt.Fprintf(&b, "        run: ./s.sh 0.0%d {item}\n", c.Sleep[s.ID+"["+s.Items[0]+"]"])
+			} else {
+				fmt.Fprintf(&b, "        run: ./s.sh 0.0%d\n", c.Sleep[s.ID])
+			}
+			if s.HasNeeds {
+				fmt.Fprintf(&b, "        needs: [%s]\n", strings.Join(s.Needs, ", "))
+			}
+			if s.Handler != "" {
+				fmt.Fprintf(&b, "        failure_handler: %s\n", s.Handler)
+			}
+			writeOn(&b, s.On)
+		}
+	}
+	if c.End {
+		b.WriteString("end:\n  run: ./s.sh 0\n")
+	}
+	return b.String()
+}
+
+func writeOn(b *strings.Builder, on GOn) {
+	var lines []string
+	switch on.Kind {
+	case "":
+	case "command":
+		lines = append(lines, `on_failure: /fix --problem "{error}" --attempt {attempt}`)
+	case "structured":
+		lines = append(lines, "on_failure:", "  command: /fix", "  args: {problem: \"{error}\"}")
+		if on.RetryOnSuccess >= 0 {
+			lines = append(lines, fmt.Sprintf("  retry_on_success: %v", on.RetryOnSuccess == 1))
+		}
+		if on.MaxRetries >= 0 {
+			lines = append(lines, fmt.Sprintf("  max_retries: %d", on.MaxRetries))
+		}
+	case "bogus":
+		lines = append(lines, "on_failure: shrug")
+	default:
+		lines = append(lines, "on_failure: "+on.Kind)
+	}
+	if on.MaxRetries >= 0 && (on.Kind == "retry" || on.Kind == "command") {
+		lines = append(lines, fmt.Sprintf("max_retries: %d", on.MaxRetries))
+	}
+	if len(lines) == 0 {
+		return
+	}
+	b.WriteString("        result_handling:\n")
+	for _, l := range lines {
+		fmt.Fprintf(b, "          %s\n", l)
+	}
+}
+
+func intList(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return "[" + strings.Join(s, ", ") + "]"
+}
+
+// Model is the Case as the model's Plan: dependencies by SPEC §2, fan-outs
+// expanded into items and a join.
+func (c *Case) Model() *Plan {
+	p := &Plan{Jobs: c.Jobs, Cancel: c.Cancel || c.FailFast, UsePendingFailed: c.UsePF}
+	if c.JobsFlag > 0 {
+		p.Jobs = c.JobsFlag
+	}
+	p.Policy = Policy{Sessions: c.Sessions, ResumeFailed: c.ResumeFailed, ClassifyRetry: c.ClassifyRetry}
+	handlers := map[string][]Rule{}
+	for _, h := range c.Handlers {
+		for _, r := range h.Rules {
+			mr := Rule{Codes: r.Codes, MatchAll: r.MatchAll, MaxRetries: r.MaxRetries, Recovery: r.Recovery}
+			if mr.MaxRetries < 0 {
+				mr.MaxRetries = 3
+			}
+			handlers[h.Name] = append(handlers[h.Name], mr)
+		}
+	}
+	index := map[string]int{}
+	// deps by SPEC §2, on template ids (a fan-out's id is its join).
+	var prevPhase []string
+	type tmpl struct {
+		s    GStep
+		deps []string
+	}
+	var all []tmpl
+	for _, ph := range c.Phases {
+		var ids []string
+		for i, s := range ph.Steps {
+			var deps []string
+			switch {
+			case s.HasNeeds:
+				deps = s.Needs
+			case ph.Parallel || i == 0:
+				deps = prevPhase
+			default:
+				deps = []string{ph.Steps[i-1].ID}
+			}
+			all = append(all, tmpl{s, deps})
+			ids = append(ids, s.ID)
+		}
+		prevPhase = ids
+	}
+	for _, t := range all {
+		s := t.s
+		on := toOn(s.On)
+		var items []int
+		for _, it := range s.Items {
+			id := s.ID + "[" + it + "]"
+			index[id] = len(p.Steps)
+			items = append(items, len(p.Steps))
+			p.Steps = append(p.Steps, Step{ID: id, Deps: c.idx(index, t.deps), Rules: handlers[s.Handler], OnFailure: on,
+				Attempts: c.Codes[id], Handler: c.HCodes[id]})
+		}
+		index[s.ID] = len(p.Steps)
+		st := Step{ID: s.ID, Deps: c.idx(index, t.deps), Rules: handlers[s.Handler], OnFailure: on,
+			Attempts: c.Codes[s.ID], Handler: c.HCodes[s.ID]}
+		if s.Items != nil {
+			st.Join, st.Items = true, items
+		}
+		p.Steps = append(p.Steps, st)
+	}
+	if c.End {
+		p.End = &Step{ID: "end", Attempts: c.Codes["end"]}
+	}
+	return p
+}
+
+func (c *Case) idx(index map[string]int, ids []string) []int {
+	var out []int
+	for _, id := range ids {
+		out = append(out, index[id])
+	}
+	return out
+}
+
+func toOn(g GOn) OnFailure {
+	on := OnFailure{Explicit: g.Kind != "", MaxRetries: 1, RetryOnSuccess: true}
+	if g.MaxRetries >= 0 {
+		on.MaxRetries = g.MaxRetries
+	}
+	switch g.Kind {
+	case "continue":
+		on.Kind = OnContinue
+	case "retry":
+		on.Kind = OnRetry
+	case "command":
+		on.Kind = OnCommand
+	case "structured":
+		on.Kind = OnCommand
+		if g.RetryOnSuccess == 0 {
+			on.RetryOnSuccess = false
+		}
+	default:
+		on.Kind = OnStop
+	}
+	return on
+}
+
+// StepIDs are the plan's step ids in plan order (items before their join),
+// the end step last.
+func (c *Case) StepIDs() []string {
+	var ids []string
+	for _, ph := range c.Phases {
+		for _, s := range ph.Steps {
+			ids = append(ids, s.concrete()...)
+		}
+	}
+	if c.End {
+		ids = append(ids, "end")
+	}
+	return ids
+}
+
+// Shrinks returns smaller variants of c, simplest first, for a failing
+// case to be cut down to one that still fails.
+func (c *Case) Shrinks() []*Case {
+	var out []*Case
+	// Drop a step (and every needs: of it).
+	for pi, ph := range c.Phases {
+		for si := range ph.Steps {
+			d := c.clone()
+			id := d.Phases[pi].Steps[si].ID
+			d.Phases[pi].Steps = append(d.Phases[pi].Steps[:si:si], d.Phases[pi].Steps[si+1:]...)
+			if len(d.Phases[pi].Steps) == 0 {
+				d.Phases = append(d.Phases[:pi:pi], d.Phases[pi+1:]...)
+			}
+			if len(d.Phases) == 0 {
+				continue
+			}
+			for _, p := range d.Phases {
+				for k := range p.Steps {
+					p.Steps[k].Needs = without(p.Steps[k].Needs, id)
+				}
+			}
+			out = append(out, d)
+		}
+	}
+	if c.End {
+		d := c.clone()
+		d.End = false
+		out = append(out, d)
+	}
+	if c.Kill > 0 {
+		d := c.clone()
+		d.Kill = 0
+		out = append(out, d)
+	}
+	if c.Sessions > 1 {
+		d := c.clone()
+		d.Sessions--
+		out = append(out, d)
+	}
+	// Fewer items, rules, attempts; simpler handling.
+	for pi, ph := range c.Phases {
+		for si, s := range ph.Steps {
+			if len(s.Items) > 1 {
+				d := c.clone()
+				d.Phases[pi].Steps[si].Items = s.Items[:len(s.Items)-1]
+				out = append(out, d)
+			}
+			if s.Handler != "" {
+				d := c.clone()
+				d.Phases[pi].Steps[si].Handler = ""
+				out = append(out, d)
+			}
+			if s.On.Kind != "" {
+				d := c.clone()
+				d.Phases[pi].Steps[si].On = GOn{MaxRetries: -1, RetryOnSuccess: -1}
+				out = append(out, d)
+			}
+			if ph.Parallel {
+				d := c.clone()
+				d.Phases[pi].Parallel = false
+				out = append(out, d)
+			}
+		}
+	}
+	for hi, h := range c.Handlers {
+		if len(h.Rules) > 1 {
+			for ri := range h.Rules {
+				d := c.clone()
+				d.Handlers[hi].Rules = append(d.Handlers[hi].Rules[:ri:ri], d.Handlers[hi].Rules[ri+1:]...)
+				out = append(out, d)
+			}
+		}
+	}
+	ids := make([]string, 0, len(c.Codes))
+	for id := range c.Codes {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if xs := c.Codes[id]; len(xs) > 1 {
+			d := c.clone()
+			d.Codes[id] = xs[:len(xs)-1]
+			out = append(out, d)
+		}
+		if xs := c.Codes[id]; len(xs) > 0 && c.Sleep[id] > 0 {
+			d := c.clone()
+			d.Sleep[id] = 0
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func without(xs []string, x string) []string {
+	var out []string
+	for _, y := range xs {
+		if y != x {
+			out = append(out, y)
+		}
+	}
+	if xs != nil && out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+func (c *Case) clone() *Case {
+	d := *c
+	d.Phases = make([]GPhase, len(c.Phases))
+	for i, ph := range c.Phases {
+		d.Phases[i] = ph
+		d.Phases[i].Steps = make([]GStep, len(ph.Steps))
+		for j, s := range ph.Steps {
+			s.Needs = append([]string(nil), s.Needs...)
+			if s.HasNeeds && s.Needs == nil {
+				s.Needs = []string{}
+			}
+			s.Items = append([]string(nil), s.Items...)
+			if len(s.Items) == 0 {
+				s.Items = nil
+			}
+			d.Phases[i].Steps[j] = s
+		}
+	}
+	d.Handlers = make([]GHandler, len(c.Handlers))
+	for i, h := range c.Handlers {
+		d.Handlers[i] = GHandler{Name: h.Name, Rules: append([]GRule(nil), h.Rules...)}
+	}
+	d.Codes = map[string][]Exit{}
+	for k, v := range c.Codes {
+		d.Codes[k] = append([]Exit(nil), v...)
+	}
+	d.HCodes = map[string][]int{}
+	for k, v := range c.HCodes {
+		d.HCodes[k] = append([]int(nil), v...)
+	}
+	d.Sleep = map[string]int{}
+	for k, v := range c.Sleep {
+		d.Sleep[k] = v
+	}
+	return &d
+}
+
+// Unkilled is c without its kill.
+func (c *Case) Unkilled() *Case {
+	d := c.clone()
+	d.Kill = 0
+	return d
+}

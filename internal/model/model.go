@@ -1,0 +1,782 @@
+// Package model is an executable reading of faber's contract (SPEC §2–§8 and
+// the README's decisions): given a plan reduced to what decides an outcome,
+// and the exit code every process will give, it computes every outcome the
+// contract allows — each step's final status, attempt number, handler and
+// recovery-script runs, and each session's exit code.
+//
+// It is written from the contract, not from the runner: it knows nothing of
+// goroutines, commits or job-slot bookkeeping. Where the contract leaves the
+// order of events open (which of several running processes ends first, and
+// whether a process ended on its own just before a cancel stop killed it),
+// the model explores every order and returns the set of outcomes.
+//
+// The random-plan test (contract_test.go at the repository root) runs plans
+// drawn by Gen through the real binary and checks that what faber did is in
+// that set.
+package model
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// OnKind is an on_failure form (SPEC §4).
+type OnKind int
+
+// The on_failure forms; Command covers the string and structured forms,
+// which decide alike.
+const (
+	OnStop OnKind = iota
+	OnContinue
+	OnRetry
+	OnCommand
+)
+
+// OnFailure is a step's result_handling.
+type OnFailure struct {
+	Kind OnKind
+	// Explicit: the plan wrote on_failure (such a step never becomes
+	// pending_failed, SPEC §10).
+	Explicit bool
+	// MaxRetries: retry keyword's budget, or a command handler's.
+	MaxRetries int
+	// RetryOnSuccess: a command handler's success re-runs the step.
+	RetryOnSuccess bool
+}
+
+// Rule is an exit-code rule (SPEC §5).
+type Rule struct {
+	Codes      []int
+	MatchAll   bool
+	MaxRetries int
+	Recovery   bool // has a recovery_script
+}
+
+// Exit is what one process does: exit with Code, or (Result) exit 0 after
+// writing {"status":"failure"} to $FABER_RESULT.
+type Exit struct {
+	Code   int
+	Result bool
+}
+
+// Failed reports whether the attempt failed (SPEC §3).
+func (e Exit) Failed() bool { return e.Code != 0 || e.Result }
+
+// Step is one step of the plan in plan order (fan-out items expanded).
+type Step struct {
+	ID        string
+	Deps      []int // indexes of the steps it needs
+	Rules     []Rule
+	OnFailure OnFailure
+	// Join: the join step of a fan-out, deciding from Items (indexes) once
+	// they are settled; it runs no process.
+	Join  bool
+	Items []int
+	// Attempts[n-1] is what attempt n does; past the end, exit 0.
+	Attempts []Exit
+	// Handler[n-1] is the exit code of the handler run for failed attempt n;
+	// past the end, 0.
+	Handler []int
+}
+
+func (s *Step) attempt(n int) Exit {
+	if n >= 1 && n <= len(s.Attempts) {
+		return s.Attempts[n-1]
+	}
+	return Exit{}
+}
+
+func (s *Step) handler(n int) int {
+	if n >= 1 && n <= len(s.Handler) {
+		return s.Handler[n-1]
+	}
+	return 0
+}
+
+// Plan is a plan as the model sees it.
+type Plan struct {
+	Steps            []Step
+	End              *Step // the end: step, or nil
+	Jobs             int
+	Cancel           bool // stop_mode: cancel or --fail-fast
+	UsePendingFailed bool
+	// Policy says what the user does after a session (classify, resume).
+	Policy Policy
+}
+
+// Policy is what the user does after each session; the random test does
+// the same to the real binary.
+type Policy struct {
+	// Sessions bounds the sessions (run + resumes).
+	Sessions int
+	// ResumeFailed: a session that ended failed or remediation_failed is
+	// resumed (while sessions are left).
+	ResumeFailed bool
+	// ClassifyRetry says, for a pending_failed step, whether the user
+	// classifies it --retry (else --fail) before resuming.
+	ClassifyRetry func(stepID string, session int) bool
+}
+
+// Status is a step status (SPEC §3). The active statuses are split by what
+// runs: Running (an attempt), Remediating (its handler), Recovering (the
+// recovery script or delay of a reserved retry) and Queued (a reserved retry
+// waiting for a job slot); the last two are `retrying`.
+type Status uint8
+
+// The statuses.
+const (
+	Pending Status = iota
+	Running
+	Remediating
+	Recovering
+	Queued
+	Success
+	Failure
+	RemFailed
+	PendFailed
+	Canceled
+	Interrupted
+)
+
+// Name is the status as faber reports it.
+func (s Status) Name() string {
+	return [...]string{"pending", "in_progress", "remediating", "retrying", "retrying",
+		"success", "failure", "remediation_failed", "pending_failed", "canceled", "interrupted"}[s]
+}
+
+func (s Status) active() bool { return s >= Running && s <= Queued }
+
+// settled: no more work this session.
+func (s Status) settled() bool { return s >= Success }
+
+// St is one step's state.
+type St struct {
+	Status     Status
+	Attempt    int
+	Handlers   int // handler runs, all sessions
+	Recoveries int // recovery-script runs, all sessions
+	// Per session.
+	RuleUsed   [4]int
+	OnFailUsed int
+	HandlerN   int
+	RemRetries int
+	Continued  bool
+	Slot       bool
+	FailedN    int
+	// Classified: failed by classification (or canceled by one); final.
+	Classified bool
+	// Late: the attempt running when a cancel stop came ends on its own
+	// (it had exited before faber's signal reached it).
+	Late bool
+}
+
+// World is the state of a run between events.
+type World struct {
+	S        []St
+	End      St
+	Stopping bool
+	Running  int // job slots held
+	Codes    []int
+	Session  int
+}
+
+func (w *World) clone() *World {
+	c := *w
+	c.S = append([]St(nil), w.S...)
+	c.Codes = append([]int(nil), w.Codes...)
+	return &c
+}
+
+func (w *World) key() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v|%v|%d|%v|%d|", w.Stopping, w.End, w.Running, w.Codes, w.Session)
+	for _, s := range w.S {
+		fmt.Fprintf(&b, "%v;", s)
+	}
+	return b.String()
+}
+
+// Outcome is what a whole run (every session) ended with.
+type Outcome struct {
+	Codes []int     // each session's exit code
+	Steps []StepOut // plan order, the end step last when there is one
+}
+
+// StepOut is one step's final record.
+type StepOut struct {
+	ID         string
+	Status     string
+	Attempt    int
+	Handlers   int
+	Recoveries int
+}
+
+// String is the outcome on one line per step, for messages.
+func (o Outcome) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "exit codes %v\n", o.Codes)
+	for _, s := range o.Steps {
+		fmt.Fprintf(&b, "  %-14s %-18s attempt %d  handlers %d  recoveries %d\n", s.ID, s.Status, s.Attempt, s.Handlers, s.Recoveries)
+	}
+	return b.String()
+}
+
+// Key identifies an outcome.
+func (o Outcome) Key() string { return o.String() }
+
+type explorer struct {
+	p    *Plan
+	memo map[string][]*World
+	// Limit bounds the states explored (0: 1e6).
+	Limit int
+	n     int
+}
+
+// ErrTooBig is returned when a plan has more interleavings than the model
+// explores; the random test draws another plan.
+var ErrTooBig = fmt.Errorf("model: too many states")
+
+// Outcomes returns every outcome the contract allows for p.
+func Outcomes(p *Plan) (map[string]Outcome, error) {
+	e := &explorer{p: p, memo: map[string][]*World{}}
+	w := &World{S: make([]St, len(p.Steps))}
+	worlds := []*World{w}
+	out := map[string]Outcome{}
+	sessions := p.Policy.Sessions
+	if sessions < 1 {
+		sessions = 1
+	}
+	for len(worlds) > 0 {
+		var next []*World
+		seen := map[string]bool{}
+		for _, w := range worlds {
+			ends, err := e.session(w)
+			if err != nil {
+				return nil, err
+			}
+			for _, end := range ends {
+				if r := e.resume(end, sessions); r != nil {
+					if k := r.key(); !seen[k] {
+						seen[k] = true
+						next = append(next, r)
+					}
+					continue
+				}
+				o := e.outcome(end)
+				out[o.Key()] = o
+			}
+		}
+		worlds = next
+	}
+	return out, nil
+}
+
+func (e *explorer) outcome(w *World) Outcome {
+	o := Outcome{Codes: w.Codes}
+	add := func(id string, s St) {
+		o.Steps = append(o.Steps, StepOut{ID: id, Status: s.Status.Name(), Attempt: s.Attempt, Handlers: s.Handlers, Recoveries: s.Recoveries})
+	}
+	for i, s := range w.S {
+		add(e.p.Steps[i].ID, s)
+	}
+	if e.p.End != nil {
+		add("end", w.End)
+	}
+	return o
+}
+
+// resume applies the user's policy to a session's end: nil when the user
+// stops there.
+func (e *explorer) resume(w *World, sessions int) *World {
+	code := w.Codes[len(w.Codes)-1]
+	if len(w.Codes) >= sessions {
+		return nil
+	}
+	r := w.clone()
+	switch {
+	case code == 3:
+		// Classify every pending_failed step (SPEC §6), then resume.
+		for i := range r.S {
+			if r.S[i].Status != PendFailed {
+				continue
+			}
+			if e.p.Policy.ClassifyRetry != nil && e.p.Policy.ClassifyRetry(e.p.Steps[i].ID, len(w.Codes)) {
+				r.S[i].Status = Pending
+			} else {
+				r.S[i].Status = Failure
+				r.S[i].Classified = true
+				e.cancelDownstream(r, i)
+			}
+		}
+	case code == 1 && e.p.Policy.ResumeFailed:
+	default:
+		return nil
+	}
+	// SPEC §8: success kept; failure, remediation_failed, canceled,
+	// interrupted back to pending (not what classification failed);
+	// pending_failed stays; budgets start afresh.
+	for i := range r.S {
+		s := &r.S[i]
+		switch s.Status {
+		case Failure, RemFailed, Canceled, Interrupted:
+			if !s.Classified {
+				s.Status = Pending
+			}
+		}
+		s.RuleUsed = [4]int{}
+		s.OnFailUsed, s.HandlerN, s.RemRetries = 0, 0, 0
+		s.Continued, s.Slot, s.Late = false, false, false
+	}
+	r.End.Status = Pending
+	r.Stopping = false
+	r.Running = 0
+	r.Session++
+	return r
+}
+
+// cancelDownstream cancels, for good, what waits on a step failed by
+// classification.
+func (e *explorer) cancelDownstream(w *World, i int) {
+	for j := range e.p.Steps {
+		if w.S[j].Status == Pending && e.dependsOn(j, i) {
+			w.S[j].Status = Canceled
+			w.S[j].Classified = true
+		}
+	}
+}
+
+func (e *explorer) dependsOn(j, i int) bool {
+	for _, d := range e.p.Steps[j].Deps {
+		if d == i || e.dependsOn(d, i) {
+			return true
+		}
+	}
+	if e.p.Steps[j].Join {
+		for _, d := range e.p.Steps[j].Items {
+			if d == i || e.dependsOn(d, i) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// session runs one session from w to its end: every world it may end in.
+func (e *explorer) session(w *World) ([]*World, error) {
+	w = w.clone()
+	e.advance(w)
+	return e.explore(w)
+}
+
+func (e *explorer) explore(w *World) ([]*World, error) {
+	k := w.key()
+	if r, ok := e.memo[k]; ok {
+		return r, nil
+	}
+	e.n++
+	limit := e.Limit
+	if limit == 0 {
+		limit = 1000000
+	}
+	if e.n > limit {
+		return nil, ErrTooBig
+	}
+	var res []*World
+	seen := map[string]bool{}
+	moves := 0
+	for i := range w.S {
+		if !w.S[i].Status.active() || w.S[i].Status == Queued {
+			continue
+		}
+		moves++
+		branches := []func(*World){func(n *World) { e.complete(n, i) }}
+		if w.S[i].Late {
+			// Killed by the cancel stop, rather than ended on its own.
+			branches = append(branches, func(n *World) {
+				s := &n.S[i]
+				e.free(n, s)
+				s.Status, s.Late = Canceled, false
+			})
+		}
+		for _, b := range branches {
+			n := w.clone()
+			b(n)
+			e.advance(n)
+			ends, err := e.explore(n)
+			if err != nil {
+				return nil, err
+			}
+			for _, x := range ends {
+				if k := x.key(); !seen[k] {
+					seen[k] = true
+					res = append(res, x)
+				}
+			}
+		}
+	}
+	if moves == 0 {
+		end := w.clone()
+		e.finish(end)
+		res = []*World{end}
+	}
+	e.memo[k] = res
+	return res, nil
+}
+
+func (e *explorer) satisfied(w *World, d int) bool {
+	s := w.S[d]
+	return s.Status == Success || (s.Status == Failure && s.Continued)
+}
+
+func (e *explorer) depsOK(w *World, i int) bool {
+	for _, d := range e.p.Steps[i].Deps {
+		if !e.satisfied(w, d) {
+			return false
+		}
+	}
+	return true
+}
+
+// advance decides ready joins and fills free job slots in plan order, until
+// nothing changes: what faber does between two process ends.
+func (e *explorer) advance(w *World) {
+	for {
+		if e.decideJoins(w) {
+			continue
+		}
+		if !e.fillOne(w) {
+			return
+		}
+	}
+}
+
+// itemSettled: an item lets its join be decided (pending_failed waits).
+func itemSettled(s Status) bool { return s.settled() && s != PendFailed }
+
+func (e *explorer) decideJoins(w *World) bool {
+	for i := range e.p.Steps {
+		def := &e.p.Steps[i]
+		if !def.Join || w.S[i].Status != Pending || w.Stopping {
+			continue
+		}
+		if !e.depsOK(w, i) || !e.itemsSettled(w, i) {
+			continue
+		}
+		e.decideJoin(w, i)
+		return true
+	}
+	return false
+}
+
+func (e *explorer) itemsSettled(w *World, i int) bool {
+	for _, it := range e.p.Steps[i].Items {
+		if !itemSettled(w.S[it].Status) {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *explorer) decideJoin(w *World, i int) {
+	s := &w.S[i]
+	s.Attempt++
+	s.Status = Success
+	for _, it := range e.p.Steps[i].Items {
+		if w.S[it].Status != Success {
+			s.Status = Failure
+		}
+	}
+	if s.Status == Failure && e.p.Steps[i].OnFailure.Kind == OnContinue {
+		s.Continued = true
+	}
+}
+
+// fillOne starts the first ready step in plan order if a slot is free.
+func (e *explorer) fillOne(w *World) bool {
+	if w.Running >= e.jobs() {
+		return false
+	}
+	for i := range e.p.Steps {
+		def := &e.p.Steps[i]
+		s := &w.S[i]
+		if def.Join {
+			continue
+		}
+		switch {
+		case s.Status == Queued:
+		case s.Status == Pending && !w.Stopping && e.depsOK(w, i):
+			s.Attempt++
+		default:
+			continue
+		}
+		s.Status = Running
+		s.Slot = true
+		w.Running++
+		return true
+	}
+	return false
+}
+
+func (e *explorer) jobs() int {
+	if e.p.Jobs < 1 {
+		return 1
+	}
+	return e.p.Jobs
+}
+
+func (e *explorer) free(w *World, s *St) {
+	if s.Slot {
+		s.Slot = false
+		w.Running--
+	}
+}
+
+// complete ends the process of step i (an attempt, handler, or recovery).
+func (e *explorer) complete(w *World, i int) {
+	def, s := &e.p.Steps[i], &w.S[i]
+	switch s.Status {
+	case Running:
+		x := def.attempt(s.Attempt)
+		late := s.Late
+		s.Late = false
+		if !x.Failed() {
+			e.free(w, s)
+			s.Status = Success
+			return
+		}
+		e.failure(w, i, late)
+	case Remediating:
+		e.handlerDone(w, i)
+	case Recovering:
+		s.Status = Queued
+	}
+}
+
+// failure is the failure pipeline (SPEC §4, §5). late: the attempt ended on
+// its own after a cancel stop; nothing it would start starts.
+func (e *explorer) failure(w *World, i int, late bool) {
+	def, s := &e.p.Steps[i], &w.S[i]
+	x := def.attempt(s.Attempt)
+	s.FailedN = s.Attempt
+	rule := matchRule(def.Rules, x)
+	if rule >= 0 && s.RuleUsed[rule] < def.Rules[rule].MaxRetries {
+		e.free(w, s)
+		if late {
+			s.Status = Canceled
+			return
+		}
+		s.RuleUsed[rule]++
+		s.Attempt++
+		s.Status = Recovering
+		if def.Rules[rule].Recovery {
+			s.Recoveries++
+		}
+		return
+	}
+	of := def.OnFailure
+	if e.p.UsePendingFailed && rule < 0 && !of.Explicit {
+		e.free(w, s)
+		s.Status = PendFailed
+		return
+	}
+	switch of.Kind {
+	case OnContinue:
+		e.free(w, s)
+		s.Status = Failure
+		s.Continued = true
+	case OnRetry:
+		if s.OnFailUsed < of.MaxRetries {
+			e.free(w, s)
+			if late {
+				s.Status = Canceled
+				return
+			}
+			s.OnFailUsed++
+			s.Status = Queued
+			s.Attempt++
+			return
+		}
+		e.stopStep(w, i, Failure)
+	case OnCommand:
+		if s.HandlerN > 0 && s.RemRetries >= of.MaxRetries {
+			e.stopStep(w, i, RemFailed)
+			return
+		}
+		if late {
+			e.free(w, s)
+			s.Status = Canceled
+			return
+		}
+		s.Status = Remediating // keeps its slot
+		s.Handlers++
+	default:
+		e.stopStep(w, i, Failure)
+	}
+}
+
+func matchRule(rules []Rule, x Exit) int {
+	if !x.Result {
+		for i, r := range rules {
+			for _, c := range r.Codes {
+				if c == x.Code {
+					return i
+				}
+			}
+		}
+	}
+	for i, r := range rules {
+		if r.MatchAll {
+			return i
+		}
+	}
+	return -1
+}
+
+func (e *explorer) handlerDone(w *World, i int) {
+	def, s := &e.p.Steps[i], &w.S[i]
+	of := def.OnFailure
+	s.HandlerN++
+	ok := def.handler(s.FailedN) == 0
+	e.free(w, s)
+	switch {
+	case ok && of.RetryOnSuccess && s.RemRetries < of.MaxRetries:
+		s.RemRetries++
+		s.Status = Queued
+		s.Attempt++
+	case ok:
+		s.Status = Failure
+		e.stop(w)
+	default:
+		s.Status = RemFailed
+		e.stop(w)
+	}
+}
+
+func (e *explorer) stopStep(w *World, i int, st Status) {
+	s := &w.S[i]
+	e.free(w, s)
+	s.Status = st
+	e.stop(w)
+}
+
+// stop: no new step starts; under cancel, what runs is killed (canceled)
+// and reserved retries are canceled. An attempt may have ended on its own
+// just before the kill reached it: stop marks those that then count as
+// ended on their own (Late); fork explores both.
+func (e *explorer) stop(w *World) {
+	if w.Stopping {
+		return
+	}
+	w.Stopping = true
+	if !e.p.Cancel {
+		return
+	}
+	for j := range w.S {
+		s := &w.S[j]
+		switch s.Status {
+		case Running:
+			s.Late = true // resolved by the explorer: killed, or ended on its own
+		case Remediating, Recovering, Queued:
+			e.free(w, s)
+			s.Status = Canceled
+		}
+	}
+}
+
+// finish settles what never started (README "What happens when a step
+// fails"), runs the end step and evaluates the session.
+func (e *explorer) finish(w *World) {
+	blocked := map[int]bool{}
+	var byPF func(i int) bool
+	byPF = func(i int) bool {
+		if v, ok := blocked[i]; ok {
+			return v
+		}
+		blocked[i] = false
+		deps := e.p.Steps[i].Deps
+		if e.p.Steps[i].Join {
+			deps = append(append([]int{}, deps...), e.p.Steps[i].Items...)
+		}
+		for _, d := range deps {
+			if w.S[d].Status == PendFailed || (w.S[d].Status == Pending && byPF(d)) {
+				blocked[i] = true
+				return true
+			}
+		}
+		return false
+	}
+	for i := range e.p.Steps {
+		s := &w.S[i]
+		if s.Status != Pending {
+			continue
+		}
+		def := &e.p.Steps[i]
+		if def.Join && e.itemsSettled(w, i) && len(def.Items) > 0 {
+			e.decideJoin(w, i)
+			continue
+		}
+		if !w.Stopping && byPF(i) {
+			continue
+		}
+		s.Status = Canceled
+	}
+	status := e.evaluate(w)
+	if e.p.End != nil {
+		s := &w.End
+		s.Attempt++
+		if e.p.End.attempt(s.Attempt).Failed() {
+			s.Status = Failure
+			if status == "success" {
+				status = "failed"
+			}
+		} else {
+			s.Status = Success
+		}
+	}
+	w.Codes = append(w.Codes, exitCode(status))
+	w.Stopping = false
+}
+
+func (e *explorer) evaluate(w *World) string {
+	var rem, pf, failed bool
+	for _, s := range w.S {
+		switch s.Status {
+		case RemFailed:
+			rem = true
+		case PendFailed:
+			pf = true
+		case Failure, Canceled, Interrupted, Pending:
+			failed = true
+		}
+	}
+	switch {
+	case rem:
+		return "remediation_failed"
+	case pf:
+		return "pending_failed"
+	case failed:
+		return "failed"
+	}
+	return "success"
+}
+
+func exitCode(status string) int {
+	switch status {
+	case "success":
+		return 0
+	case "pending_failed":
+		return 3
+	}
+	return 1
+}
+
+// Keys returns the outcomes' keys, sorted, for messages.
+func Keys(m map[string]Outcome) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

@@ -64,7 +64,7 @@ func (r *Runner) probeCache(sr *stepRun) bool {
 		entry = e
 	}
 	r.takeSlot(sr)
-	r.inflight++
+	r.work(sr)
 	p, def := r.Plan, sr.def
 	vars := r.vars(sr, sr.st.Attempt+1, nil)
 	env := r.env(sr, sr.st.Attempt+1, vars, "", nil, nil)

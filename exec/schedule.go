@@ -12,7 +12,7 @@ import (
 
 // satisfied reports whether a dependency lets its dependents start.
 func satisfied(d *stepRun) bool {
-	return Succeeded(d.st.Status) || (d.st.Status == StatusFailure && d.continued)
+	return Status(d.st.Status).Succeeded() || (d.st.Status == StatusFailure && d.continued)
 }
 
 func (r *Runner) push(sr *stepRun) {
@@ -382,8 +382,7 @@ func (r *Runner) settlePending() {
 
 func (r *Runner) cancelReason(sr *stepRun) string {
 	for _, d := range sr.deps {
-		switch d.st.Status {
-		case StatusFailure, StatusRemediationFailed, StatusCanceled, StatusPendingFailed:
+		if Status(d.st.Status).Failed() || d.st.Status == StatusCanceled {
 			return fmt.Sprintf("upstream step %q is %s", d.def.ID, d.st.Status)
 		}
 	}

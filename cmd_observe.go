@@ -153,7 +153,7 @@ func (c *StatusCmd) Run(g *Globals) error {
 			continue
 		}
 		text := n.String()
-		if st.Status != exec.StatusPending && !exec.Succeeded(st.Status) && n.Failed == 0 {
+		if s := exec.Status(st.Status); s != exec.StatusPending && !s.Succeeded() && n.Failed == 0 {
 			text += "; " + run.FirstLine(st.Error)
 		}
 		row("", st, text)
@@ -161,7 +161,7 @@ func (c *StatusCmd) Run(g *Globals) error {
 		for _, it := range items[st.ID] {
 			switch {
 			case c.All:
-			case exec.Succeeded(it.Status):
+			case exec.Status(it.Status).Succeeded():
 				continue
 			case shown == maxItemRows:
 				hidden++
@@ -303,7 +303,7 @@ func (c *LogsCmd) Run(g *Globals) error {
 		}
 		running := false
 		for _, s := range v.Steps {
-			if s.ID == c.Step && s.Attempt == n && (s.Status == exec.StatusInProgress || s.Status == exec.StatusRemediating || s.Status == exec.StatusRetrying) {
+			if s.ID == c.Step && s.Attempt == n && exec.Status(s.Status).Active() {
 				running = true
 			}
 		}
@@ -345,7 +345,7 @@ func childSummary(g *Globals, runID string) string {
 	}
 	ok := 0
 	for _, st := range v.Steps {
-		if exec.Succeeded(st.Status) {
+		if exec.Status(st.Status).Succeeded() {
 			ok++
 		}
 	}

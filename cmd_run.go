@@ -295,8 +295,7 @@ func writeChildResult(runID, status string, states []*exec.StepState) {
 	}
 	var parts []string
 	for _, st := range states {
-		switch st.Status {
-		case exec.StatusFailure, exec.StatusRemediationFailed, exec.StatusPendingFailed:
+		if exec.Status(st.Status).Failed() {
 			parts = append(parts, fmt.Sprintf("step %s %s: %s", st.ID, st.Status, run.FirstLine(st.Error)))
 		}
 	}

@@ -47,7 +47,7 @@ func (r *Runner) probeCache(sr *stepRun) bool {
 	sr.cache.probed = true
 	needs := map[string]string{}
 	for _, d := range sr.deps {
-		if d.st.Status != StatusSuccess && d.st.Status != StatusCached {
+		if !Status(d.st.Status).Succeeded() {
 			// A continued failure upstream: nothing to reuse.
 			r.commitMiss(sr, "", fmt.Sprintf("upstream %s is %s", d.def.ID, d.st.Status))
 			return false
@@ -64,7 +64,7 @@ func (r *Runner) probeCache(sr *stepRun) bool {
 		entry = e
 	}
 	r.takeSlot(sr)
-	r.inflight++
+	r.work(sr)
 	p, def := r.Plan, sr.def
 	vars := r.vars(sr, sr.st.Attempt+1, nil)
 	env := r.env(sr, sr.st.Attempt+1, vars, "", nil, nil)

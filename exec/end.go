@@ -12,22 +12,20 @@ func (r *Runner) evaluate() (string, []string) {
 	var failed []string
 	var remFailed, pendFailed, anyFailed bool
 	for _, sr := range r.steps {
-		switch sr.st.Status {
-		case StatusRemediationFailed:
+		s := Status(sr.st.Status)
+		if s.Failed() {
+			failed = append(failed, sr.def.ID)
+		}
+		switch {
+		case s == StatusRemediationFailed:
 			remFailed = true
-			failed = append(failed, sr.def.ID)
-		case StatusPendingFailed:
+		case s == StatusPendingFailed:
 			pendFailed = true
-			failed = append(failed, sr.def.ID)
-		case StatusFailure:
+		case !s.Succeeded():
+			// failure, canceled, interrupted; pending (a step left
+			// waiting on a pending_failed one makes the run
+			// pending_failed, which takes precedence).
 			anyFailed = true
-			failed = append(failed, sr.def.ID)
-		case StatusCanceled, StatusInterrupted:
-			anyFailed = true
-		case StatusPending:
-			if !pendFailed {
-				anyFailed = true
-			}
 		}
 	}
 	switch {

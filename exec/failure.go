@@ -24,6 +24,10 @@ func (r *Runner) failure(sr *stepRun, out outcome) {
 		if rule := MatchRuleCause(fh, out.exitCode, out.resultStatus == "failure" && out.exitCode == 0, out.stderrTail, attemptCause(&out)); rule != nil {
 			matched = true
 			if sr.ruleUsed[rule.Index] < rule.MaxRetries {
+				if r.canceling(sr) {
+					r.cancelLate(sr, fmt.Sprintf("its retry under failure handler %q (rule %d)", fh.Name, rule.Index+1))
+					return
+				}
 				r.reserveRetry(sr, fh, rule, out)
 				return
 			}
@@ -46,6 +50,10 @@ func (r *Runner) failure(sr *stepRun, out outcome) {
 		r.release(sr)
 	case spec.OnRetry:
 		if sr.onFailUsed < of.MaxRetries && !r.intr {
+			if r.canceling(sr) {
+				r.cancelLate(sr, "its on_failure retry")
+				return
+			}
 			sr.onFailUsed++
 			r.freeSlot(sr)
 			st.Status = StatusRetrying
@@ -59,6 +67,10 @@ func (r *Runner) failure(sr *stepRun, out outcome) {
 		if sr.handlerN > 0 && sr.remRetries >= of.MaxRetries {
 			st.Error = fmt.Sprintf("%s (still failing after %d handler %s)", st.Error, sr.remRetries, plural(sr.remRetries, "retry", "retries"))
 			r.remediationFailed(sr)
+			return
+		}
+		if r.canceling(sr) {
+			r.cancelLate(sr, fmt.Sprintf("its on_failure handler %s", firstWord(of.Command)))
 			return
 		}
 		r.invokeHandler(sr, out)
@@ -89,7 +101,10 @@ func (r *Runner) remediationFailed(sr *stepRun) {
 }
 
 // stop makes the run stop: no new steps start; under stop_mode cancel (or
-// --fail-fast) running steps are terminated and become canceled.
+// --fail-fast) every active step is canceled: its attempt, handler,
+// recovery script or delay is terminated (the step becomes canceled when
+// its worker reports back), and a reserved retry that waits for a job slot
+// is canceled at once.
 func (r *Runner) stop() {
 	if r.stopping {
 		return
@@ -99,21 +114,46 @@ func (r *Runner) stop() {
 		return
 	}
 	for _, sr := range r.steps {
-		switch sr.st.Status {
-		case StatusInProgress, StatusRetrying:
-			if sr.ctrl != nil && sr.inFlight() {
-				sr.ctrl.Stop(reasonCancel, false)
-			} else if sr.st.Status == StatusRetrying && sr.queued {
-				sr.st.Status = StatusCanceled
-				sr.st.Error = "stopped: another step failed (stop_mode: cancel)"
-				r.commit([]*StepState{sr.st}, r.statusEvent(sr))
-			}
+		switch {
+		case !Status(sr.st.Status).Active():
+		case sr.inFlight():
+			sr.ctrl.Stop(reasonCancel, false)
+		default:
+			// Retrying, and waiting for a slot (queued, or held by
+			// max_parallel): nothing runs for it.
+			r.endRetry(sr, StatusCanceled, cancelError)
 		}
 	}
 }
 
-// inFlight reports whether a worker is busy for the step (its ctrl is live).
-func (sr *stepRun) inFlight() bool { return sr.ctrl != nil && !sr.queued }
+// cancelError is the error of a step a cancel stop canceled.
+const cancelError = "stopped: another step failed (stop_mode: cancel)"
+
+// canceling reports whether a cancel stop (stop_mode: cancel, --fail-fast)
+// forbids the step new work: after it no recovery script, handler or
+// attempt starts, except the end step's, which runs after every stop
+// (SPEC §7).
+func (r *Runner) canceling(sr *stepRun) bool {
+	return r.stopping && r.cancel && !sr.isEnd
+}
+
+// cancelLate ends a step whose failure reached the pipeline after a cancel
+// stop (its process ended on its own just before the stop) when the
+// pipeline would start more work for it (what): it is canceled, as that
+// work would have been had the failure come a moment earlier, and a
+// warning records what did not run and why.
+func (r *Runner) cancelLate(sr *stepRun, what string) {
+	st := sr.st
+	r.freeSlot(sr)
+	msg := fmt.Sprintf("step %q failed (%s) after the run stopped (stop_mode: cancel): %s does not run", st.ID, st.Error, what)
+	st.Status = StatusCanceled
+	st.Error = cancelError
+	r.commit([]*StepState{st}, Event{Type: EvWarning, StepID: st.ID, Attempt: st.Attempt, Data: &Warning{Message: msg}}, r.statusEvent(sr))
+}
+
+// inFlight reports whether a worker acts for the step (a process, a delay,
+// a cache probe): its report to the loop is still to come.
+func (sr *stepRun) inFlight() bool { return sr.busy }
 
 // reserveRetry reserves the retry in one commit (status retrying, attempt+1,
 // step_retry_reserved), then runs the recovery script, then waits the delay.
@@ -156,7 +196,7 @@ func (r *Runner) reserveRetry(sr *stepRun, fh *spec.FailureHandler, rule *spec.R
 	}
 	sr.ctrl = newCtrl()
 	ctrl := sr.ctrl
-	r.inflight++
+	r.work(sr)
 	if rule.RecoveryScript == "" {
 		go func() { r.msgs <- msg{kind: mRecoveryDone, sr: sr, out: outcome{exitCode: -1}, delay: delay} }()
 		return
@@ -196,7 +236,7 @@ func (r *Runner) recoveryDone(sr *stepRun, m msg) {
 		r.retryReady(sr)
 		return
 	}
-	r.inflight++
+	r.work(sr)
 	ctrl := sr.ctrl
 	go func() {
 		t := time.NewTimer(delay)
@@ -223,7 +263,7 @@ func (r *Runner) retryStopped(sr *stepRun) bool {
 		r.endRetry(sr, StatusInterrupted, "interrupted")
 		return true
 	case reason == reasonCancel:
-		r.endRetry(sr, StatusCanceled, "stopped: another step failed (stop_mode: cancel)")
+		r.endRetry(sr, StatusCanceled, cancelError)
 		return true
 	}
 	return false
@@ -259,7 +299,7 @@ func (r *Runner) invokeHandler(sr *stepRun, out outcome) {
 	}
 	sr.ctrl = newCtrl()
 	ctrl := sr.ctrl
-	r.inflight++
+	r.work(sr)
 	invoked := r.now()
 	if err != nil {
 		go func() {
@@ -300,7 +340,7 @@ func (r *Runner) handlerDone(sr *stepRun, m msg) {
 		res.Status = "failure"
 	}
 	reason := sr.ctrl.Reason()
-	retry := ok && of.RetryOnSuccess && sr.remRetries < of.MaxRetries && reason == "" && !r.intr
+	retry := ok && of.RetryOnSuccess && sr.remRetries < of.MaxRetries && reason == "" && !r.intr && !r.canceling(sr)
 	if retry {
 		sr.remRetries++
 		res.ActionTaken = "retry_step"
@@ -330,9 +370,10 @@ func (r *Runner) handlerDone(sr *stepRun, m msg) {
 		r.freeSlot(sr)
 		st.Status = StatusInterrupted
 		r.commit([]*StepState{st}, hev, r.statusEvent(sr))
-	case reason == reasonCancel:
+	case reason == reasonCancel || r.canceling(sr):
 		r.freeSlot(sr)
 		st.Status = StatusCanceled
+		st.Error = cancelError
 		r.commit([]*StepState{st}, hev, r.statusEvent(sr))
 	case retry:
 		r.freeSlot(sr)

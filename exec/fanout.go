@@ -18,12 +18,12 @@ type ItemCounts struct {
 // Add counts n items (n < 0 takes them back) of a status.
 func (c *ItemCounts) Add(status string, n int) {
 	c.Total += n
-	switch status {
-	case StatusSuccess, StatusCached:
+	switch s := Status(status); {
+	case s.Succeeded():
 		c.Done += n
-	case StatusInProgress, StatusRemediating, StatusRetrying:
+	case s.Active():
 		c.Running += n
-	case StatusPending:
+	case s == StatusPending:
 		c.Pending += n
 	default:
 		c.Failed += n

@@ -29,7 +29,7 @@ func (r *Runner) statusEvent(sr *stepRun) Event {
 // the attempt's end (finished_at, duration_ms) when it has one.
 func statusPayload(st *StepState, withEnd bool) *StepStatus {
 	d := &StepStatus{Phase: st.Phase, Error: st.Error, ChildRunID: st.ChildRunID}
-	if Succeeded(st.Status) {
+	if Status(st.Status).Succeeded() {
 		d.CacheKey = st.CacheKey
 	}
 	if st.StartedAt != nil {

@@ -133,8 +133,7 @@ func PrepareResume(p *spec.Plan, prior *Prior, opts ResumeOptions) error {
 		if st == nil {
 			continue
 		}
-		switch st.Status {
-		case StatusInProgress, StatusRemediating, StatusRetrying:
+		if Status(st.Status).Active() {
 			was := st.Status
 			evs = append(evs, Event{Type: EvStepOrphaned, StepID: st.ID, Attempt: st.Attempt, Data: &StepOrphaned{
 				PreviousStatus: was,
@@ -178,13 +177,13 @@ func PrepareResume(p *spec.Plan, prior *Prior, opts ResumeOptions) error {
 		if st == nil {
 			continue
 		}
-		switch st.Status {
-		case StatusFailure, StatusRemediationFailed, StatusCanceled, StatusInterrupted:
+		switch {
+		case Status(st.Status).Resumable():
 			if st.Classified == ClassifiedFail || st.Classified == ClassifiedFailDependent {
 				continue
 			}
 			set(st, StatusPending, "")
-		case StatusPendingFailed:
+		case st.Status == StatusPendingFailed:
 			// A sub-plan step waits on its child run, which holds the real
 			// decision: resuming the step resumes the child (SPEC §9).
 			if st.Classified == ClassifiedRetry || opts.RetryPending || s.PlanPath != "" {
@@ -259,14 +258,15 @@ func ResetSteps(p *spec.Plan, prior *Prior, failedOnly bool, ids []string) ([]*S
 		var roots []string
 		for _, s := range p.Steps {
 			if st := prior.Steps[s.ID]; st != nil {
-				switch st.Status {
-				case StatusFailure, StatusRemediationFailed, StatusCanceled, StatusPendingFailed:
+				// SPEC §10: failure, remediation_failed, pending_failed
+				// and canceled steps.
+				if Status(st.Status).Failed() || st.Status == StatusCanceled {
 					roots = append(roots, s.ID)
 				}
 			}
 		}
 		for _, id := range p.Downstream(roots...) {
-			if st := prior.Steps[id]; st != nil && !Succeeded(st.Status) {
+			if st := prior.Steps[id]; st != nil && !Status(st.Status).Succeeded() {
 				targets = append(targets, id)
 			}
 		}

@@ -118,6 +118,7 @@ type stepRun struct {
 	remRetries int // retries granted by the handler this session
 	continued  bool
 	ctrl       *procCtrl
+	busy       bool // a worker acts for it (work, done)
 	slot       bool
 	isEnd      bool
 	failed     *outcome // the failed attempt being handled

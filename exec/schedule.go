@@ -12,7 +12,7 @@ import (
 
 // satisfied reports whether a dependency lets its dependents start.
 func satisfied(d *stepRun) bool {
-	return Succeeded(d.st.Status) || (d.st.Status == StatusFailure && d.continued)
+	return Status(d.st.Status).Succeeded() || (d.st.Status == StatusFailure && d.continued)
 }
 
 func (r *Runner) push(sr *stepRun) {
@@ -82,23 +82,36 @@ func (r *Runner) handle(m msg) {
 		sr.st.PGID, sr.st.PStart = m.pgid, m.pstart
 		r.commit([]*StepState{sr.st})
 	case mAttemptDone:
-		r.inflight--
+		r.done(sr)
 		r.attemptDone(sr, m.out)
 	case mRecoveryDone:
-		r.inflight--
+		r.done(sr)
 		r.recoveryDone(sr, m)
 	case mRetryReady:
-		r.inflight--
+		r.done(sr)
 		r.retryReady(sr)
 	case mHandlerDone:
-		r.inflight--
+		r.done(sr)
 		r.handlerDone(sr, m)
 	case mLogFailed:
 		r.halt(m.err)
 	case mCacheProbed:
-		r.inflight--
+		r.done(sr)
 		r.cacheProbed(sr, m)
 	}
+}
+
+// work counts a worker goroutine that now acts for sr (its attempt,
+// handler, recovery script, delay or cache probe); its report to the loop
+// ends it (done). A step has at most one at a time.
+func (r *Runner) work(sr *stepRun) {
+	r.inflight++
+	sr.busy = true
+}
+
+func (r *Runner) done(sr *stepRun) {
+	r.inflight--
+	sr.busy = false
 }
 
 func (r *Runner) takeSlot(sr *stepRun) {
@@ -167,7 +180,7 @@ func (r *Runner) startAttempt(sr *stepRun) {
 		return
 	}
 	sr.ctrl = ctrl
-	r.inflight++
+	r.work(sr)
 	if err != nil {
 		// Cannot happen for a validated plan; record it as a failed attempt
 		// rather than losing the step.
@@ -245,7 +258,7 @@ func (r *Runner) attemptDone(sr *stepRun, out outcome) {
 	case out.stoppedBy == reasonCancel:
 		r.freeSlot(sr)
 		st.Status = StatusCanceled
-		st.Error = "stopped: another step failed (stop_mode: cancel)"
+		st.Error = cancelError
 		r.commit([]*StepState{st}, r.statusEvent(sr))
 		return
 	case !out.failed():
@@ -308,7 +321,9 @@ func (r *Runner) interrupt(hard bool) {
 		if sr.ctrl != nil {
 			sr.ctrl.Stop(reasonInterrupt, hard)
 		}
-		if sr.queued && sr.st.Status == StatusRetrying {
+		if sr.st.Status == StatusRetrying && !sr.inFlight() {
+			// A reserved retry waiting for a job slot (queued, or held
+			// by max_parallel): nothing runs for it.
 			sr.queued = false
 			r.endRetry(sr, StatusInterrupted, "interrupted")
 		}
@@ -367,8 +382,7 @@ func (r *Runner) settlePending() {
 
 func (r *Runner) cancelReason(sr *stepRun) string {
 	for _, d := range sr.deps {
-		switch d.st.Status {
-		case StatusFailure, StatusRemediationFailed, StatusCanceled, StatusPendingFailed:
+		if Status(d.st.Status).Failed() || d.st.Status == StatusCanceled {
 			return fmt.Sprintf("upstream step %q is %s", d.def.ID, d.st.Status)
 		}
 	}

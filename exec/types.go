@@ -7,24 +7,6 @@ package exec
 
 import "time"
 
-// Step statuses (SPEC §3).
-const (
-	StatusPending    = "pending"
-	StatusInProgress = "in_progress"
-	StatusSuccess    = "success"
-	// StatusCached: not run in this run; an earlier run's attempt of the
-	// same key exited 0 (README, "Caching"). It counts as success for
-	// dependents and for the run.
-	StatusCached            = "cached"
-	StatusFailure           = "failure"
-	StatusRemediating       = "remediating"
-	StatusRetrying          = "retrying"
-	StatusRemediationFailed = "remediation_failed"
-	StatusPendingFailed     = "pending_failed"
-	StatusCanceled          = "canceled"
-	StatusInterrupted       = "interrupted"
-)
-
 // Run statuses (SPEC §3).
 const (
 	RunInProgress        = "in_progress"
@@ -58,21 +40,6 @@ const (
 	EvStepCacheMiss     = "step_cache_miss"
 )
 
-// Terminal reports whether a step status needs no more work in this session.
-func Terminal(status string) bool {
-	switch status {
-	case StatusSuccess, StatusCached, StatusFailure, StatusRemediationFailed, StatusCanceled, StatusInterrupted, StatusPendingFailed:
-		return true
-	}
-	return false
-}
-
-// Succeeded reports whether a step status counts as success for its
-// dependents and the run: success, or cached.
-func Succeeded(status string) bool {
-	return status == StatusSuccess || status == StatusCached
-}
-
 // CachedFrom names the earlier attempt a cached step reuses.
 type CachedFrom struct {
 	Attempt int    `json:"attempt"`
@@ -104,7 +71,7 @@ type StepState struct {
 	ID          string       `json:"id"`
 	Name        string       `json:"name"`
 	Phase       string       `json:"phase"`
-	Status      string       `json:"status"`
+	Status      string       `json:"status"` // a Status
 	Attempt     int          `json:"attempt"`
 	ExitCode    *int         `json:"exit_code"`
 	Error       string       `json:"error"`

@@ -81,8 +81,7 @@ func Resume(stateDir, runID string, opt state.Options, o ResumeOptions) (res *Re
 	// A dead owner may have left processes behind: terminate them before any
 	// step runs again, so that no step ever runs twice at the same time.
 	for _, st := range prior.Steps {
-		switch st.Status {
-		case exec.StatusInProgress, exec.StatusRemediating, exec.StatusRetrying:
+		if exec.Status(st.Status).Active() {
 			exec.KillLeftoverGroup(st.PGID, st.PStart)
 		}
 	}
@@ -103,7 +102,7 @@ func Resume(stateDir, runID string, opt state.Options, o ResumeOptions) (res *Re
 
 func allSuccess(p *exec.Prior) bool {
 	for _, st := range p.Steps {
-		if !exec.Succeeded(st.Status) {
+		if !exec.Status(st.Status).Succeeded() {
 			return false
 		}
 	}

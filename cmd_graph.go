@@ -48,19 +48,35 @@ func (c *GraphCmd) Run(g *Globals) error {
 }
 
 // printGraph writes the levels, each followed by the edges into its steps.
+// A fan-out shows its first items and counts the others (run.GraphNodes);
+// its join step says where the items come from.
 func printGraph(w io.Writer, p *spec.Plan) {
 	levels := p.Levels()
+	nodes := run.GraphNodes(p)
 	fmt.Fprintln(w, planSummary(p, len(levels)))
 	for i, level := range levels {
-		ids := make([]string, len(level))
-		for j, s := range level {
-			ids[j] = s.ID
-		}
-		fmt.Fprintf(w, "level %d: %s\n", i+1, strings.Join(ids, ", "))
+		var names []string
+		seen := map[*run.Node]bool{}
+		type edge struct{ from, to *run.Node }
+		var edges []edge
+		seenEdge := map[edge]bool{}
 		for _, s := range level {
-			for _, d := range s.Deps {
-				fmt.Fprintf(w, "  %s -> %s\n", d, s.ID)
+			n := nodes[s.ID]
+			if !seen[n] {
+				seen[n] = true
+				names = append(names, graphName(n))
 			}
+			for _, d := range s.Deps {
+				e := edge{nodes[d], n}
+				if !seenEdge[e] {
+					seenEdge[e] = true
+					edges = append(edges, e)
+				}
+			}
+		}
+		fmt.Fprintf(w, "level %d: %s\n", i+1, strings.Join(names, ", "))
+		for _, e := range edges {
+			fmt.Fprintf(w, "  %s -> %s\n", edgeName(e.from), edgeName(e.to))
 		}
 	}
 	if p.End != nil {
@@ -68,24 +84,59 @@ func printGraph(w io.Writer, p *spec.Plan) {
 	}
 }
 
+// graphName is a node on a level line: a join with its fan-out, items not
+// shown as `... and 95 more items of work`.
+func graphName(n *run.Node) string {
+	switch {
+	case n.Hidden > 0:
+		return "... and " + n.Label
+	case n.Join != nil:
+		return fmt.Sprintf("%s (join of %s)", n.Label, n.Join)
+	}
+	return n.Label
+}
+
+// edgeName is a node in an edge line: items not shown in parentheses.
+func edgeName(n *run.Node) string {
+	if n.Hidden > 0 {
+		return "(" + n.Label + ")"
+	}
+	return n.Label
+}
+
 // printDot writes a Graphviz digraph: one cluster per phase, an edge from
 // each dependency to the step that needs it, and the end step after the
-// steps nothing depends on (dashed).
+// steps nothing depends on (dashed). A fan-out shows as in the text; its
+// join step is a diamond labelled with its fan-out.
 func printDot(w io.Writer, p *spec.Plan) {
+	nodes := run.GraphNodes(p)
 	fmt.Fprintf(w, "digraph %s {\n", dotID(p.Name))
 	fmt.Fprintln(w, "  rankdir=LR;")
 	fmt.Fprintln(w, "  node [shape=box];")
+	drawn := map[*run.Node]bool{}
 	for i, ph := range p.Phases {
 		fmt.Fprintf(w, "  subgraph %s {\n", dotID(fmt.Sprintf("cluster_%d", i+1)))
 		fmt.Fprintf(w, "    label=%s;\n", dotID(ph.Name))
 		for _, s := range ph.Steps {
-			fmt.Fprintf(w, "    %s%s;\n", dotID(s.ID), dotAttrs(s))
+			n := nodes[s.ID]
+			if drawn[n] {
+				continue
+			}
+			drawn[n] = true
+			fmt.Fprintf(w, "    %s%s;\n", dotID(n.ID), dotNodeAttrs(n))
 		}
 		fmt.Fprintln(w, "  }")
 	}
+	type edge struct{ from, to *run.Node }
+	seenEdge := map[edge]bool{}
 	for _, s := range p.Steps {
 		for _, d := range s.Deps {
-			fmt.Fprintf(w, "  %s -> %s;\n", dotID(d), dotID(s.ID))
+			e := edge{nodes[d], nodes[s.ID]}
+			if seenEdge[e] {
+				continue
+			}
+			seenEdge[e] = true
+			fmt.Fprintf(w, "  %s -> %s;\n", dotID(e.from.ID), dotID(e.to.ID))
 		}
 	}
 	if p.End != nil {
@@ -98,6 +149,22 @@ func printDot(w io.Writer, p *spec.Plan) {
 		}
 	}
 	fmt.Fprintln(w, "}")
+}
+
+// dotNodeAttrs are the attributes of a graph node: a step's (dotAttrs), a
+// join's diamond with its fan-out, or a group's dotted box with its count.
+func dotNodeAttrs(n *run.Node) string {
+	switch {
+	case n.Hidden > 0:
+		return " [" + "style=dotted, label=" + dotID(n.Label) + "]"
+	case n.Join != nil:
+		label := n.ID
+		if n.Step.Name != "" && n.Step.Name != n.ID {
+			label += "\n" + n.Step.Name
+		}
+		return " [shape=diamond, label=" + dotID(label+"\njoin of "+n.Join.String()) + "]"
+	}
+	return dotAttrs(n.Step)
 }
 
 // dotAttrs is a node's attribute list: a label with its name when that

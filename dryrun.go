@@ -20,7 +20,7 @@ import (
 
 // dryRun prints what `faber run` would do with plan, and runs nothing.
 func dryRun(g *Globals, plan *spec.Plan, jobs int, asJSON bool, co cacheOpts) error {
-	dp, err := run.DryRun(g.StateDir, plan, jobs, co.noCache, co.force)
+	dp, err := run.DryRun(g.StateDir, plan, jobs, co.noCache, co.force, asJSON)
 	if err != nil {
 		return err
 	}
@@ -56,8 +56,23 @@ func printDry(w io.Writer, p *spec.Plan, dp *run.DryPlan) {
 	fmt.Fprintf(w, "dry run: nothing runs and nothing is written; at most %d %s at once\n", dp.Jobs, plural(dp.Jobs, "step runs", "steps run"))
 	fmt.Fprintf(w, "%s and %s stand for values known only when the run runs (in handlers also %s, %s, %s, %s)\n",
 		run.PhRunID, run.PhAttempt, run.PhError, run.PhExitCode, run.PhStdoutFile, run.PhStderrFile)
+	if hasJoin(dp) {
+		fmt.Fprintf(w, "fan-outs: the first %d items of each are shown, the others counted; in a join step's item run, %s stands for an item's value\n",
+			run.ShownItems, run.PhItem)
+	}
 	level := 0
+	// Items not shown, counted until a shown step or another level comes.
+	var hidden []*run.DryStep
+	flush := func() {
+		if len(hidden) > 0 {
+			fmt.Fprintf(w, "  ... %s\n", hiddenItems(hidden))
+			hidden = nil
+		}
+	}
 	for _, ds := range dp.Steps {
+		if ds.Level != level || ds.End {
+			flush()
+		}
 		if ds.End {
 			fmt.Fprintf(w, "\nend step: runs last, after every step, whatever their status\n")
 		} else if ds.Level != level {
@@ -72,8 +87,38 @@ func printDry(w io.Writer, p *spec.Plan, dp *run.DryPlan) {
 			}
 			fmt.Fprintf(w, "\nlevel %d%s\n", level, note)
 		}
+		if ds.FanOut != "" && !run.ItemShown(p, ds.ID) {
+			if len(hidden) > 0 && hidden[0].FanOut != ds.FanOut {
+				flush()
+			}
+			hidden = append(hidden, ds)
+			continue
+		}
+		flush()
 		printDryStep(w, ds)
 	}
+	flush()
+}
+
+func hasJoin(dp *run.DryPlan) bool {
+	for _, ds := range dp.Steps {
+		if ds.Join != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// hiddenItems is the line that stands for item steps not shown: how many,
+// the first and last id.
+func hiddenItems(items []*run.DryStep) string {
+	n := len(items)
+	ids := items[0].ID
+	if n > 1 {
+		ids += " to " + items[n-1].ID
+	}
+	return fmt.Sprintf("%d more %s of %s (%s), each like the above with its own {item}",
+		n, plural(n, "item", "items"), items[0].FanOut, ids)
 }
 
 func printDryStep(w io.Writer, ds *run.DryStep) {
@@ -89,6 +134,10 @@ func printDryStep(w io.Writer, ds *run.DryStep) {
 	if ds.Name != ds.ID {
 		kv("name", ds.Name)
 	}
+	if j := ds.Join; j != nil {
+		printDryJoin(kv, ds, j)
+		return
+	}
 	if !ds.End {
 		kv("phase", ds.Phase)
 		switch {
@@ -102,15 +151,16 @@ func printDryStep(w io.Writer, ds *run.DryStep) {
 			kv("needs", strings.Join(ds.Needs, ", ")+" (implicit)")
 		}
 	}
+	if ds.Item != nil {
+		kv("item", *ds.Item)
+		for _, k := range ds.ItemNames {
+			kv("item."+k, ds.ItemFields[k])
+		}
+	}
 	switch ds.Kind {
 	case run.KindPlan:
 		kv("plan", ds.PlanFile)
-		keys := make([]string, 0, len(ds.PlanContext))
-		for k := range ds.PlanContext {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range sortedKeys(ds.PlanContext) {
 			kv("context", k+"="+ds.PlanContext[k])
 		}
 	case exec.KindScript:
@@ -156,6 +206,24 @@ func printDryStep(w io.Writer, ds *run.DryStep) {
 	if c := ds.Cache; c != nil {
 		kv("cache", dryCacheText(c))
 	}
+}
+
+// printDryJoin writes a fan-out's join step: where its items come from,
+// which they are, the run line each item runs, and that the join itself
+// runs no process.
+func printDryJoin(kv func(k, v string), ds *run.DryStep, j *run.FanOut) {
+	kv("phase", ds.Phase)
+	fo := j.String()
+	if j.Items > run.ShownItems {
+		fo += fmt.Sprintf("; the first %d shown above", run.ShownItems)
+	}
+	if j.MaxParallel > 0 {
+		fo += fmt.Sprintf("; at most %d at once (max_parallel)", j.MaxParallel)
+	}
+	kv("fan-out", fo)
+	kv("needs", "its items: "+j.ItemsText())
+	kv("item run", ds.Command)
+	kv("join", "runs no process: success once every item succeeded, else failure")
 }
 
 // ruleSummary is one rule on one line: what it matches, then what it grants.
@@ -255,4 +323,13 @@ func dryCacheText(c *run.DryCache) string {
 		s += " (cache_key commands not run: their output assumed unchanged)"
 	}
 	return s
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -10,7 +10,8 @@ import (
 	"testing"
 )
 
-// TestExamplesValidate keeps the README's example plans valid.
+// TestExamplesValidate keeps the README's example plans valid, and each
+// one shown by run --dry-run (text and JSON) and graph.
 func TestExamplesValidate(t *testing.T) {
 	plans, err := filepath.Glob("examples/*.yaml")
 	jsonPlans, _ := filepath.Glob("examples/*.json") // Torc and FABER plans, run as they are
@@ -22,6 +23,18 @@ func TestExamplesValidate(t *testing.T) {
 		var out, errb bytes.Buffer
 		if code := Main([]string{"validate", p}, nil, &out, &errb); code != 0 {
 			t.Errorf("faber validate %s: exit %d: %s", p, code, errb.String())
+		}
+		for _, args := range [][]string{
+			{"run", "--dry-run", p, "--state-dir", t.TempDir()},
+			{"run", "--dry-run", "--ui", "json", p, "--state-dir", t.TempDir()},
+			{"graph", p},
+			{"graph", "--format", "dot", p},
+		} {
+			out.Reset()
+			errb.Reset()
+			if code := Main(args, nil, &out, &errb); code != 0 {
+				t.Errorf("faber %s: exit %d: %s", strings.Join(args, " "), code, errb.String())
+			}
 		}
 	}
 }

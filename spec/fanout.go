@@ -50,6 +50,11 @@ type FanOut struct {
 	MaxParallel int      // 0: no bound but jobs
 	Names       []string // the names of {item.<name>}: a matrix's, or the fields of a list's mappings
 	ItemIDs     []string // the item steps' ids (join step)
+	// Source is a glob's pattern or a lines: file, as written.
+	Source string
+	// Needs are the fan-out step's own needs (its items wait for them; the
+	// join step's Deps are its items).
+	Needs []string
 }
 
 // fanNode is a raw fan-out value (foreach: or matrix:), interpreted by the
@@ -160,6 +165,7 @@ func (b *builder) foreach(fo *FanOut, s *Step, n *yaml.Node, where string) {
 				b.errorf(nodePos(v), "%s.glob: must be a pattern such as data/*.csv", where)
 				return
 			}
+			fo.Source = v.Value
 			dir := b.plan.Dir
 			if s.Dir != "" && !strings.Contains(s.Dir, "{") {
 				dir = filepath.Join(dir, filepath.FromSlash(s.Dir))
@@ -195,6 +201,7 @@ func (b *builder) foreach(fo *FanOut, s *Step, n *yaml.Node, where string) {
 				b.errorf(nodePos(v), "%s.lines: must be a file name", where)
 				return
 			}
+			fo.Source = v.Value
 			path := filepath.FromSlash(v.Value)
 			if !filepath.IsAbs(path) {
 				path = filepath.Join(b.plan.Dir, path)
@@ -479,6 +486,7 @@ func (b *builder) expandFanOuts() {
 				phSteps = append(phSteps, &c)
 			}
 			s.Join = true
+			fo.Needs = s.Deps
 			s.Deps = fo.ItemIDs
 			if fo.ItemIDs == nil {
 				s.Deps = []string{}

@@ -34,6 +34,10 @@ type Options struct {
 	// so that a script removed after a run does not lock the run away.
 	NoProgramChecks bool
 
+	// setsFrom names where Sets come from in messages: "--set" when
+	// empty, "context" for a sub-plan's (its plan: step's context:).
+	setsFrom string
+
 	// stack holds the absolute paths of the plans that include this one
 	// through `plan:` steps, outermost first, to reject plans that include
 	// themselves.

@@ -56,6 +56,10 @@ type builder struct {
 	goos string
 
 	known map[string]bool // context keys
+	// used are the context keys some {name} of the plan refers to;
+	// declared the keys of its context: (without --set).
+	used     map[string]bool
+	declared []string
 	// Template checks done once per failure-handler rule.
 	ruleChecked map[*Rule]bool
 	ruleRaw     map[*Rule]*rawRule
@@ -77,6 +81,7 @@ func (p *parser) build(raw *rawPlan) *Plan {
 		parser:          p,
 		goos:            p.opts.GOOS,
 		known:           map[string]bool{},
+		used:            map[string]bool{},
 		ruleChecked:     map[*Rule]bool{},
 		ruleRaw:         map[*Rule]*rawRule{},
 		ruleProgChecked: map[*Rule]bool{},
@@ -124,6 +129,7 @@ func (p *parser) build(raw *rawPlan) *Plan {
 	if raw.End != nil {
 		b.end(raw.End)
 	}
+	b.unusedSets()
 	b.resolveDeps()
 	b.findCycles()
 	b.runScriptChecks()
@@ -172,6 +178,7 @@ func (b *builder) secrets(raw *rawPlan) {
 		case v != "" && len(v) < MinSecret:
 			b.warnf(n.Pos, "secrets: the value of %q is shorter than %d characters and is not masked", n.V, MinSecret)
 		}
+		b.used[n.V] = true // secrets: names a --set key too
 		b.plan.Secrets = append(b.plan.Secrets, n.V)
 	}
 }
@@ -183,6 +190,7 @@ func (b *builder) context(raw *rawPlan) {
 	if pl.Context == nil {
 		pl.Context = map[string]string{}
 	}
+	b.declared = append([]string(nil), pl.ContextKeys...)
 	builtin := map[string]bool{}
 	for _, n := range Builtins(true) {
 		builtin[n] = true
@@ -228,6 +236,39 @@ func (b *builder) context(raw *rawPlan) {
 	}
 	for k := range pl.Context {
 		b.known[k] = true
+	}
+}
+
+// unusedSets warns about each --set key (in command-line order) that is
+// neither a key of the plan's context: nor used by a {name} of the plan:
+// most likely a misspelt key, which would leave the plan's value in place.
+// Under Strict it is an error. Such a key still reaches every process as
+// FABER_CTX_<KEY>; declaring it in context: (with any default) silences this.
+func (b *builder) unusedSets() {
+	declared := map[string]bool{}
+	for _, k := range b.declared {
+		declared[k] = true
+	}
+	what := b.opts.setsFrom
+	if what == "" {
+		what = "--set"
+	}
+	for _, k := range b.plan.ContextKeys {
+		if _, set := b.opts.Sets[k]; !set || declared[k] || b.used[k] {
+			continue
+		}
+		msg := fmt.Sprintf("%s %s: not a context variable of the plan", what, k)
+		if sug := suggest(k, b.declared); sug != "" {
+			msg += sug
+		} else {
+			msg += fmt.Sprintf(" and no {%s} uses it (declare it in context: if a script reads $FABER_CTX_%s)", k, strings.ToUpper(k))
+		}
+		d := Diagnostic{File: b.file, Message: msg}
+		if b.opts.Strict {
+			b.errs = append(b.errs, d)
+		} else {
+			b.warns = append(b.warns, d)
+		}
 	}
 }
 
@@ -856,7 +897,11 @@ func (b *builder) checkCommand(line string, pos Pos, what string) (kind, target 
 
 // known reports whether name may be substituted in a template.
 func (b *builder) knownVar(name string, handler bool) bool {
-	if b.known[name] || b.itemVars[name] {
+	if b.itemVars[name] {
+		return true
+	}
+	if b.known[name] {
+		b.used[name] = true
 		return true
 	}
 	for _, n := range stepBuiltins {
@@ -1022,7 +1067,7 @@ func (b *builder) checkSubPlan(s *Step, ext *rawStep, where string) {
 	err, done := b.subPlans[key]
 	if !done {
 		var child *Plan
-		child, err = Load(path, Options{Sets: sets, SetKeys: s.PlanContextKeys, Strict: b.opts.Strict, GOOS: b.opts.GOOS, NoProgramChecks: b.opts.NoProgramChecks, stack: stack})
+		child, err = Load(path, Options{Sets: sets, SetKeys: s.PlanContextKeys, setsFrom: "context", Strict: b.opts.Strict, GOOS: b.opts.GOOS, NoProgramChecks: b.opts.NoProgramChecks, stack: stack})
 		b.subPlans[key] = err
 		if child != nil {
 			if b.childNames == nil {

@@ -67,7 +67,20 @@ type DryStep struct {
 	OnFailure      DryOnFailure `json:"on_failure"`
 	// Cache is, for a step with inputs, what the cache would do.
 	Cache *DryCache `json:"cache,omitempty"`
+	// FanOut names an item step's fan-out step; Item is its {item} and
+	// ItemFields its {item.<name>} values.
+	FanOut     string            `json:"fan_out,omitempty"`
+	Item       *string           `json:"item,omitempty"`
+	ItemFields map[string]string `json:"item_fields,omitempty"`
+	ItemNames  []string          `json:"-"` // ItemFields' names in order
+	// Join describes the fan-out of a join step (kind join), which runs no
+	// process: its Command is the items' run line with <item> in place of
+	// {item}.
+	Join *FanOut `json:"join,omitempty"`
 }
+
+// KindJoin is the kind of a fan-out's join step in a dry run.
+const KindJoin = "join"
 
 // DryHandler is a step's failure_handler with its rules.
 type DryHandler struct {
@@ -111,9 +124,11 @@ type DryOnFailure struct {
 // (exec.StepVars, exec.StepArgv, spec.ResolveCommand, ...) with placeholders
 // for the built-ins that only a run knows, and for a step with inputs what
 // the cache would do (noCache and force as run's --no-cache and --force).
-// A plan the runner could not start is a usage error.
-func DryRun(stateDir string, p *spec.Plan, jobs int, noCache bool, force []string) (*DryPlan, error) {
-	dp, err := buildDry(p, jobs)
+// A plan the runner could not start is a usage error. Without allItems,
+// the items of a fan-out past the first ShownItems, which the text does not
+// show, are described by id, level, needs and fan-out only.
+func DryRun(stateDir string, p *spec.Plan, jobs int, noCache bool, force []string, allItems bool) (*DryPlan, error) {
+	dp, err := buildDry(p, jobs, allItems)
 	if err != nil {
 		return nil, usage(err)
 	}
@@ -123,10 +138,15 @@ func DryRun(stateDir string, p *spec.Plan, jobs int, noCache bool, force []strin
 
 // buildDry describes every step of a validated plan, level by level, the
 // end step last.
-func buildDry(p *spec.Plan, jobs int) (*DryPlan, error) {
+func buildDry(p *spec.Plan, jobs int, allItems bool) (*DryPlan, error) {
 	dp := &DryPlan{Plan: p.Name, File: p.File, Jobs: exec.Jobs(jobs, p), Levels: LevelIDs(p), Steps: []*DryStep{}}
 	for i, level := range p.Levels() {
 		for _, s := range level {
+			if !allItems && !itemShown(s) {
+				dp.Steps = append(dp.Steps, &DryStep{ID: s.ID, Name: s.Name, Phase: s.Phase, Level: i + 1,
+					Needs: s.Deps, NeedsExplicit: s.NeedsSet, FanOut: s.FanOutOf})
+				continue
+			}
 			ds, err := buildDryStep(p, s)
 			if err != nil {
 				return nil, err
@@ -152,6 +172,16 @@ func buildDryStep(p *spec.Plan, s *spec.Step) (*DryStep, error) {
 		ds.Needs = []string{}
 	}
 	vars := exec.StepVars(p, s, PhRunID, PhAttempt, nil)
+	if j := FanOutOf(s); j != nil {
+		return dryJoin(ds, p, s, j, vars)
+	}
+	if s.Item != nil {
+		v := s.Item.Value
+		ds.FanOut, ds.Item = s.FanOutOf, &v
+		if len(s.Item.Fields) > 0 {
+			ds.ItemFields, ds.ItemNames = s.Item.Fields, s.Item.Names
+		}
+	}
 	ds.Dir = exec.WorkDir(p, s, vars)
 	if s.Timeout > 0 {
 		t := ShortDur(s.Timeout)
@@ -255,6 +285,27 @@ func buildDryStep(p *spec.Plan, s *spec.Step) (*DryStep, error) {
 		ds.OnFailure.HandlerCommand = subst.Join(argv)
 		ds.OnFailure.Timeout = ShortDur(exec.HandlerTimeout(p, s))
 	}
+	return ds, nil
+}
+
+// dryJoin describes the join step of a fan-out: it runs no process; its
+// command is the items' run line with <item> placeholders, for reading.
+func dryJoin(ds *DryStep, p *spec.Plan, s *spec.Step, j *FanOut, vars map[string]string) (*DryStep, error) {
+	for k, v := range itemVars(s) {
+		vars[k] = v
+	}
+	ds.Kind, ds.Join, ds.Executor = KindJoin, j, "none"
+	ds.Dir = exec.WorkDir(p, s, vars)
+	if s.PlanPath != "" {
+		ds.Command = s.Plan
+	} else {
+		var err error
+		ds.Command, err = subst.Expand(strings.TrimRight(s.Run, "\n"), vars)
+		if err != nil {
+			return nil, fmt.Errorf("step %q: %w", s.ID, err)
+		}
+	}
+	ds.OnFailure = DryOnFailure{Kind: s.OnFailure.Kind, Explicit: s.OnFailure.Explicit, Invalid: s.OnFailure.Invalid}
 	return ds, nil
 }
 

@@ -21,6 +21,10 @@ type GraphStep struct {
 	Level         int      `json:"level"`
 	Needs         []string `json:"needs"`
 	NeedsExplicit bool     `json:"needs_explicit"`
+	// FanOut names an item step's fan-out step; Join describes the fan-out
+	// of a join step.
+	FanOut string  `json:"fan_out,omitempty"`
+	Join   *FanOut `json:"join,omitempty"`
 }
 
 // GraphEdge is a dependency: To needs From.
@@ -46,7 +50,8 @@ func Graph(p *spec.Plan) GraphOut {
 			if needs == nil {
 				needs = []string{}
 			}
-			out.Steps = append(out.Steps, GraphStep{ID: s.ID, Name: s.Name, Phase: s.Phase, Level: i + 1, Needs: needs, NeedsExplicit: s.NeedsSet})
+			out.Steps = append(out.Steps, GraphStep{ID: s.ID, Name: s.Name, Phase: s.Phase, Level: i + 1, Needs: needs, NeedsExplicit: s.NeedsSet,
+				FanOut: s.FanOutOf, Join: FanOutOf(s)})
 			for _, d := range s.Deps {
 				out.Edges = append(out.Edges, GraphEdge{From: d, To: s.ID})
 			}

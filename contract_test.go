@@ -31,7 +31,8 @@ import (
 // FABER_CONTRACT_N sets how many plans (default 40, a fixed seed range, so
 // go test ./... is repeatable); FABER_CONTRACT_SEED=N runs that one plan
 // (from a failure's message); FABER_CONTRACT_FROM=N starts the seed range
-// elsewhere (the soak in .ci/run draws a new one).
+// elsewhere (the soak in .ci/run draws a new one); FABER_CONTRACT_ALL=1
+// reports every disagreement, unshrunk, instead of stopping at the first.
 func TestContract(t *testing.T) {
 	if testing.Short() {
 		t.Skip("random plans: not in -short mode")
@@ -60,6 +61,11 @@ func TestContract(t *testing.T) {
 		ran++
 		t.Logf("seed %d: %d steps", seed, len(c.StepIDs()))
 		if msg := checkCase(t, self, c); msg != "" {
+			if os.Getenv("FABER_CONTRACT_ALL") != "" {
+				// Survey mode: every disagreement, unshrunk.
+				t.Errorf("seed %d disagrees with the contract:\n%s\n--- plan.yaml\n%s--- flags: %s\n%s", seed, msg, c.YAML(), strings.Join(c.Args()[2:], " "), codesText(c))
+				continue
+			}
 			small, smallMsg := shrinkCase(t, self, c, msg)
 			t.Fatalf("seed %d disagrees with the contract (reproduce: FABER_CONTRACT_SEED=%d go test -run TestContract .)\n%s\n"+
 				"shrunk to:\n--- plan.yaml\n%s--- flags: %s\n--- codes (line N: attempt N; r = result-file failure)\n%s%s",
@@ -175,9 +181,7 @@ func checkCase(t *testing.T, self string, c *model.Case) string {
 			killed = true
 			t.Logf("seed %d: faber killed after %d lines", c.Seed, c.Kill)
 			if runID == "" {
-				if metas, _ := state.List(stateDir); len(metas) > 0 {
-					runID = metas[0].RunID
-				}
+				runID = newestTopRun(stateDir, "")
 			}
 			if runID == "" {
 				// Killed before the run was created: run again.
@@ -193,11 +197,9 @@ func checkCase(t *testing.T, self string, c *model.Case) string {
 		}
 		codes = append(codes, code)
 		if runID == "" {
-			metas, _ := state.List(stateDir)
-			if len(metas) == 0 {
+			if runID = newestTopRun(stateDir, ""); runID == "" {
 				return "no run was created:\n" + out
 			}
-			runID = metas[0].RunID
 		}
 		if session+1 >= max(c.Sessions, 1) {
 			break
@@ -226,16 +228,40 @@ func checkCase(t *testing.T, self string, c *model.Case) string {
 		}
 		args = append([]string{"resume", runID, "--ui", "json"}, flags...)
 	}
-	st, err := readStatus(self, dir, stateDir, runID)
-	if err != nil {
-		return err.Error()
-	}
-	evs, err := readEvents(stateDir, runID)
-	if err != nil {
-		return err.Error()
+	runs := []string{runID}
+	if c.Rerun {
+		// The plan again, as a new run: what succeeded with inputs is cached.
+		code, out := faber(0, c.Args()...)
+		fmt.Fprintf(&transcript, "$ faber %s  -> exit %d (the second run)\n", strings.Join(c.Args(), " "), code)
+		if code != 0 && code != 1 && code != 3 {
+			return fmt.Sprintf("faber exited %d:\n%s", code, out)
+		}
+		codes = append(codes, code)
+		second := newestTopRun(stateDir, runID)
+		if second == "" {
+			return "the second run was not created:\n" + out
+		}
+		runs = append(runs, second)
 	}
 	trace, _ := os.ReadFile(filepath.Join(dir, "trace.log"))
-	got := observed(c, codes, st, evs)
+	got := model.Outcome{Codes: codes}
+	var allEvs [][]ev
+	for i, id := range runs {
+		st, err := readStatus(self, dir, stateDir, id)
+		if err != nil {
+			return err.Error()
+		}
+		evs, err := readEvents(stateDir, id)
+		if err != nil {
+			return err.Error()
+		}
+		allEvs = append(allEvs, evs)
+		prefix := ""
+		if i > 0 {
+			prefix = fmt.Sprintf("run%d:", i+1)
+		}
+		got.Steps = append(got.Steps, observed(c, prefix, st, evs)...)
+	}
 	allowed, err := model.Outcomes(c.Model())
 	if err != nil {
 		return "model: " + err.Error()
@@ -254,7 +280,9 @@ func checkCase(t *testing.T, self string, c *model.Case) string {
 		}
 		problems = append(problems, b.String())
 	}
-	problems = append(problems, checkInvariants(c, evs, string(trace))...)
+	for _, evs := range allEvs {
+		problems = append(problems, checkInvariants(c, evs, string(trace))...)
+	}
 	if len(problems) == 0 {
 		return ""
 	}
@@ -339,8 +367,20 @@ func readEvents(stateDir, runID string) ([]ev, error) {
 	return out, nil
 }
 
-// observed is what faber did, in the model's terms.
-func observed(c *model.Case, codes []int, st *statusOut, evs []ev) model.Outcome {
+// newestTopRun is the newest top-level run (no parent) of the state dir other
+// than not ("" if there is none).
+func newestTopRun(stateDir, not string) string {
+	metas, _ := state.List(stateDir)
+	for _, m := range metas {
+		if m.ParentRunID == "" && m.RunID != not {
+			return m.RunID
+		}
+	}
+	return ""
+}
+
+// observed is what a run did, in the model's terms.
+func observed(c *model.Case, prefix string, st *statusOut, evs []ev) []model.StepOut {
 	handlers, recoveries := map[string]int{}, map[string]int{}
 	for _, e := range evs {
 		switch e.Type {
@@ -354,15 +394,15 @@ func observed(c *model.Case, codes []int, st *statusOut, evs []ev) model.Outcome
 	for i, s := range st.Steps {
 		byID[s.ID] = i
 	}
-	o := model.Outcome{Codes: codes}
+	var out []model.StepOut
 	for _, id := range c.StepIDs() {
-		so := model.StepOut{ID: id, Status: "(missing)", Handlers: handlers[id], Recoveries: recoveries[id]}
+		so := model.StepOut{ID: prefix + id, Status: "(missing)", Handlers: handlers[id], Recoveries: recoveries[id]}
 		if i, ok := byID[id]; ok {
 			so.Status, so.Attempt = st.Steps[i].Status, st.Steps[i].Attempt
 		}
-		o.Steps = append(o.Steps, so)
+		out = append(out, so)
 	}
-	return o
+	return out
 }
 
 // checkInvariants checks what must hold of any run, with no model: seq is

@@ -35,6 +35,9 @@ type Case struct {
 	// is not the model's to say (the kill lands anywhere): only the
 	// invariants are checked.
 	Kill int
+	// Rerun: once the run is over, run the plan again (one session): the
+	// steps with inputs that succeeded are cached.
+	Rerun bool
 }
 
 // GPhase is a phase of a Case.
@@ -52,6 +55,11 @@ type GStep struct {
 	Handler  string // failure_handler
 	On       GOn
 	Items    []string // a fan-out over a static list; nil: none
+	// Cache: the step has inputs: [in.txt] (README "Caching").
+	Cache bool
+	// Child: 0 none; 1 a sub-plan whose one step always succeeds; 2 one
+	// whose step always fails (so which child attempt runs never matters).
+	Child int
 }
 
 // GOn is a step's result_handling.
@@ -112,6 +120,7 @@ func Gen(seed uint64) *Case {
 	if chance(0.15) {
 		c.Kill = 1 + pick(12)
 	}
+	c.Rerun = chance(0.25)
 
 	var ids []string
 	n := 0
@@ -133,13 +142,25 @@ func Gen(seed uint64) *Case {
 			}
 			kinds := []string{"", "", "stop", "continue", "retry", "command", "command", "structured", "bogus"}
 			gs.On = GOn{Kind: kinds[pick(len(kinds))], MaxRetries: -1 + pick(4), RetryOnSuccess: -1 + pick(3)}
-			if chance(0.15) {
+			switch v := pick(20); {
+			case v < 3:
 				for i := 0; i < 1+pick(3); i++ {
 					gs.Items = append(gs.Items, fmt.Sprintf("i%d", i))
 				}
+			case v < 5:
+				gs.Child = 1 + pick(2)
 			}
+			gs.Cache = gs.Child == 0 && chance(0.3)
 			for _, id := range gs.concrete() {
 				c.Codes[id] = genExits(rng)
+				if gs.Child == 1 {
+					c.Codes[id] = []Exit{{}}
+				} else if gs.Child == 2 {
+					c.Codes[id] = nil
+					for i := 0; i < 16; i++ {
+						c.Codes[id] = append(c.Codes[id], Exit{Code: 1})
+					}
+				}
 				for i := 0; i < 4; i++ {
 					c.HCodes[id] = append(c.HCodes[id], []int{0, 0, 1}[pick(3)])
 				}
@@ -212,6 +233,14 @@ func (c *Case) Files() map[string]string {
 	files["s.sh"] = stepScript
 	files["h.sh"] = handlerScript
 	files["r.sh"] = recoveryScript
+	files["in.txt"] = "the input of every step with inputs:\n"
+	for _, ph := range c.Phases {
+		for _, s := range ph.Steps {
+			if s.Child > 0 {
+				files["child-"+s.ID+".yaml"] = fmt.Sprintf("name: child-%s\nsteps:\n  - id: c\n    run: exit %d\n", s.ID, s.Child-1)
+			}
+		}
+	}
 	for id, xs := range c.Codes {
 		var b strings.Builder
 		for _, x := range xs {
@@ -297,14 +326,20 @@ func (c *Case) YAML() string {
 		fmt.Fprintf(&b, "  - name: %s\n    parallel: %v\n    steps:\n", ph.Name, ph.Parallel)
 		for _, s := range ph.Steps {
 			fmt.Fprintf(&b, "      - id: %s\n", s.ID)
-			if s.Items != nil {
+			switch {
+			case s.Child > 0:
+				fmt.Fprintf(&b, "        plan: child-%s.yaml\n", s.ID)
+			case s.Items != nil:
 				fmt.Fprintf(&b, "        foreach: [%s]\n", strings.Join(s.Items, ", "))
 				fmt.Fprintf(&b, "        run: ./s.sh 0.0%d {item}\n", c.Sleep[s.ID+"["+s.Items[0]+"]"])
-			} else {
+			default:
 				fmt.Fprintf(&b, "        run: ./s.sh 0.0%d\n", c.Sleep[s.ID])
 			}
 			if s.HasNeeds {
 				fmt.Fprintf(&b, "        needs: [%s]\n", strings.Join(s.Needs, ", "))
+			}
+			if s.Cache {
+				b.WriteString("        inputs: [in.txt]\n")
 			}
 			if s.Handler != "" {
 				fmt.Fprintf(&b, "        failure_handler: %s\n", s.Handler)
@@ -364,7 +399,7 @@ func (c *Case) Model() *Plan {
 	if c.JobsFlag > 0 {
 		p.Jobs = c.JobsFlag
 	}
-	p.Policy = Policy{Sessions: c.Sessions, ResumeFailed: c.ResumeFailed, ClassifyRetry: c.ClassifyRetry}
+	p.Policy = Policy{Sessions: c.Sessions, ResumeFailed: c.ResumeFailed, ClassifyRetry: c.ClassifyRetry, Rerun: c.Rerun}
 	handlers := map[string][]Rule{}
 	for _, h := range c.Handlers {
 		for _, r := range h.Rules {
@@ -409,13 +444,13 @@ func (c *Case) Model() *Plan {
 			index[id] = len(p.Steps)
 			items = append(items, len(p.Steps))
 			p.Steps = append(p.Steps, Step{ID: id, Deps: c.idx(index, t.deps), Rules: handlers[s.Handler], OnFailure: on,
-				Attempts: c.Codes[id], Handler: c.HCodes[id]})
+				Attempts: c.Codes[id], Handler: c.HCodes[id], Cacheable: s.Cache})
 		}
 		index[s.ID] = len(p.Steps)
 		st := Step{ID: s.ID, Deps: c.idx(index, t.deps), Rules: handlers[s.Handler], OnFailure: on,
-			Attempts: c.Codes[s.ID], Handler: c.HCodes[s.ID]}
+			Attempts: c.Codes[s.ID], Handler: c.HCodes[s.ID], Cacheable: s.Cache}
 		if s.Items != nil {
-			st.Join, st.Items = true, items
+			st.Join, st.Items, st.Cacheable = true, items, false
 		}
 		p.Steps = append(p.Steps, st)
 	}
@@ -505,6 +540,11 @@ func (c *Case) Shrinks() []*Case {
 		d.Kill = 0
 		out = append(out, d)
 	}
+	if c.Rerun {
+		d := c.clone()
+		d.Rerun = false
+		out = append(out, d)
+	}
 	if c.Sessions > 1 {
 		d := c.clone()
 		d.Sessions--
@@ -521,6 +561,11 @@ func (c *Case) Shrinks() []*Case {
 			if s.Handler != "" {
 				d := c.clone()
 				d.Phases[pi].Steps[si].Handler = ""
+				out = append(out, d)
+			}
+			if s.Cache {
+				d := c.clone()
+				d.Phases[pi].Steps[si].Cache = false
 				out = append(out, d)
 			}
 			if s.On.Kind != "" {

@@ -78,6 +78,9 @@ type Step struct {
 	// Handler[n-1] is the exit code of the handler run for failed attempt n;
 	// past the end, 0.
 	Handler []int
+	// Cacheable: the step has inputs: (README "Caching"); its key never
+	// changes between the model's runs, so an entry is a hit.
+	Cacheable bool
 }
 
 func (s *Step) attempt(n int) Exit {
@@ -116,6 +119,9 @@ type Policy struct {
 	// ClassifyRetry says, for a pending_failed step, whether the user
 	// classifies it --retry (else --fail) before resuming.
 	ClassifyRetry func(stepID string, session int) bool
+	// Rerun: once the run is over, the plan is run again (a new run, one
+	// session), which finds the first run's cache entries.
+	Rerun bool
 }
 
 // Status is a step status (SPEC §3). The active statuses are split by what
@@ -137,18 +143,26 @@ const (
 	PendFailed
 	Canceled
 	Interrupted
+	Cached
+	// Probing: the step's cache key is computed; it holds a job slot.
+	Probing
 )
 
 // Name is the status as faber reports it.
 func (s Status) Name() string {
 	return [...]string{"pending", "in_progress", "remediating", "retrying", "retrying",
-		"success", "failure", "remediation_failed", "pending_failed", "canceled", "interrupted"}[s]
+		"success", "failure", "remediation_failed", "pending_failed", "canceled", "interrupted",
+		"cached", "pending"}[s]
 }
 
-func (s Status) active() bool { return s >= Running && s <= Queued }
+func (s Status) active() bool { return (s >= Running && s <= Queued) || s == Probing }
 
 // settled: no more work this session.
-func (s Status) settled() bool { return s >= Success }
+func (s Status) settled() bool { return s >= Success && s != Probing }
+
+// succeeded: success, or cached (it counts as success for dependents and
+// the run).
+func (s Status) succeeded() bool { return s == Success || s == Cached }
 
 // St is one step's state.
 type St struct {
@@ -169,6 +183,8 @@ type St struct {
 	// Late: the attempt running when a cancel stop came ends on its own
 	// (it had exited before faber's signal reached it).
 	Late bool
+	// Probed: its cache was looked up this session.
+	Probed bool
 }
 
 // World is the state of a run between events.
@@ -179,18 +195,25 @@ type World struct {
 	Running  int // job slots held
 	Codes    []int
 	Session  int
+	// Entry: the step has a cache entry (state-dir wide: kept across runs).
+	Entry []bool
+	// Run counts the runs before this one; Prev holds their outcomes.
+	Run  int
+	Prev []StepOut
 }
 
 func (w *World) clone() *World {
 	c := *w
 	c.S = append([]St(nil), w.S...)
 	c.Codes = append([]int(nil), w.Codes...)
+	c.Entry = append([]bool(nil), w.Entry...)
+	c.Prev = append([]StepOut(nil), w.Prev...)
 	return &c
 }
 
 func (w *World) key() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%v|%v|%d|%v|%d|", w.Stopping, w.End, w.Running, w.Codes, w.Session)
+	fmt.Fprintf(&b, "%v|%v|%d|%v|%d|%v|%d|%v|", w.Stopping, w.End, w.Running, w.Codes, w.Session, w.Entry, w.Run, w.Prev)
 	for _, s := range w.S {
 		fmt.Fprintf(&b, "%v;", s)
 	}
@@ -240,7 +263,7 @@ var ErrTooBig = fmt.Errorf("model: too many states")
 // Outcomes returns every outcome the contract allows for p.
 func Outcomes(p *Plan) (map[string]Outcome, error) {
 	e := &explorer{p: p, memo: map[string][]*World{}}
-	w := &World{S: make([]St, len(p.Steps))}
+	w := &World{S: make([]St, len(p.Steps)), Entry: make([]bool, len(p.Steps))}
 	worlds := []*World{w}
 	out := map[string]Outcome{}
 	sessions := p.Policy.Sessions
@@ -273,8 +296,13 @@ func Outcomes(p *Plan) (map[string]Outcome, error) {
 }
 
 func (e *explorer) outcome(w *World) Outcome {
-	o := Outcome{Codes: w.Codes}
+	o := Outcome{Codes: w.Codes, Steps: append([]StepOut(nil), w.Prev...)}
+	prefix := ""
+	if w.Run > 0 {
+		prefix = fmt.Sprintf("run%d:", w.Run+1)
+	}
 	add := func(id string, s St) {
+		id = prefix + id
 		o.Steps = append(o.Steps, StepOut{ID: id, Status: s.Status.Name(), Attempt: s.Attempt, Handlers: s.Handlers, Recoveries: s.Recoveries})
 	}
 	for i, s := range w.S {
@@ -290,8 +318,17 @@ func (e *explorer) outcome(w *World) Outcome {
 // stops there.
 func (e *explorer) resume(w *World, sessions int) *World {
 	code := w.Codes[len(w.Codes)-1]
-	if len(w.Codes) >= sessions {
-		return nil
+	if w.Run > 0 {
+		return nil // a later run has one session
+	}
+	if len(w.Codes) >= sessions || !e.resumes(code) {
+		if !e.p.Policy.Rerun {
+			return nil
+		}
+		// The plan again: a new run, with the cache as the first left it.
+		r := &World{S: make([]St, len(e.p.Steps)), Entry: append([]bool(nil), w.Entry...), Codes: append([]int(nil), w.Codes...), Run: w.Run + 1}
+		r.Prev = e.outcome(w).Steps
+		return r
 	}
 	r := w.clone()
 	switch {
@@ -326,13 +363,18 @@ func (e *explorer) resume(w *World, sessions int) *World {
 		}
 		s.RuleUsed = [4]int{}
 		s.OnFailUsed, s.HandlerN, s.RemRetries = 0, 0, 0
-		s.Continued, s.Slot, s.Late = false, false, false
+		s.Continued, s.Slot, s.Late, s.Probed = false, false, false, false
 	}
 	r.End.Status = Pending
 	r.Stopping = false
 	r.Running = 0
 	r.Session++
 	return r
+}
+
+// resumes reports whether the user resumes a session that exited code.
+func (e *explorer) resumes(code int) bool {
+	return code == 3 || (code == 1 && e.p.Policy.ResumeFailed)
 }
 
 // cancelDownstream cancels, for good, what waits on a step failed by
@@ -426,7 +468,7 @@ func (e *explorer) explore(w *World) ([]*World, error) {
 
 func (e *explorer) satisfied(w *World, d int) bool {
 	s := w.S[d]
-	return s.Status == Success || (s.Status == Failure && s.Continued)
+	return s.Status.succeeded() || (s.Status == Failure && s.Continued)
 }
 
 func (e *explorer) depsOK(w *World, i int) bool {
@@ -483,7 +525,7 @@ func (e *explorer) decideJoin(w *World, i int) {
 	s.Attempt++
 	s.Status = Success
 	for _, it := range e.p.Steps[i].Items {
-		if w.S[it].Status != Success {
+		if !w.S[it].Status.succeeded() {
 			s.Status = Failure
 		}
 	}
@@ -506,6 +548,14 @@ func (e *explorer) fillOne(w *World) bool {
 		switch {
 		case s.Status == Queued:
 		case s.Status == Pending && !w.Stopping && e.depsOK(w, i):
+			if def.Cacheable && !s.Probed && e.upstreamSucceeded(w, i) {
+				// The key is computed while the step holds a slot.
+				s.Probed = true
+				s.Status = Probing
+				s.Slot = true
+				w.Running++
+				return true
+			}
 			s.Attempt++
 		default:
 			continue
@@ -516,6 +566,17 @@ func (e *explorer) fillOne(w *World) bool {
 		return true
 	}
 	return false
+}
+
+// upstreamSucceeded: no need is a continued failure (that is a cache miss
+// decided at once, without a lookup).
+func (e *explorer) upstreamSucceeded(w *World, i int) bool {
+	for _, d := range e.p.Steps[i].Deps {
+		if !w.S[d].Status.succeeded() {
+			return false
+		}
+	}
+	return true
 }
 
 func (e *explorer) jobs() int {
@@ -543,13 +604,31 @@ func (e *explorer) complete(w *World, i int) {
 		if !x.Failed() {
 			e.free(w, s)
 			s.Status = Success
+			if def.Cacheable {
+				w.Entry[i] = true
+			}
 			return
+		}
+		if def.Cacheable {
+			w.Entry[i] = false // a failure drops the entry
 		}
 		e.failure(w, i, late)
 	case Remediating:
 		e.handlerDone(w, i)
 	case Recovering:
 		s.Status = Queued
+	case Probing:
+		switch {
+		case w.Stopping:
+			e.free(w, s) // stays pending: the end of the session decides
+			s.Status = Pending
+		case w.Entry[i]:
+			e.free(w, s)
+			s.Status = Cached
+		default:
+			s.Status = Running
+			s.Attempt++
+		}
 	}
 }
 
@@ -746,7 +825,7 @@ func (e *explorer) evaluate(w *World) string {
 			rem = true
 		case PendFailed:
 			pf = true
-		case Failure, Canceled, Interrupted, Pending:
+		case Failure, Canceled, Interrupted, Pending, Probing:
 			failed = true
 		}
 	}

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/faber-run/faber/spec"
 	"github.com/faber-run/faber/spec/importer"
 	"github.com/faber-run/faber/spec/subst"
 )
@@ -23,7 +25,10 @@ func (c *ImportCmd) Help() string {
 	return `Prints the faber plan (YAML) equivalent to a Torc workflow specification or a
 FABER plan.json, or writes it to -o FILE. Fields that faber cannot honour are
 errors naming the field and its line; fields that are safe to drop give a
-warning on stderr. Exits 2 if the file cannot be converted.
+warning on stderr. The converted plan is validated as 'faber validate' would
+validate it where it is written (beside FILE when printed); a plan that does
+not validate is neither printed nor written. Exits 2 if the file cannot be
+converted, or its plan does not validate.
 
 'faber run' and 'faber validate' also take these files directly when their
 format is unambiguous; import shows (and lets you keep) what they run.
@@ -36,6 +41,9 @@ Examples:
 
 // Run converts the file.
 func (c *ImportCmd) Run(g *Globals) error {
+	if strings.EqualFold(filepath.Ext(c.Out), ".json") {
+		return withCode(exitUsage, fmt.Errorf("-o %s: faber import writes a YAML plan: name the file .yaml or .yml", c.Out))
+	}
 	data, err := os.ReadFile(c.File)
 	if err != nil {
 		return withCode(exitUsage, fmt.Errorf("cannot read %s: %w", c.File, unwrapPath(err)))
@@ -67,6 +75,9 @@ func (c *ImportCmd) Run(g *Globals) error {
 		}
 		return codeOnly(exitUsage)
 	}
+	if err := c.check(format, data, opts, out); err != nil {
+		return err
+	}
 	if c.Out == "" {
 		_, err := g.stdout.Write(out)
 		return err
@@ -75,4 +86,50 @@ func (c *ImportCmd) Run(g *Globals) error {
 		return withCode(exitFailed, fmt.Errorf("cannot write %s: %w", c.Out, unwrapPath(err)))
 	}
 	return nil
+}
+
+// check validates the converted plan out as faber validate reads it where
+// it is written (-o FILE; when printed, beside the source file), so that
+// import never hands over a plan that does not validate. The error is one
+// line: the first problem, at its place in the source file when the source
+// converted in place shows it too (as faber validate FILE would say), else
+// at its line of the converted plan.
+func (c *ImportCmd) check(format importer.Format, data []byte, opts importer.Options, out []byte) error {
+	dest := c.Out
+	if dest == "" {
+		dest = strings.TrimSuffix(c.File, filepath.Ext(c.File)) + ".yaml"
+	}
+	_, err := spec.Parse(dest, out, spec.Options{})
+	if err == nil {
+		return nil
+	}
+	var inv *spec.Invalid
+	if !errors.As(err, &inv) || len(inv.Errors) == 0 {
+		return withCode(exitUsage, fmt.Errorf("the converted plan does not validate: %v; nothing written", err))
+	}
+	first := inv.Errors[0]
+	more := len(inv.Errors) - 1
+	where := "the converted plan"
+	if c.Out != "" {
+		where = c.Out
+	}
+	first.File = where
+	if first.Line > 0 {
+		first.File += fmt.Sprintf(" (line %d)", first.Line)
+		first.Line, first.Col = 0, 0
+	}
+	// The source, converted in place, usually shows the same problem at
+	// its own line: point there, as faber validate FILE does.
+	var src *spec.Invalid
+	if _, err := spec.Parse(c.File, data, spec.Options{ImportFormat: format, Import: opts}); errors.As(err, &src) && len(src.Errors) > 0 {
+		first, more = src.Errors[0], len(src.Errors)-1
+	}
+	msg := first.Error()
+	if more > 0 {
+		msg += fmt.Sprintf(" (and %d more %s)", more, plural(more, "error", "errors"))
+	}
+	if c.Out != "" {
+		return withCode(exitUsage, fmt.Errorf("%s (the converted plan does not validate; %s not written)", msg, c.Out))
+	}
+	return withCode(exitUsage, fmt.Errorf("%s (the converted plan does not validate; nothing printed)", msg))
 }

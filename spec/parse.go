@@ -33,6 +33,10 @@ type Options struct {
 	// what reads a stored plan and runs nothing (classify, reset, attach),
 	// so that a script removed after a run does not lock the run away.
 	NoProgramChecks bool
+	// ImportFormat reads the plan file as this format (faber import
+	// torc|faber) instead of detecting it; Import tunes its conversion.
+	ImportFormat importer.Format
+	Import       importer.Options
 
 	// setsFrom names where Sets come from in messages: "--set" when
 	// empty, "context" for a sub-plan's (its plan: step's context:).
@@ -118,11 +122,14 @@ func Parse(file string, data []byte, opts Options) (plan *Plan, err error) {
 // conversion's errors). The converted nodes keep the positions of the
 // source, so every later message points into the file as written.
 func (p *parser) imported(root *yaml.Node) *yaml.Node {
-	f := importer.DetectNode(root)
+	f := p.opts.ImportFormat
+	if f == importer.FormatNone {
+		f = importer.DetectNode(root)
+	}
 	if f == importer.FormatNone {
 		return root
 	}
-	plan, warns, err := importer.ConvertNode(f, p.file, root, importer.Options{})
+	plan, warns, err := importer.ConvertNode(f, p.file, root, p.opts.Import)
 	for _, w := range warns {
 		p.warnf(Pos{Line: w.Line, Col: w.Col}, "%s", w.Message)
 	}

@@ -732,3 +732,22 @@ func TestPlanSizeLimit(t *testing.T) {
 		t.Fatalf("got  %q\nwant %q", got, want)
 	}
 }
+
+func TestScriptProgramSkipsExports(t *testing.T) {
+	for script, want := range map[string]string{
+		"./fix.sh --x":                            "./fix.sh",
+		"export A=\"$B\" C=d\n./fix.sh":           "./fix.sh",
+		"export A=\"$B\"\nexport C=1\n../bin/fix": "../bin/fix",
+		"export A=$(./gen)\n./fix.sh":             "",
+		"export A=\"a b\"\n./fix.sh":              "",
+		"export A=x; rm -rf y\n./fix.sh":          "",
+		"export\n./fix.sh":                        "",
+		"export A=\"$B\"":                         "",
+		"A=1 ./fix.sh":                            "",
+		"export 1A=x\n./fix.sh":                   "",
+	} {
+		if got := scriptProgram(script); got != want {
+			t.Errorf("scriptProgram(%q) = %q, want %q", script, got, want)
+		}
+	}
+}

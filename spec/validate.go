@@ -49,6 +49,9 @@ func (p *Plan) Vars(builtins map[string]string) map[string]string {
 
 var contextKey = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 
+// shellVar is a shell variable name.
+var shellVar = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 // builder turns the raw structures into a Plan and validates it.
 type builder struct {
 	*parser
@@ -1089,8 +1092,16 @@ func (b *builder) checkSubPlan(s *Step, ext *rawStep, where string) {
 // scriptProgram is the program a shell script starts with when that is a
 // plain path (./x.sh, ../bin/x, /opt/x), or "": a bare name may be a shell
 // builtin or function, and anything with shell syntax or {vars} is only
-// known when it runs.
+// known when it runs. Leading lines that only export variables (export
+// A="$B" C=d, as imported Torc scripts start) are skipped.
 func scriptProgram(script string) string {
+	for {
+		line, rest, ok := strings.Cut(script, "\n")
+		if !ok || !onlyExports(line) {
+			break
+		}
+		script = rest
+	}
 	f := strings.Fields(script)
 	if len(f) == 0 {
 		return ""
@@ -1101,6 +1112,22 @@ func scriptProgram(script string) string {
 		return ""
 	}
 	return p
+}
+
+// onlyExports reports whether a script line is `export` of assignments
+// whose values run nothing (no command substitution, no operators).
+func onlyExports(line string) bool {
+	f := strings.Fields(line)
+	if len(f) < 2 || f[0] != "export" {
+		return false
+	}
+	for _, w := range f[1:] {
+		name, val, ok := strings.Cut(w, "=")
+		if !ok || !shellVar.MatchString(name) || strings.ContainsAny(val, "`'\\;|&<>()") {
+			return false
+		}
+	}
+	return true
 }
 
 // checkProgram is Plan.checkProgram unless the caller runs nothing.

@@ -2,10 +2,11 @@ package importer
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/faber-run/faber/internal/lazyre"
 )
 
 // faberPhases are FABER's phases, in the order they run.
@@ -17,6 +18,7 @@ func faberPhases() []string {
 // steps: which phases and step run, for which items, with which agent.
 type faberPlan struct {
 	items        []map[string]string // flattened work items
+	fields       []string            // the names of the items' fields, in file order
 	itemsN       *yaml.Node
 	itemArg      string // --work-id or --target
 	itemKey      string // work_id or target
@@ -33,7 +35,7 @@ func (c *conv) faber(root *yaml.Node) *yaml.Node {
 	out := newMap(root)
 	fp := &faberPlan{agent: c.opts.Agent}
 	var nameF, wfN, agentF *yaml.Node
-	var nameK *yaml.Node
+	var nameK, instrN *yaml.Node
 	for _, f := range c.fields(root, "plan") {
 		switch f.key {
 		case "id":
@@ -59,7 +61,7 @@ func (c *conv) faber(root *yaml.Node) *yaml.Node {
 			fp.stepToRun, _ = c.str(f.v, "step_to_run")
 			fp.stepToRunN = f.v
 		case "additional_instructions":
-			fp.instructions, _ = c.str(f.v, "additional_instructions")
+			instrN = f.v
 		case "execution":
 			for _, e := range c.fields(f.v, "execution") {
 				switch e.key {
@@ -79,6 +81,11 @@ func (c *conv) faber(root *yaml.Node) *yaml.Node {
 			// metadata of the planner
 		default:
 			c.errorf(f.k, "unknown FABER plan field %q: no faber equivalent", f.key)
+		}
+	}
+	if instrN != nil {
+		if s, ok := c.str(instrN, "additional_instructions"); ok {
+			fp.instructions, _ = c.template(s, instrN, "additional_instructions", fp)
 		}
 	}
 	if agentF != nil {
@@ -166,6 +173,15 @@ func (c *conv) faber(root *yaml.Node) *yaml.Node {
 	if fp.stepToRun != "" && !stepFound {
 		c.errorf(fp.stepToRunN, "step_to_run: no step %q (write phase:step-id)", fp.stepToRun)
 	}
+	// One item: its fields are the plan's context variables, so {work_id}
+	// resolves in every step (and --set work_id=... reuses the plan).
+	if len(fp.items) == 1 && len(fp.fields) > 0 {
+		ctx := newMap(fp.itemsN)
+		for _, k := range fp.fields {
+			set(ctx, fp.itemsN, k, newStr(fp.itemsN, fp.items[0][k]))
+		}
+		set(out, nil, "context", ctx)
+	}
 	// agent and commands come before the phases, as in a hand-written plan.
 	ag := newSeq(root, true)
 	for _, a := range fp.agent {
@@ -184,22 +200,54 @@ func (c *conv) faber(root *yaml.Node) *yaml.Node {
 	return out
 }
 
+// faberBuiltins are faber's built-in variables: an item field of one of
+// these names cannot be a variable of the plan, so it is left out.
+func faberBuiltins() map[string]bool {
+	return map[string]bool{"run_id": true, "plan_name": true, "step_id": true, "step_name": true, "phase": true, "attempt": true,
+		"error": true, "exit_code": true, "stdout_file": true, "stderr_file": true}
+}
+
 // faberItems reads items[]: each a mapping, flattened to scalar fields
-// (issue.number becomes issue_number).
+// (issue.number becomes issue_number). Every item gets every field (""
+// where it has none), so that each field is a variable of every step.
 func (c *conv) faberItems(n *yaml.Node, fp *faberPlan) {
 	fp.itemsN = n
 	if n.Kind != yaml.SequenceNode {
 		c.errorf(n, "items: must be a list, not %s", kindName(n))
 		return
 	}
+	seen := map[string]bool{}
+	builtin := faberBuiltins()
 	for i, it := range n.Content {
 		it = deref(it)
 		m := map[string]string{}
-		c.flatten(it, "", m, fmt.Sprintf("items[%d]", i))
+		var order []string
+		c.flatten(it, "", "", m, &order, map[string]string{}, fmt.Sprintf("items[%d]", i))
+		for _, k := range order {
+			if builtin[k] {
+				delete(m, k)
+				if !seen[k] {
+					seen[k] = true
+					c.warnf(it, "items[%d]: field %q left out: {%s} is faber's built-in variable", i, k, k)
+				}
+				continue
+			}
+			if !seen[k] {
+				seen[k] = true
+				fp.fields = append(fp.fields, k)
+			}
+		}
 		fp.items = append(fp.items, m)
 	}
 	if len(fp.items) == 0 {
 		return
+	}
+	for _, m := range fp.items {
+		for _, k := range fp.fields {
+			if _, ok := m[k]; !ok {
+				m[k] = ""
+			}
+		}
 	}
 	for _, key := range []string{"work_id", "target"} {
 		all := true
@@ -216,30 +264,138 @@ func (c *conv) faberItems(n *yaml.Node, fp *faberPlan) {
 	c.errorf(n, "items: every item needs a work_id (or every item a target): it is what the steps are run for")
 }
 
-func (c *conv) flatten(n *yaml.Node, prefix string, m map[string]string, where string) {
+// flatten collects the scalar fields of an item under variable names: the
+// path of keys, each made a name (varName), joined by '_'. from maps each
+// name to the path it came from, to report two paths that become one name.
+func (c *conv) flatten(n *yaml.Node, prefix, path string, m map[string]string, order *[]string, from map[string]string, where string) {
 	n = deref(n)
 	switch n.Kind {
 	case yaml.MappingNode:
 		for _, f := range c.fields(n, where) {
-			k := sanitizeKey(f.key)
+			k := varName(f.key)
+			if k == "" {
+				c.warnf(f.k, "%s: field %q left out: it has no letter or digit to name a variable by", where, f.key)
+				continue
+			}
+			p := f.key
 			if prefix != "" {
 				k = prefix + "_" + k
+				p = path + "." + f.key
 			}
-			c.flatten(f.v, k, m, where)
+			c.flatten(f.v, k, p, m, order, from, where)
 		}
 	case yaml.ScalarNode:
 		if prefix == "" {
 			c.errorf(n, "%s: must be a mapping with work_id or target, not %s", where, kindName(n))
 			return
 		}
+		if prev, dup := from[prefix]; dup {
+			c.errorf(n, "%s: fields %q and %q both become the variable {%s}", where, prev, path, prefix)
+			return
+		}
+		from[prefix] = path
 		m[prefix] = n.Value
+		*order = append(*order, prefix)
 	case yaml.SequenceNode:
 		// lists in items (labels, ...) do not reach the steps
 	}
 }
 
-func sanitizeKey(k string) string {
-	return strings.ReplaceAll(sanitizeID(k), "-", "_")
+// varName makes a key a faber variable name ([a-z_][a-z0-9_]*): lower
+// case, every run of other characters becomes '_', leading and trailing
+// '_' go, and a leading digit gets a '_' before it. "" when nothing is
+// left.
+func varName(k string) string {
+	var b strings.Builder
+	sep := false
+	for _, r := range strings.ToLower(k) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '_' {
+			if sep && b.Len() > 0 {
+				b.WriteByte('_')
+			}
+			sep = false
+			b.WriteRune(r)
+			continue
+		}
+		sep = true
+	}
+	s := strings.Trim(b.String(), "_")
+	if s != "" && s[0] >= '0' && s[0] <= '9' {
+		s = "_" + s
+	}
+	return s
+}
+
+// faberPlaceholder matches a {placeholder} in FABER text: a name, or a
+// dotted path into an item ({issue.number}).
+var faberPlaceholder = lazyre.New(`\{([A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z_][A-Za-z0-9_-]*)*)\}`)
+
+// faberVarName matches what faber reads as a variable reference.
+var faberVarName = lazyre.New(`^[a-z_][a-z0-9_]*$`)
+
+// template turns FABER text (a prompt, a config value) into faber template
+// text, to be substituted as a handler's arguments are (SPEC §4.1): a
+// {placeholder} naming a field of the items becomes that variable ({work_id}
+// with one item, {item.work_id} when the step fans out); another {name}
+// stays a reference, for validation to resolve (faber's built-ins) or
+// refuse; a dotted {a.b} that names no field is an error; {{name}} is the
+// literal text {name}; every other brace is literal. ok is false after an
+// error.
+func (c *conv) template(text string, at *yaml.Node, where string, fp *faberPlan) (string, bool) {
+	field := map[string]bool{}
+	for _, k := range fp.fields {
+		field[k] = true
+	}
+	var b strings.Builder
+	last, ok := 0, true
+	for _, loc := range faberPlaceholder().FindAllStringSubmatchIndex(text, -1) {
+		if loc[0] > 0 && text[loc[0]-1] == '$' {
+			continue // the shell's ${name}: text
+		}
+		path := text[loc[2]:loc[3]]
+		if loc[0] > 0 && text[loc[0]-1] == '{' && loc[1] < len(text) && text[loc[1]] == '}' {
+			// {{name}}: the literal text {name}, as in a faber template
+			b.WriteString(escapeBraces(text[last : loc[0]-1]))
+			b.WriteString(escapeBraces(text[loc[0]:loc[1]]))
+			last = loc[1] + 1
+			continue
+		}
+		var parts []string
+		for _, p := range strings.Split(path, ".") {
+			parts = append(parts, varName(p))
+		}
+		name := strings.Join(parts, "_")
+		if len(parts) > 1 && parts[0] == "item" && field[strings.Join(parts[1:], "_")] {
+			name = strings.Join(parts[1:], "_")
+		}
+		var ref string
+		switch {
+		case field[name] && len(fp.items) > 1:
+			ref = "{item." + name + "}"
+		case field[name]:
+			ref = "{" + name + "}"
+		case faberVarName().MatchString(path):
+			ref = "{" + path + "}"
+		case strings.Contains(path, "."):
+			c.errorf(at, "%s: {%s} names no field of items%s", where, path, c.fieldList(fp))
+			ok = false
+			continue
+		default:
+			continue // {Name}, {a-b}: text
+		}
+		b.WriteString(escapeBraces(text[last:loc[0]]))
+		b.WriteString(ref)
+		last = loc[1]
+	}
+	b.WriteString(escapeBraces(text[last:]))
+	return b.String(), ok
+}
+
+func (c *conv) fieldList(fp *faberPlan) string {
+	if len(fp.fields) == 0 {
+		return " (the plan has no items)"
+	}
+	return " (the items' fields are " + strings.Join(fp.fields, ", ") + ")"
 }
 
 // faberPhase converts one phase: pre_steps, steps and post_steps, in that
@@ -322,11 +478,13 @@ func (c *conv) faberStep(phase string, sn *yaml.Node, fp *faberPlan, stepFound *
 	if f, ok := fs["description"]; ok {
 		set(s, f.k, "description", c.clone(f.v, 0))
 	}
+	// The prompt and config values are templates: their placeholders
+	// become variables, substituted word by word like a handler's.
 	prompt := ""
-	var promptF field
 	if f, ok := fs["prompt"]; ok {
-		promptF = f
-		prompt, _ = c.str(f.v, where+": prompt")
+		if p, ok := c.str(f.v, where+": prompt"); ok {
+			prompt, _ = c.template(p, f.v, where+": prompt", fp)
+		}
 	}
 	if fp.instructions != "" {
 		if prompt != "" {
@@ -338,14 +496,14 @@ func (c *conv) faberStep(phase string, sn *yaml.Node, fp *faberPlan, stepFound *
 	at := sn
 	if f, ok := fs["skill"]; ok {
 		sk, _ := c.str(f.v, where+": skill")
-		words = append(words, "/"+sk)
+		words = append(words, "/"+escapeBraces(sk))
 		at = f.k
 		if cf, ok := fs["config"]; ok {
-			words = append(words, c.configArgs(cf, where)...)
+			words = append(words, c.configArgs(cf, where, fp)...)
 		}
-	} else if _, ok := fs["prompt"]; ok {
+	} else if f, ok := fs["prompt"]; ok {
 		words = append(words, "/prompt")
-		at = promptF.k
+		at = f.k
 		fp.needPrompt = true
 		if cf, ok := fs["config"]; ok {
 			c.errorf(cf.k, "%s: config: only a skill takes config", where)
@@ -357,10 +515,10 @@ func (c *conv) faberStep(phase string, sn *yaml.Node, fp *faberPlan, stepFound *
 	if prompt != "" {
 		words = append(words, shellQuote(prompt))
 	}
-	line := escapeBraces(strings.Join(words, " "))
+	line := strings.Join(words, " ")
 	switch {
 	case len(fp.items) == 1:
-		line += " " + fp.itemArg + " " + escapeBraces(shellQuote(fp.items[0][fp.itemKey]))
+		line += " " + fp.itemArg + " {" + fp.itemKey + "}"
 	case len(fp.items) > 1:
 		line += " " + fp.itemArg + " {item." + fp.itemKey + "}"
 	}
@@ -370,12 +528,7 @@ func (c *conv) faberStep(phase string, sn *yaml.Node, fp *faberPlan, stepFound *
 		for _, it := range fp.items {
 			m := newMap(fp.itemsN)
 			m.Style = yaml.FlowStyle
-			keys := make([]string, 0, len(it))
-			for k := range it {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
+			for _, k := range fp.fields {
 				set(m, fp.itemsN, k, newStr(fp.itemsN, it[k]))
 			}
 			l.Content = append(l.Content, m)
@@ -417,20 +570,21 @@ func (c *conv) faberStep(phase string, sn *yaml.Node, fp *faberPlan, stepFound *
 
 // configArgs turns a skill's config into --key value arguments (true:
 // --key alone; false: left out).
-func (c *conv) configArgs(cf field, where string) []string {
+func (c *conv) configArgs(cf field, where string, fp *faberPlan) []string {
 	var out []string
 	for _, f := range c.fields(cf.v, where+": config") {
 		if f.v.Kind != yaml.ScalarNode {
 			c.errorf(f.v, "%s: config: %s: must be a string, number or boolean (nested config is not supported)", where, f.key)
 			continue
 		}
-		k := "--" + strings.ReplaceAll(f.key, "_", "-")
+		k := escapeBraces(shellQuote("--" + strings.ReplaceAll(f.key, "_", "-")))
 		switch {
 		case f.v.ShortTag() == "!!bool" && f.v.Value == "true":
 			out = append(out, k)
 		case f.v.ShortTag() == "!!bool":
 		default:
-			out = append(out, k, shellQuote(f.v.Value))
+			v, _ := c.template(f.v.Value, f.v, where+": config: "+f.key, fp)
+			out = append(out, k, shellQuote(v))
 		}
 	}
 	return out

@@ -78,10 +78,10 @@ jobs:
 	for _, want := range []string{
 		"name: demo\n", "use_pending_failed: true\n",
 		"  - id: fetch-data\n    name: Fetch Data!\n",
-		"run: curl -o data/raw {{x}}.csv http://x",
-		"      TORC_WORKFLOW_ID: '{run_id}'\n", "      TORC_ATTEMPT_ID: '{attempt}'\n",
+		"env:\n  TORC_WORKFLOW_ID: '{run_id}'\n  TORC_JOB_ID: '{step_id}'\n  TORC_JOB_NAME: '{step_name}'\n  TORC_ATTEMPT_ID: '{attempt}'\n",
+		"    run: |-\n      export TORC_OUTPUT_DIR=\"$FABER_OUTPUT_DIR\"\n      curl -o data/raw {{x}}.csv http://x",
 		"    needs: []\n",
-		"run: train data/raw {{x}}.csv ${{HOME}}",
+		"      export TORC_OUTPUT_DIR=\"$FABER_OUTPUT_DIR\"\n      train data/raw {{x}}.csv ${{HOME}}",
 		"    needs: [fetch-data]\n",
 		"    timeout: 26h30m0s\n",
 		"    executor: slurm\n",
@@ -89,7 +89,7 @@ jobs:
 		"      time: 04:00:00\n", "      qos: high\n",
 		"extra_args: ['--gres=gpu:1', --nodes=2, --exclusive, --constraint=cpu]",
 		"    failure_handler: h\n",
-		"export TORC_RETURN_CODE=\"$FABER_RETURN_CODE\"\n",
+		"recovery_script: |-\n          export TORC_OUTPUT_DIR=\"$FABER_OUTPUT_DIR\" TORC_RETURN_CODE=\"$FABER_RETURN_CODE\"\n          echo $TORC_RETURN_CODE\n",
 		"  - id: other\n", "    needs: [train]\n",
 	} {
 		if !strings.Contains(out, want) {
@@ -105,7 +105,7 @@ func TestTorcPathsQuoted(t *testing.T) {
 	// paths are written as they are: a path with a space stays one word
 	// only if the Torc command quoted it; the converter does not add quotes.
 	out, _ := mustConvert(t, FormatTorc, "name: n\nfiles: [{name: f, path: a.txt}]\njobs:\n  - {name: a, command: 'cat ${files.input.f}'}\n")
-	if !strings.Contains(out, "run: cat a.txt\n") {
+	if !strings.Contains(out, "      cat a.txt\n") {
 		t.Errorf("got:\n%s", out)
 	}
 }
@@ -130,21 +130,31 @@ jobs:
 	want := `steps:
   - id: task
     name: task_{i:03d}
-    run: ./run.sh --index {item.i} --lr {item.lr}
+    run: |-
+      export TORC_OUTPUT_DIR="$FABER_OUTPUT_DIR"
+      ./run.sh --index {item.i} --lr {item.lr}
     needs: []
     matrix:
       i: [1, 3, 5]
       lr: [0.1, 0.2]
+    env:
+      TORC_JOB_NAME: task_{item.i}
   - id: zipped
     name: zipped_{a}
-    run: echo {item.a} {item.b}
+    run: |-
+      export TORC_OUTPUT_DIR="$FABER_OUTPUT_DIR"
+      echo {item.a} {item.b}
     needs: []
     foreach:
       - {a: x, b: 1}
       - {a: y, b: 2}
+    env:
+      TORC_JOB_NAME: zipped_{item.a}
   - id: after
     name: after
-    run: echo done
+    run: |-
+      export TORC_OUTPUT_DIR="$FABER_OUTPUT_DIR"
+      echo done
     needs: [task, zipped]
 `
 	if !strings.HasSuffix(out, want) {
@@ -266,7 +276,7 @@ func TestFaberMapping(t *testing.T) {
   "id": "p1",
   "workflow": {"id": "wf", "description": "d", "phases": {
     "release": {"steps": [{"id": "pr", "skill": "repo:pr", "config": {"draft": true, "base": "main", "skip": false}}]},
-    "build": {"post_steps": [{"id": "post", "prompt": "after"}], "steps": [{"id": "impl", "prompt": "do {it}"}], "pre_steps": [{"id": "pre", "prompt": "before"}]}
+    "build": {"post_steps": [{"id": "post", "prompt": "after"}], "steps": [{"id": "impl", "prompt": "do {issue.title} for {work_id} ({step_id}, {x-y}, {{json}}, ${HOME})"}], "pre_steps": [{"id": "pre", "prompt": "before"}]}
   }},
   "additional_instructions": "be brief",
   "items": [{"work_id": "1", "issue": {"title": "A"}}, {"work_id": "2", "issue": {"title": "B"}}],
@@ -290,14 +300,14 @@ phases:
 
           be brief' --work-id {item.work_id}
         foreach:
-          - {issue_title: A, work_id: "1"}
-          - {issue_title: B, work_id: "2"}
+          - {work_id: "1", issue_title: A}
+          - {work_id: "2", issue_title: B}
         max_parallel: 3
 `
 	if !strings.Contains(string(out), want) {
 		t.Errorf("got:\n%s\nwant:\n%s", out, want)
 	}
-	for _, w := range []string{"id: build-impl", "/prompt 'do {{it}}", "id: build-post", "- name: release", "run: /repo:pr --draft --base main 'be brief' --work-id {item.work_id}"} {
+	for _, w := range []string{"id: build-impl", "/prompt 'do {item.issue_title} for {item.work_id} ({step_id}, {{x-y}}, {{json}}, ${{HOME}})", "id: build-post", "- name: release", "run: /repo:pr --draft --base main 'be brief' --work-id {item.work_id}"} {
 		if !strings.Contains(string(out), w) {
 			t.Errorf("output lacks %q:\n%s", w, out)
 		}
@@ -364,7 +374,7 @@ func TestConvertNodeKeepsPositions(t *testing.T) {
 	in := "name: n\njobs:\n  - name: a\n    command: echo hi\n"
 	f := Detect([]byte(in))
 	out, _, err := Convert(f, "w.yaml", []byte(in), Options{})
-	if err != nil || !strings.Contains(string(out), "run: echo hi") {
+	if err != nil || !strings.Contains(string(out), "\n      echo hi\n") {
 		t.Fatalf("%s %v", out, err)
 	}
 }
@@ -375,5 +385,89 @@ func TestAliasBombIsAnError(t *testing.T) {
 	_, _, err := convert(t, FormatTorc, in)
 	if err == nil || !strings.Contains(allErrors(err), "expands too many YAML aliases") {
 		t.Errorf("err = %v", allErrors(err))
+	}
+}
+
+func TestFaberOneItemIsContext(t *testing.T) {
+	in := `{"id": "p", "agent": "echo",
+  "items": [{"work_id": "7", "Due-Date": "mon", "phase": "x", "issue": {"title": "T", "labels": ["a"]}}],
+  "additional_instructions": "for {work_id}",
+  "workflow": {"phases": {"build": {"steps": [
+    {"id": "a", "prompt": "fix {issue.title} ({item.work_id}, {due_date}, {phase})"},
+    {"id": "b", "skill": "s", "config": {"title": "{issue.title}", "n": 3}}]}}}}`
+	out, warns, err := Convert(FormatFaber, "plan.json", []byte(in), Options{})
+	if err != nil {
+		t.Fatal(allErrors(err))
+	}
+	s := string(out)
+	for _, want := range []string{
+		"context:\n  work_id: \"7\"\n  due_date: mon\n  issue_title: T\nagent:",
+		"/prompt 'fix {issue_title} ({work_id}, {due_date}, {phase})\n\n          for {work_id}' --work-id {work_id}",
+		"run: /s --title '{issue_title}' --n 3 'for {work_id}' --work-id {work_id}",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "foreach") || strings.Contains(s, "phase: x") {
+		t.Errorf("one item fans out, or the built-in field stayed:\n%s", s)
+	}
+	if len(warns) != 1 || !strings.Contains(warns[0], `field "phase" left out`) {
+		t.Errorf("warnings: %v", warns)
+	}
+}
+
+func TestFaberItemsEveryField(t *testing.T) {
+	in := `{"id": "p", "items": [{"work_id": "1", "a": "x"}, {"work_id": "2", "b": "y"}],
+  "workflow": {"phases": {"build": {"steps": [{"id": "s", "prompt": "{a}{b}"}]}}}}`
+	out, _, err := Convert(FormatFaber, "plan.json", []byte(in), Options{})
+	if err != nil {
+		t.Fatal(allErrors(err))
+	}
+	for _, want := range []string{`- {work_id: "1", a: x, b: ""}`, `- {work_id: "2", a: "", b: y}`, "/prompt '{item.a}{item.b}' --work-id {item.work_id}"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestFaberPlaceholderErrors(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"id": "p", "items": [{"work_id": "1", "due-date": "x", "due_date": "y"}], "workflow": {"phases": {"build": {"steps": [{"id": "s", "prompt": "p"}]}}}}`,
+			`plan.json:1:69: items[0]: fields "due-date" and "due_date" both become the variable {due_date}`},
+		{`{"id": "p", "items": [{"work_id": "1"}], "workflow": {"phases": {"build": {"steps": [{"id": "s", "prompt": "{issue.title}"}]}}}}`,
+			`phase build: step "s": prompt: {issue.title} names no field of items (the items' fields are work_id)`},
+		{`{"id": "p", "workflow": {"phases": {"build": {"steps": [{"id": "s", "skill": "k", "config": {"x": "{a.b}"}}]}}}}`,
+			`config: x: {a.b} names no field of items (the plan has no items)`},
+	}
+	for _, tt := range tests {
+		_, _, err := Convert(FormatFaber, "plan.json", []byte(tt.in), Options{})
+		if err == nil || !strings.Contains(allErrors(err), tt.want) {
+			t.Errorf("%s:\ngot  %v\nwant %q", tt.in, allErrors(err), tt.want)
+		}
+	}
+}
+
+func TestVarName(t *testing.T) {
+	for in, want := range map[string]string{"work_id": "work_id", "Due-Date": "due_date", "a.b": "a_b", "2fa": "_2fa", "--": "", "x__y": "x__y", "_p_": "p", "日本x": "x"} {
+		if got := varName(in); got != want {
+			t.Errorf("varName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestTorcEnvEverywhere(t *testing.T) {
+	// Every step and recovery script gets the TORC_* environment, whether
+	// or not its text names the variables (a script file may read them).
+	in := "name: n\nfailure_handlers: [{name: h, rules: [{exit_codes: [1], recovery_script: ./fix.sh}]}]\njobs:\n  - {name: a, command: ./run.sh, failure_handler: h}\n"
+	out, _ := mustConvert(t, FormatTorc, in)
+	for _, want := range []string{
+		"env:\n  TORC_WORKFLOW_ID: '{run_id}'\n  TORC_JOB_ID: '{step_id}'\n  TORC_JOB_NAME: '{step_name}'\n  TORC_ATTEMPT_ID: '{attempt}'\n",
+		"recovery_script: |-\n          export TORC_OUTPUT_DIR=\"$FABER_OUTPUT_DIR\" TORC_RETURN_CODE=\"$FABER_RETURN_CODE\"\n          ./fix.sh\n",
+		"run: |-\n      export TORC_OUTPUT_DIR=\"$FABER_OUTPUT_DIR\"\n      ./run.sh\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }

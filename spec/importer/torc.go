@@ -45,15 +45,26 @@ var torcFileRef = lazyre.New(`\$\{files\.(input|output)\.((?:[^{}]|\{[^{}]*\})+)
 // torcUserDataRef matches ${user_data.input.NAME} and the like.
 var torcUserDataRef = lazyre.New(`\$\{user_data\.`)
 
-// torcEnvSubst maps the variables Torc gives jobs to faber's built-in
-// variables, set in the step's env (faber substitutes env values).
-func torcEnvSubst() []struct{ name, value string } {
+// torcEnv is the environment Torc promises every job and recovery script
+// (TORC_API_URL aside: faber has no server), as plan env: faber substitutes
+// each step's values. TORC_OUTPUT_DIR, which no variable holds, is set by
+// the first line of every script (torcOutputDir); recovery scripts also get
+// TORC_RETURN_CODE there.
+func torcEnv() []struct{ name, value string } {
 	return []struct{ name, value string }{
 		{"TORC_WORKFLOW_ID", "{run_id}"},
 		{"TORC_JOB_ID", "{step_id}"},
+		{"TORC_JOB_NAME", "{step_name}"},
 		{"TORC_ATTEMPT_ID", "{attempt}"},
 	}
 }
+
+// torcOutputDir starts every converted command; torcRecoveryEnv every
+// converted recovery script.
+const (
+	torcOutputDir   = `export TORC_OUTPUT_DIR="$FABER_OUTPUT_DIR"` + "\n"
+	torcRecoveryEnv = `export TORC_OUTPUT_DIR="$FABER_OUTPUT_DIR" TORC_RETURN_CODE="$FABER_RETURN_CODE"` + "\n"
+)
 
 func (c *conv) torc(root *yaml.Node) *yaml.Node {
 	out := newMap(root)
@@ -125,6 +136,11 @@ func (c *conv) torc(root *yaml.Node) *yaml.Node {
 	if upf.v != nil {
 		set(out, upf.k, "use_pending_failed", c.clone(upf.v, 0))
 	}
+	env := newMap(root)
+	for _, e := range torcEnv() {
+		set(env, nil, e.name, newStr(root, e.value))
+	}
+	set(out, nil, "env", env)
 	if handlerN != nil {
 		set(out, handlerK, "failure_handlers", c.torcHandlers(handlerN))
 	}
@@ -630,26 +646,11 @@ func (c *conv) torcStep(j *torcJob, files map[string]torcFile, rrs, scheds map[s
 	if len(j.params) > 0 {
 		c.fanOut(s, j)
 	}
-	var env []field
-	if cmdF.v != nil {
-		for _, e := range torcEnvSubst() {
-			if strings.Contains(cmdF.v.Value, e.name) {
-				env = append(env, field{key: e.name, v: newStr(cmdF.v, e.value)})
-			}
-		}
-		if strings.Contains(cmdF.v.Value, "TORC_JOB_NAME") {
-			v := j.name
-			if len(j.params) > 0 {
-				v = c.subst(j.name, paramSet)
-			}
-			env = append(env, field{key: "TORC_JOB_NAME", v: newStr(cmdF.v, v)})
-		}
-	}
-	if len(env) > 0 {
-		e := newMap(cmdF.v)
-		for _, f := range env {
-			set(e, f.v, f.key, f.v)
-		}
+	if len(j.params) > 0 {
+		// {step_name} of an item is the name with its placeholders; Torc
+		// names the instance.
+		e := newMap(j.nameN)
+		set(e, nil, "TORC_JOB_NAME", newStr(j.nameN, c.subst(j.name, paramSet)))
 		set(s, nil, "env", e)
 	}
 	// Resource requirements and scheduler.
@@ -879,15 +880,12 @@ func (c *conv) torcCommand(cmd string, at *yaml.Node, where string, params map[s
 	if bad != "" {
 		c.errorf(at, "%s: command: ${files...%s}: no file named %q in files:", where, bad, bad)
 	}
-	if strings.Contains(cmd, "TORC_OUTPUT_DIR") {
-		cmd = "TORC_OUTPUT_DIR=\"$FABER_OUTPUT_DIR\"; export TORC_OUTPUT_DIR\n" + cmd
-	}
 	for _, m := range torcParamRef().FindAllStringSubmatch(cmd, -1) {
 		if params[m[1]] && m[2] != "" {
 			c.errorf(at, "%s: command: {%s:%s}: format specs are not supported in commands (only in names)", where, m[1], m[2])
 		}
 	}
-	return c.subst(cmd, params)
+	return torcOutputDir + c.subst(cmd, params)
 }
 
 // subst doubles every brace of s except the {param} placeholders, which
@@ -945,8 +943,8 @@ func isoDuration(s string) (time.Duration, error) {
 }
 
 // torcHandlers copies failure_handlers, checking their fields (the same as
-// faber's) and making TORC_RETURN_CODE and friends available to recovery
-// scripts.
+// faber's) and making TORC_RETURN_CODE and TORC_OUTPUT_DIR available to
+// recovery scripts (the other TORC_* come from the plan's env).
 func (c *conv) torcHandlers(n *yaml.Node) *yaml.Node {
 	if n.Kind != yaml.SequenceNode {
 		c.errorf(n, "failure_handlers: must be a list, not %s", kindName(n))
@@ -974,29 +972,7 @@ func (c *conv) torcHandlers(n *yaml.Node) *yaml.Node {
 						case "exit_codes", "match_all_exit_codes", "max_retries":
 							set(rm, rf.k, rf.key, c.clone(rf.v, 0))
 						case "recovery_script":
-							script := escapeBraces(rf.v.Value)
-							var pre []string
-							if strings.Contains(script, "TORC_RETURN_CODE") {
-								pre = append(pre, `TORC_RETURN_CODE="$FABER_RETURN_CODE"`)
-							}
-							if strings.Contains(script, "TORC_JOB_NAME") {
-								pre = append(pre, `TORC_JOB_NAME="$FABER_STEP_NAME"`)
-							}
-							if strings.Contains(script, "TORC_WORKFLOW_ID") {
-								pre = append(pre, `TORC_WORKFLOW_ID="$FABER_RUN_ID"`)
-							}
-							if strings.Contains(script, "TORC_JOB_ID") {
-								pre = append(pre, `TORC_JOB_ID="$FABER_STEP_ID"`)
-							}
-							if strings.Contains(script, "TORC_ATTEMPT_ID") {
-								pre = append(pre, `TORC_ATTEMPT_ID="$FABER_ATTEMPT"`)
-							}
-							if strings.Contains(script, "TORC_OUTPUT_DIR") {
-								pre = append(pre, `TORC_OUTPUT_DIR="$FABER_OUTPUT_DIR"`)
-							}
-							if len(pre) > 0 {
-								script = "export " + strings.Join(pre, " ") + "\n" + script
-							}
+							script := torcRecoveryEnv + escapeBraces(rf.v.Value)
 							set(rm, rf.k, "recovery_script", newStr(rf.v, script))
 						default:
 							c.errorf(rf.k, "failure_handlers: rules: unknown Torc field %q: no faber equivalent", rf.key)

@@ -52,7 +52,9 @@ func (c ItemCounts) String() string {
 // succeeded, else failure naming the failed items. max_parallel bounds how
 // many items hold a job slot at once.
 
-// joinRun is the scheduler's view of a fan-out on its join step.
+// joinRun is the scheduler's view of a fan-out on its join step. The join
+// step's own waiting counts the fan-out step's needs (FanOut.Needs) that
+// are not satisfied; the join is decided once that and waiting are 0.
 type joinRun struct {
 	items   []*stepRun
 	waiting int // items not settled
@@ -99,7 +101,7 @@ func (r *Runner) itemChanged(it *stepRun) {
 	it.counted = settled
 	if settled {
 		g.join.waiting--
-		if g.join.waiting == 0 && g.st.Status == StatusPending {
+		if g.join.waiting == 0 && g.waiting == 0 && g.st.Status == StatusPending {
 			r.push(g)
 		}
 	} else {
@@ -203,9 +205,15 @@ func (r *Runner) runJoin(sr *stepRun) {
 	}
 }
 
-// joinReady reports whether every item of a join step is settled, from
-// the records as they are now (settlePending changes them before commit).
+// joinReady reports whether a join step can be decided: every item
+// settled and the fan-out step's own needs satisfied, from the records as
+// they are now (settlePending changes them before commit).
 func joinReady(sr *stepRun) bool {
+	for _, d := range sr.deps {
+		if d.group != sr && !satisfied(d) {
+			return false
+		}
+	}
 	for _, it := range sr.join.items {
 		if !itemSettled(it.st.Status) {
 			return false

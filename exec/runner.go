@@ -263,19 +263,17 @@ func (r *Runner) setup(prior *Prior) {
 		r.commitWith(r.run, prior.Changed, prior.Events)
 	}
 	// Dependency counters; a step whose dependencies are all done is ready.
+	// A join step's waiting counts its fan-out step's own needs; its items
+	// are counted apart (joinRun.waiting).
 	for _, sr := range r.steps {
-		if sr.join != nil {
-			sr.waiting = sr.join.waiting
-			continue
-		}
 		for _, d := range sr.deps {
-			if !satisfied(d) {
+			if d.group != sr && !satisfied(d) {
 				sr.waiting++
 			}
 		}
 	}
 	for _, sr := range r.steps {
-		if sr.st.Status == StatusPending && sr.waiting == 0 {
+		if sr.st.Status == StatusPending && sr.waiting == 0 && (sr.join == nil || sr.join.waiting == 0) {
 			r.push(sr)
 		}
 	}

@@ -290,11 +290,11 @@ const childPendingExit = 3
 // release lets dependents of a done step start.
 func (r *Runner) release(sr *stepRun) {
 	for _, d := range sr.dependents {
-		if d.join != nil {
+		if sr.group == d {
 			continue // a join counts its items as they settle (itemChanged)
 		}
 		d.waiting--
-		if d.waiting == 0 && d.st.Status == StatusPending {
+		if d.waiting == 0 && d.st.Status == StatusPending && (d.join == nil || d.join.waiting == 0) {
 			r.push(d)
 		}
 	}

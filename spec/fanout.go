@@ -50,6 +50,11 @@ type FanOut struct {
 	MaxParallel int      // 0: no bound but jobs
 	Names       []string // the names of {item.<name>}: a matrix's, or the fields of a list's mappings
 	ItemIDs     []string // the item steps' ids (join step)
+	// Needs are the fan-out step's own dependencies (its needs: less the
+	// item-wise ones, which each item carries): the join step needs them
+	// as well as its items, so that a fan-out with no item still waits
+	// for what it needs.
+	Needs []string
 }
 
 // fanNode is a raw fan-out value (foreach: or matrix:), interpreted by the
@@ -479,10 +484,9 @@ func (b *builder) expandFanOuts() {
 				phSteps = append(phSteps, &c)
 			}
 			s.Join = true
-			s.Deps = fo.ItemIDs
-			if fo.ItemIDs == nil {
-				s.Deps = []string{}
-			}
+			fo.Needs = ownNeeds(s.Deps, b.itemNeeds[s], b.plainNeed[s], itemIDs)
+			s.Deps = make([]string, 0, len(fo.Needs)+len(fo.ItemIDs))
+			s.Deps = append(append(s.Deps, fo.Needs...), fo.ItemIDs...)
 			phSteps = append(phSteps, s)
 		}
 		ph.Steps = phSteps
@@ -492,6 +496,24 @@ func (b *builder) expandFanOuts() {
 		s.Index = i
 	}
 	pl.Steps = steps
+}
+
+// ownNeeds are the dependencies of a fan-out step as a whole: deps less
+// the steps named only through item-wise needs (base[{item}]), plus the
+// items named by a fixed key (base[key]).
+func ownNeeds(deps []string, needs []itemNeed, plain, itemIDs map[string]bool) []string {
+	out := []string{}
+	for _, d := range deps {
+		if plain[d] || !hasBase(needs, d) {
+			out = append(out, d)
+		}
+	}
+	for _, n := range needs {
+		if id := ItemID(n.base, n.tmpl); itemIDs[id] && !strings.Contains(n.tmpl, "{") && !contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func hasBase(needs []itemNeed, id string) bool {

@@ -103,6 +103,9 @@ func printDryStep(w io.Writer, ds *run.DryStep) {
 		}
 	}
 	switch ds.Kind {
+	case run.KindJoin:
+		kv("join", "runs no process: decided once its items and needs are settled")
+		kv("items", ds.Items)
 	case run.KindPlan:
 		kv("plan", ds.PlanFile)
 		keys := make([]string, 0, len(ds.PlanContext))

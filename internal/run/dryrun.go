@@ -26,6 +26,9 @@ const (
 // spec.Kind* of a /command.
 const KindPlan = "plan"
 
+// KindJoin is the kind of a fan-out's join step, which runs no process.
+const KindJoin = "join"
+
 // DryPlan is the JSON document of `faber run --dry-run --ui json`. Fields
 // may be added (a field per step saying whether it would be cached, for one);
 // existing ones keep their meaning.
@@ -47,7 +50,8 @@ type DryStep struct {
 	Needs         []string `json:"needs"`
 	NeedsExplicit bool     `json:"needs_explicit"`
 	// Kind is script, commands, file, agent, program (a /command's
-	// resolution, SPEC §4.1) or plan (a sub-plan step).
+	// resolution, SPEC §4.1), plan (a sub-plan step) or join (a fan-out's
+	// join step: no command).
 	Kind string `json:"kind"`
 	// Command is the run: line with values substituted in place, for
 	// reading; Argv is what is executed (for a script, the shell with -c and
@@ -67,6 +71,10 @@ type DryStep struct {
 	OnFailure      DryOnFailure `json:"on_failure"`
 	// Cache is, for a step with inputs, what the cache would do.
 	Cache *DryCache `json:"cache,omitempty"`
+	// Items says, on a fan-out's join step (kind join), what its items are:
+	// "3 items", or for a glob:/lines: fan-out where they come from and
+	// how many there are now (a run reads them when the step is ready).
+	Items string `json:"items,omitempty"`
 }
 
 // DryHandler is a step's failure_handler with its rules.
@@ -113,9 +121,28 @@ type DryOnFailure struct {
 // the cache would do (noCache and force as run's --no-cache and --force).
 // A plan the runner could not start is a usage error.
 func DryRun(stateDir string, p *spec.Plan, jobs int, noCache bool, force []string) (*DryPlan, error) {
+	now := map[string]string{}
+	for _, s := range append([]*spec.Step{}, p.Steps...) {
+		if !s.Join || s.FanOut == nil || !s.FanOut.Dynamic {
+			continue
+		}
+		// What a run would read now; it reads them when the step is ready.
+		values, err := p.ReadItems(s, exec.StepVars(p, s, PhRunID, PhAttempt, nil))
+		if err != nil {
+			now[s.ID] = fmt.Sprintf("%s, read when the step is ready (now: %v)", s.FanOut.SourceText(), err)
+			continue
+		}
+		p.SetItems(s, values)
+		now[s.ID] = fmt.Sprintf("%s, read when the step is ready (now: %d)", s.FanOut.SourceText(), len(values))
+	}
 	dp, err := buildDry(p, jobs)
 	if err != nil {
 		return nil, usage(err)
+	}
+	for _, ds := range dp.Steps {
+		if n, ok := now[ds.ID]; ok {
+			ds.Items = n
+		}
 	}
 	dryCacheOf(stateDir, p, dp, noCache, force)
 	return dp, nil
@@ -156,6 +183,12 @@ func buildDryStep(p *spec.Plan, s *spec.Step) (*DryStep, error) {
 	if s.Timeout > 0 {
 		t := ShortDur(s.Timeout)
 		ds.Timeout = &t
+	}
+	if s.Join && s.FanOut != nil {
+		ds.Kind, ds.Argv = KindJoin, []string{}
+		ds.Items = fmt.Sprintf("%d items", len(s.FanOut.Items))
+		ds.OnFailure = DryOnFailure{Kind: s.OnFailure.Kind, Explicit: s.OnFailure.Explicit, Invalid: s.OnFailure.Invalid}
+		return ds, nil
 	}
 	if s.PlanPath != "" {
 		ds.Kind, ds.PlanFile, ds.Command = KindPlan, s.PlanPath, s.Plan

@@ -100,7 +100,7 @@ func (b *builder) fanOut(s *Step, rs *rawStep) {
 	}
 	fo := &FanOut{MaxParallel: rs.MaxParallel.V}
 	if rs.Foreach.Set {
-		b.foreach(fo, s, rs.Foreach.N, where+": foreach")
+		b.foreach(fo, rs.Foreach.N, where+": foreach")
 	} else {
 		b.matrix(fo, rs.Matrix.N, where+": matrix")
 	}
@@ -112,7 +112,7 @@ func (b *builder) fanOut(s *Step, rs *rawStep) {
 	s.FanOut = fo
 }
 
-func (b *builder) foreach(fo *FanOut, s *Step, n *yaml.Node, where string) {
+func (b *builder) foreach(fo *FanOut, n *yaml.Node, where string) {
 	n = deref(n)
 	switch n.Kind {
 	case yaml.SequenceNode:

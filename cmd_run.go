@@ -69,7 +69,7 @@ func (c *RunCmd) Run(g *Globals) error {
 		return err
 	}
 	for _, id := range c.Force {
-		if plan.Step(id) == nil {
+		if plan.Step(id) == nil && !dynamicItemID(plan, id) {
 			return withCode(exitUsage, fmt.Errorf("--force %s: the plan has no step %q", id, id))
 		}
 	}
@@ -338,4 +338,16 @@ func parsePlan(g *Globals, file string, data []byte, opts spec.Options) (*spec.P
 		fmt.Fprintf(g.stderr, "faber: warning: %s\n", w.Error())
 	}
 	return plan, nil
+}
+
+// dynamicItemID reports whether id names an item of a fan-out over glob: or
+// lines:, whose items are known only once it runs (a --force of such an
+// item cannot be checked before).
+func dynamicItemID(p *spec.Plan, id string) bool {
+	base, _, ok := spec.SplitItemID(id)
+	if !ok {
+		return false
+	}
+	s := p.Step(base)
+	return s != nil && s.FanOut != nil && s.FanOut.Dynamic
 }

@@ -221,7 +221,13 @@ func printDryJoin(kv func(k, v string), ds *run.DryStep, j *run.FanOut) {
 		fo += fmt.Sprintf("; at most %d at once (max_parallel)", j.MaxParallel)
 	}
 	kv("fan-out", fo)
-	kv("needs", "its items: "+j.ItemsText())
+	if len(j.Needs) > 0 {
+		// A join waits for the fan-out step's own needs too, even with no
+		// item (README "Fan-out").
+		kv("needs", strings.Join(j.Needs, ", ")+"; its items: "+j.ItemsText())
+	} else {
+		kv("needs", "its items: "+j.ItemsText())
+	}
 	kv("item run", ds.Command)
 	kv("join", "runs no process: success once every item succeeded, else failure")
 }

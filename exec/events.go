@@ -147,6 +147,20 @@ type CacheMiss struct {
 	Reason string `json:"reason"`
 }
 
+// FanOutExpanded is the payload of fanout_expanded: a fan-out over glob:
+// or lines: read its items (README "Fan-out"). Items are its item steps
+// now, in order; Added and Removed what changed since its last expansion
+// in the run (the first: every item added); Needs the join step's needs
+// now (the fan-out step's own, then its items).
+type FanOutExpanded struct {
+	Added   []string   `json:"added"`
+	Count   int        `json:"count"`
+	Items   []StepInfo `json:"items"`
+	Needs   []string   `json:"needs"`
+	Removed []string   `json:"removed"`
+	Source  string     `json:"source"`
+}
+
 // Other holds the fields of an event type this version does not know (a
 // newer faber's child run), kept as they were.
 type Other map[string]json.RawMessage
@@ -165,6 +179,7 @@ func (*WorkflowEnded) eventType() string    { return EvWorkflowCompleted }
 func (*StepsReset) eventType() string       { return EvStepsReset }
 func (*CacheHit) eventType() string         { return EvStepCacheHit }
 func (*CacheMiss) eventType() string        { return EvStepCacheMiss }
+func (*FanOutExpanded) eventType() string   { return EvFanOutExpanded }
 func (Other) eventType() string             { return "" }
 
 // newPayload returns an empty payload for an event type, nil for a type
@@ -199,6 +214,8 @@ func newPayload(typ string) Payload {
 		return &CacheHit{}
 	case EvStepCacheMiss:
 		return &CacheMiss{}
+	case EvFanOutExpanded:
+		return &FanOutExpanded{}
 	}
 	return nil
 }

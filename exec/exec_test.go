@@ -296,3 +296,32 @@ func TestReplay(t *testing.T) {
 		t.Fatalf("step b %+v", v.Steps[1])
 	}
 }
+
+// TestReplayFanOutExpanded: the items of a fan-out over glob: or lines:
+// come from its fanout_expanded events, placed right before its join step;
+// a later expansion replaces them and drops the ones it removed.
+func TestReplayFanOutExpanded(t *testing.T) {
+	lines := [][]byte{
+		[]byte(`{"seq":1,"time":"2026-01-01T00:00:00Z","type":"run_started","run_id":"r","plan":"p","steps":[{"id":"w","name":"w","phase":"main","needs":[]},{"id":"z","name":"z","phase":"main","needs":["w"]}]}`),
+		[]byte(`{"seq":2,"time":"2026-01-01T00:00:01Z","type":"fanout_expanded","run_id":"r","step_id":"w","added":["w[a]","w[b]"],"count":2,"items":[{"id":"w[a]","name":"w[a]","phase":"main","needs":[],"fan_out":"w"},{"id":"w[b]","name":"w[b]","phase":"main","needs":[],"fan_out":"w"}],"needs":["w[a]","w[b]"],"removed":[],"source":"glob *.txt"}`),
+		[]byte(`{"seq":3,"time":"2026-01-01T00:00:02Z","type":"step_status","run_id":"r","step_id":"w[b]","attempt":1,"status":"success"}`),
+		[]byte(`{"seq":4,"time":"2026-01-01T00:00:03Z","type":"fanout_expanded","run_id":"r","step_id":"w","added":["w[c]"],"count":2,"items":[{"id":"w[b]","name":"w[b]","phase":"main","needs":[],"fan_out":"w"},{"id":"w[c]","name":"w[c]","phase":"main","needs":[],"fan_out":"w"}],"needs":["w[b]","w[c]"],"removed":["w[a]"],"source":"glob *.txt"}`),
+	}
+	v, err := Replay(lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, st := range v.Steps {
+		got = append(got, st.ID+"="+st.Status)
+	}
+	if want := "w[b]=success w[c]=pending w=pending z=pending"; strings.Join(got, " ") != want {
+		t.Fatalf("steps %v, want %s", got, want)
+	}
+	if w := v.Steps[2]; strings.Join(w.Needs, ",") != "w[b],w[c]" {
+		t.Fatalf("join needs %v", w.Needs)
+	}
+	if c := v.Steps[1]; c.FanOut != "w" || c.Phase != "main" {
+		t.Fatalf("item %+v", c)
+	}
+}

@@ -52,13 +52,271 @@ func (c ItemCounts) String() string {
 // succeeded, else failure naming the failed items. max_parallel bounds how
 // many items hold a job slot at once.
 
-// joinRun is the scheduler's view of a fan-out on its join step.
+// joinRun is the scheduler's view of a fan-out on its join step. The join
+// step's own waiting counts the fan-out step's needs (FanOut.Needs) that
+// are not satisfied; the join is decided once that and waiting are 0.
+//
+// A fan-out over glob: or lines: (dynamic) reads its items once in each
+// session, when its needs are satisfied (at setup if they already are):
+// until then none of its items starts, and then the join is decided once
+// they settle (expand).
 type joinRun struct {
-	items   []*stepRun
-	waiting int // items not settled
-	maxPar  int
-	running int        // items holding a job slot
-	held    []*stepRun // ready items waiting for max_parallel
+	items    []*stepRun
+	waiting  int // items not settled
+	maxPar   int
+	running  int        // items holding a job slot
+	held     []*stepRun // ready items waiting for max_parallel
+	dynamic  bool
+	expanded bool // dynamic: its items were read in this session
+}
+
+// EvFanOutExpanded is the event of a fan-out over glob: or lines: that
+// read its items (FanOutExpanded).
+const EvFanOutExpanded = "fanout_expanded"
+
+// Expansion is, on a dynamic fan-out's join step record, the item values it
+// was last expanded to: a later session (resume, reset, classify) makes
+// them the plan's item steps again (ApplyExpansions) before anything else.
+type Expansion struct {
+	Values []string `json:"values"`
+}
+
+// ApplyExpansions gives the dynamic fan-outs of p the items their join
+// step records say they were expanded to, so that a stored run's plan has
+// the item steps it ran. Call it before FillPending and PrepareResume.
+func ApplyExpansions(p *spec.Plan, prior *Prior) {
+	var joins []*spec.Step
+	for _, s := range p.Steps {
+		if s.Join && s.FanOut != nil && s.FanOut.Dynamic {
+			joins = append(joins, s)
+		}
+	}
+	for _, s := range joins {
+		if st := prior.Steps[s.ID]; st != nil && st.Expanded != nil {
+			p.SetItems(s, st.Expanded.Values)
+		}
+	}
+}
+
+// dynamicItem reports whether a stored step record is an item of a dynamic
+// fan-out of p (one it may no longer have: its items are read at run time).
+func dynamicItem(p *spec.Plan, st *StepState) bool {
+	if st.FanOut == "" {
+		return false
+	}
+	s := p.Step(st.FanOut)
+	return s != nil && s.Join && s.FanOut != nil && s.FanOut.Dynamic
+}
+
+// joinWaits reports whether a pending join step cannot be decided (or
+// expanded) yet.
+func joinWaits(j *stepRun) bool {
+	if j.waiting > 0 {
+		return true
+	}
+	if j.join.dynamic && !j.join.expanded {
+		return false // ready to read its items
+	}
+	return j.join.waiting > 0
+}
+
+// expand reads the items of a dynamic fan-out whose needs are satisfied and
+// makes them its items for this session: items that stay (same id and
+// value) are kept as they are, new ones are pending (one that comes back,
+// or whose key now has another value, continues its record's attempt
+// numbers), vanished ones leave the run (their records stay in the store,
+// r.gone). When the items changed, the join step and everything downstream
+// of it go back to pending (those running are left to finish). The join's
+// record (with the values), a fanout_expanded event and what it re-opened
+// are committed before any item starts. At setup the caller counts
+// dependencies afterwards; later, expand counts what it changed and
+// pushes what is ready.
+func (r *Runner) expand(j *stepRun, atSetup bool) {
+	p := r.Plan
+	fo := j.def.FanOut
+	values, err := p.ReadItems(j.def, r.vars(j, j.st.Attempt+1, nil))
+	if err != nil {
+		r.expandFailed(j, err, atSetup)
+		return
+	}
+	j.join.expanded = true
+	before := j.join.items
+	p.SetItems(j.def, values)
+
+	var needs []*stepRun
+	for _, id := range fo.Needs {
+		if d := r.byID[id]; d != nil {
+			needs = append(needs, d)
+		}
+	}
+	var changed []*StepState
+	var evs []Event
+	reopen := func(sr *stepRun, why string) {
+		st := sr.st
+		st.Status, st.Error, st.Classified = StatusPending, "", ""
+		changed = append(changed, st)
+		evs = append(evs, statusOnly(st, why))
+	}
+	added, removed := []string{}, []string{}
+	items := make([]*stepRun, len(fo.ItemIDs))
+	var fresh []*stepRun
+	for i, id := range fo.ItemIDs {
+		def := p.Step(id)
+		old := r.byID[id]
+		if old != nil && old.def == def {
+			items[i] = old
+			continue
+		}
+		added = append(added, id)
+		var st *StepState
+		switch {
+		case old != nil:
+			st = old.st // the same key, another value
+		case r.gone[id] != nil:
+			st = r.gone[id] // back after it vanished
+			delete(r.gone, id)
+		default:
+			st = PendingState(def)
+		}
+		sr := &stepRun{def: def, st: st, group: j, deps: needs, dependents: []*stepRun{j}}
+		st.Name, st.Phase, st.FanOut = def.Name, def.Phase, def.FanOutOf
+		st.Needs = append([]string{}, def.Deps...)
+		if st.Status != StatusPending {
+			reopen(sr, "new item of fan-out "+j.def.ID) // its record is of another item, or of before it vanished
+		}
+		r.byID[id] = sr
+		items[i] = sr
+		fresh = append(fresh, sr)
+	}
+	for _, it := range before {
+		if r.byID[it.def.ID] == it && p.Step(it.def.ID) == it.def {
+			continue // still an item
+		}
+		it.removed = true // gone, or replaced by an item of the same key
+		if p.Step(it.def.ID) == nil {
+			removed = append(removed, it.def.ID)
+			delete(r.byID, it.def.ID)
+			if r.gone == nil {
+				r.gone = map[string]*StepState{}
+			}
+			r.gone[it.def.ID] = it.st
+		}
+	}
+	// Wire the new items to the fan-out's needs and to its join; recount.
+	for _, d := range needs {
+		deps := make([]*stepRun, 0, len(d.dependents)+len(fresh))
+		for _, x := range d.dependents {
+			if !x.removed {
+				deps = append(deps, x)
+			}
+		}
+		d.dependents = append(deps, fresh...)
+	}
+	j.deps = append(append(make([]*stepRun, 0, len(needs)+len(items)), needs...), items...)
+	j.join.items = items
+	j.join.waiting = 0
+	for _, it := range items {
+		it.counted = itemSettled(it.st.Status)
+		if !it.counted {
+			j.join.waiting++
+		}
+	}
+	steps := make([]*stepRun, 0, len(p.Steps))
+	for _, def := range p.Steps {
+		steps = append(steps, r.byID[def.ID])
+	}
+	r.steps = steps
+
+	// Other items: the join and what comes after it are decided again.
+	var reopened []*stepRun
+	if len(added) > 0 || len(removed) > 0 {
+		for _, id := range p.Downstream(j.def.ID) {
+			sr := r.byID[id]
+			switch sr.st.Status {
+			case StatusPending, StatusInProgress, StatusRemediating, StatusRetrying:
+				continue
+			}
+			reopen(sr, "fan-out "+j.def.ID+" has other items")
+			reopened = append(reopened, sr)
+		}
+	}
+	j.st.Expanded = &Expansion{Values: values}
+	if j.st.Expanded.Values == nil {
+		j.st.Expanded.Values = []string{}
+	}
+	infos := make([]StepInfo, len(items))
+	for i, it := range items {
+		infos[i] = StepInfo{ID: it.def.ID, Name: it.def.Name, Phase: it.def.Phase, Needs: nonNil(it.def.Deps), FanOut: j.def.ID}
+	}
+	ev := Event{Type: EvFanOutExpanded, StepID: j.def.ID, Data: &FanOutExpanded{
+		Added: added, Count: len(items), Items: infos, Needs: nonNil(j.def.Deps), Removed: removed, Source: fo.SourceText(),
+	}}
+	r.commit(append([]*StepState{j.st}, changed...), append([]Event{ev}, evs...)...)
+	if r.fatal != nil || atSetup {
+		return
+	}
+	// Count what changed: the items, the join, what it re-opened and what
+	// waits for that.
+	recount := append(append([]*stepRun{}, items...), j)
+	for _, sr := range reopened {
+		recount = append(recount, sr)
+		recount = append(recount, sr.dependents...)
+	}
+	for _, sr := range recount {
+		r.recount(sr)
+	}
+}
+
+// expandFailed records a dynamic fan-out whose items cannot be read (its
+// lines: file is missing, too many items ...) as a failed join step, which
+// then acts as a failed step: the run stops, or with on_failure: continue
+// its dependents run.
+func (r *Runner) expandFailed(j *stepRun, err error, atSetup bool) {
+	st := j.st
+	now := r.now()
+	st.Attempt++
+	st.StartedAt, st.FinishedAt = timep(now), timep(now)
+	st.DurationMs = 0
+	st.ExitCode = nil
+	st.Hash = StepHash(r.Plan, j.def)
+	st.Status = StatusFailure
+	st.Error = fmt.Sprintf("cannot read the items of step %q: %v", j.def.ID, err)
+	r.commit([]*StepState{st}, r.statusEvent(j))
+	if r.fatal != nil {
+		return
+	}
+	if j.def.OnFailure.Kind == spec.OnContinue {
+		j.continued = true
+		if !atSetup {
+			r.release(j)
+		}
+		return
+	}
+	r.stop()
+}
+
+// recount counts a step's unsatisfied dependencies again and queues it when
+// it is ready.
+func (r *Runner) recount(sr *stepRun) {
+	if sr.removed {
+		return
+	}
+	sr.waiting = 0
+	for _, d := range sr.deps {
+		if d.group != sr && !satisfied(d) {
+			sr.waiting++
+		}
+	}
+	if sr.st.Status == StatusPending && (sr.join == nil && sr.waiting == 0 || sr.join != nil && !joinWaits(sr)) {
+		r.push(sr)
+	}
+}
+
+// gated reports whether an item must not start yet: its fan-out reads its
+// items first in this session.
+func gated(sr *stepRun) bool {
+	g := sr.group
+	return g != nil && g.join.dynamic && !g.join.expanded
 }
 
 // itemSettled reports whether an item lets its join be decided.
@@ -72,7 +330,7 @@ func (r *Runner) wireFanOuts() {
 		if !sr.def.Join || sr.def.FanOut == nil {
 			continue
 		}
-		j := &joinRun{maxPar: sr.def.FanOut.MaxParallel}
+		j := &joinRun{maxPar: sr.def.FanOut.MaxParallel, dynamic: sr.def.FanOut.Dynamic}
 		for _, id := range sr.def.FanOut.ItemIDs {
 			it := r.byID[id]
 			if it == nil {
@@ -99,7 +357,7 @@ func (r *Runner) itemChanged(it *stepRun) {
 	it.counted = settled
 	if settled {
 		g.join.waiting--
-		if g.join.waiting == 0 && g.st.Status == StatusPending {
+		if g.st.Status == StatusPending && !joinWaits(g) {
 			r.push(g)
 		}
 	} else {
@@ -203,9 +461,18 @@ func (r *Runner) runJoin(sr *stepRun) {
 	}
 }
 
-// joinReady reports whether every item of a join step is settled, from
-// the records as they are now (settlePending changes them before commit).
+// joinReady reports whether a join step can be decided: every item
+// settled and the fan-out step's own needs satisfied, from the records as
+// they are now (settlePending changes them before commit).
 func joinReady(sr *stepRun) bool {
+	if sr.join.dynamic && !sr.join.expanded {
+		return false // it never read its items: canceled
+	}
+	for _, d := range sr.deps {
+		if d.group != sr && !satisfied(d) {
+			return false
+		}
+	}
 	for _, it := range sr.join.items {
 		if !itemSettled(it.st.Status) {
 			return false

@@ -56,9 +56,19 @@ func (r *Runner) commitRun(steps []*StepState, evs ...Event) {
 // and the start of the next are one transaction. The loop flushes it
 // before it waits (flushLater), so it is never held while nothing else
 // happens; no process starts and no dependent is told before it is stored.
+//
+// An item's join is told at once, not at that commit: a join runs no
+// process, and deciding it before the next job slot is filled keeps ready
+// steps starting in plan order (its dependents before a later independent
+// step). Its own commit carries the item's held success first.
 func (r *Runner) commitLater(steps []*StepState, evs ...Event) {
 	r.later.steps = append(r.later.steps, steps...)
 	r.later.evs = append(r.later.evs, evs...)
+	for _, st := range steps {
+		if sr := r.byID[st.ID]; sr != nil && sr.group != nil {
+			r.itemChanged(sr)
+		}
+	}
 }
 
 // flushLater commits what commitLater holds; it reports whether there was

@@ -75,6 +75,41 @@ func Replay(events [][]byte) (*View, error) {
 			v.Run.Status = RunInProgress
 			v.Run.FinishedAt = nil
 			setSteps(d.Steps)
+		case *FanOutExpanded:
+			// The fan-out's items are these now, right before its join
+			// step; the ones it no longer has leave the view.
+			for _, id := range d.Removed {
+				delete(byID, id)
+			}
+			now := make(map[string]bool, len(d.Items))
+			for _, in := range d.Items {
+				now[in.ID] = true
+			}
+			newOrder := make([]string, 0, len(order)+len(d.Items))
+			for _, id := range order {
+				st := byID[id]
+				if st == nil || (st.FanOut == e.StepID && !now[id]) || now[id] {
+					continue
+				}
+				if id == e.StepID {
+					for _, in := range d.Items {
+						newOrder = append(newOrder, in.ID)
+					}
+				}
+				newOrder = append(newOrder, id)
+			}
+			order = newOrder
+			for _, in := range d.Items {
+				st := byID[in.ID]
+				if st == nil {
+					st = &StepState{ID: in.ID, Status: StatusPending}
+					byID[in.ID] = st
+				}
+				st.Name, st.Phase, st.FanOut, st.Needs = in.Name, in.Phase, in.FanOut, nonNil(in.Needs)
+			}
+			if st := byID[e.StepID]; st != nil && d.Needs != nil {
+				st.Needs = d.Needs
+			}
 		case *StepStatus:
 			st := get(e.StepID)
 			st.Status = e.Status

@@ -45,6 +45,11 @@ func StepHash(p *spec.Plan, s *spec.Step) string {
 		shell = p.Shell
 	}
 	deps := append([]string{}, s.Deps...)
+	if s.Join && s.FanOut != nil && s.FanOut.Dynamic {
+		// Its items are read when it runs; a change of them re-opens the
+		// join by itself (README "Fan-out"), not as a changed definition.
+		deps = append([]string{}, s.FanOut.Needs...)
+	}
 	sort.Strings(deps)
 	// executor and slurm only count when they say slurm, so that hashes of
 	// local steps stay what they were before Slurm support (an explicit
@@ -103,7 +108,14 @@ func PrepareResume(p *spec.Plan, prior *Prior, opts ResumeOptions) error {
 	var dropped []string
 	for id, st := range prior.Steps {
 		if !inPlan[id] {
-			if st.Attempt > 0 && id != "end" {
+			if dynamicItem(p, st) {
+				// An item its fan-out no longer has (its items are read
+				// when it runs): kept aside, in case it comes back.
+				if prior.Gone == nil {
+					prior.Gone = map[string]*StepState{}
+				}
+				prior.Gone[id] = st
+			} else if st.Attempt > 0 && id != "end" {
 				dropped = append(dropped, id)
 			}
 			delete(prior.Steps, id)

@@ -32,6 +32,9 @@ type Prior struct {
 	// with the run record as the session's first transaction.
 	Changed []*StepState
 	Events  []Event
+	// Gone are the records of items that a dynamic fan-out no longer has
+	// (README "Fan-out"): one that comes back continues from its record.
+	Gone map[string]*StepState
 }
 
 // Runner runs one session of a plan.
@@ -97,6 +100,8 @@ type Runner struct {
 	// endStatus and endFailed are what the end step is told (SPEC §7).
 	endStatus string
 	endFailed []string
+	// gone: records of items a dynamic fan-out no longer has (Prior.Gone).
+	gone map[string]*StepState
 	// later is what commitLater holds for the next commit.
 	later struct {
 		steps []*StepState
@@ -131,6 +136,7 @@ type stepRun struct {
 	join    *joinRun
 	group   *stepRun
 	counted bool
+	removed bool // an item its dynamic fan-out no longer has
 	cache   stepCache
 	// dirAhead is set once the step's log directory was asked for ahead of
 	// its start (logDirsAhead).
@@ -261,22 +267,38 @@ func (r *Runner) setup(prior *Prior) {
 		r.seq = prior.LastSeq
 		r.run.Status = RunInProgress
 		r.run.FinishedAt = nil
+		r.gone = prior.Gone
 		r.commitWith(r.run, prior.Changed, prior.Events)
 	}
-	// Dependency counters; a step whose dependencies are all done is ready.
+	// Dynamic fan-outs whose needs are satisfied read their items now, each
+	// once in the session, before anything starts (README "Fan-out").
+	var joins []*stepRun
 	for _, sr := range r.steps {
-		if sr.join != nil {
-			sr.waiting = sr.join.waiting
-			continue
+		if sr.join != nil && sr.join.dynamic {
+			joins = append(joins, sr)
 		}
+	}
+	for _, j := range joins {
+		ready := r.fatal == nil && !r.stopping
+		for _, d := range j.deps {
+			ready = ready && (d.group == j || satisfied(d))
+		}
+		if ready {
+			r.expand(j, true)
+		}
+	}
+	// Dependency counters; a step whose dependencies are all done is ready.
+	// A join step's waiting counts its fan-out step's own needs; its items
+	// are counted apart (joinRun.waiting).
+	for _, sr := range r.steps {
 		for _, d := range sr.deps {
-			if !satisfied(d) {
+			if d.group != sr && !satisfied(d) {
 				sr.waiting++
 			}
 		}
 	}
 	for _, sr := range r.steps {
-		if sr.st.Status == StatusPending && sr.waiting == 0 {
+		if sr.st.Status == StatusPending && (sr.join == nil && sr.waiting == 0 || sr.join != nil && !joinWaits(sr)) {
 			r.push(sr)
 		}
 	}

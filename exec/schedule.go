@@ -61,8 +61,15 @@ func (r *Runner) fill() {
 		if sr.st.Status != StatusPending && sr.st.Status != StatusRetrying {
 			continue
 		}
+		if sr.removed || sr.waiting > 0 || gated(sr) {
+			continue // queued before its fan-out changed, or it reads its items first
+		}
 		if sr.join != nil {
-			r.runJoin(sr)
+			if sr.join.dynamic && !sr.join.expanded {
+				r.expand(sr, false)
+			} else {
+				r.runJoin(sr)
+			}
 			continue
 		}
 		if r.holdItem(sr) {
@@ -303,11 +310,11 @@ const childPendingExit = 3
 // release lets dependents of a done step start.
 func (r *Runner) release(sr *stepRun) {
 	for _, d := range sr.dependents {
-		if d.join != nil {
+		if sr.group == d {
 			continue // a join counts its items as they settle (itemChanged)
 		}
 		d.waiting--
-		if d.waiting == 0 && d.st.Status == StatusPending {
+		if d.st.Status == StatusPending && (d.join == nil && d.waiting == 0 || d.join != nil && !joinWaits(d)) {
 			r.push(d)
 		}
 	}

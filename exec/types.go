@@ -83,6 +83,9 @@ type StepState struct {
 
 	// FanOut is, on an item step <id>[<key>], the id of its fan-out step.
 	FanOut string `json:"fan_out,omitempty"`
+	// Expanded is, on the join step of a fan-out over glob: or lines:, the
+	// items it was last expanded to (README "Fan-out").
+	Expanded *Expansion `json:"expanded,omitempty"`
 
 	// ChildRunID links a sub-plan step (`plan:`) to its child run.
 	ChildRunID string `json:"child_run_id,omitempty"`

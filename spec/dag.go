@@ -70,6 +70,10 @@ func (b *builder) needs(s *Step, ids map[string]*Step) []string {
 				b.errorf(pos, "step %q: needs %s, but step %q does not fan out (foreach: or matrix:)", s.ID, n, base)
 			case strings.Contains(key, "{") && s.FanOut == nil:
 				b.errorf(pos, "step %q: needs %s; {item} is only known in a fan-out step", s.ID, n)
+			case bs.FanOut.Dynamic:
+				b.errorf(pos, "step %q: needs %s, but the items of step %q are read only when it runs (foreach: %s); need %q as a whole", s.ID, n, base, bs.FanOut.Kind, base)
+			case strings.Contains(key, "{") && s.FanOut.Dynamic:
+				b.errorf(pos, "step %q: needs %s; a fan-out over %s: cannot name items by {item} (its items are read only when it runs); need %q as a whole", s.ID, n, s.FanOut.Kind, base)
 			default:
 				b.itemNeeds[s] = append(b.itemNeeds[s], itemNeed{base: base, tmpl: key, pos: pos})
 				if !seen[base] {

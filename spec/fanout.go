@@ -45,16 +45,21 @@ func (it *Item) Vars() map[string]string {
 // FanOut is the fan-out of a step: on the template while the plan is built,
 // then on the join step.
 type FanOut struct {
-	Kind        string // list, range, glob, lines or matrix
-	Items       []Item
+	Kind        string   // list, range, glob, lines or matrix
+	Items       []Item   // a dynamic fan-out's: none until SetItems
 	MaxParallel int      // 0: no bound but jobs
 	Names       []string // the names of {item.<name>}: a matrix's, or the fields of a list's mappings
 	ItemIDs     []string // the item steps' ids (join step)
-	// Source is a glob's pattern or a lines: file, as written.
-	Source string
-	// Needs are the fan-out step's own needs (its items wait for them; the
-	// join step's Deps are its items).
+	// Needs are the fan-out step's own dependencies (its needs: less the
+	// item-wise ones, which each item carries): the join step needs them
+	// as well as its items, so that a fan-out with no item still waits
+	// for what it needs.
 	Needs []string
+	// Dynamic is set for glob: and lines:, whose items are read when the
+	// step is ready (ReadItems, SetItems), not when the plan is loaded;
+	// Source is the pattern or file name as written.
+	Dynamic bool
+	Source  string
 }
 
 // fanNode is a raw fan-out value (foreach: or matrix:), interpreted by the
@@ -95,7 +100,7 @@ func (b *builder) fanOut(s *Step, rs *rawStep) {
 	}
 	fo := &FanOut{MaxParallel: rs.MaxParallel.V}
 	if rs.Foreach.Set {
-		b.foreach(fo, s, rs.Foreach.N, where+": foreach")
+		b.foreach(fo, rs.Foreach.N, where+": foreach")
 	} else {
 		b.matrix(fo, rs.Matrix.N, where+": matrix")
 	}
@@ -107,7 +112,7 @@ func (b *builder) fanOut(s *Step, rs *rawStep) {
 	s.FanOut = fo
 }
 
-func (b *builder) foreach(fo *FanOut, s *Step, n *yaml.Node, where string) {
+func (b *builder) foreach(fo *FanOut, n *yaml.Node, where string) {
 	n = deref(n)
 	switch n.Kind {
 	case yaml.SequenceNode:
@@ -160,66 +165,25 @@ func (b *builder) foreach(fo *FanOut, s *Step, n *yaml.Node, where string) {
 			fo.Kind = "range"
 			b.rangeItems(fo, v, where+".range")
 		case "glob":
-			fo.Kind = "glob"
+			// Read when the step is ready (ReadItems), not now: the files
+			// are often what an upstream step makes.
+			fo.Kind, fo.Dynamic = "glob", true
 			if v.Kind != yaml.ScalarNode || v.Value == "" {
 				b.errorf(nodePos(v), "%s.glob: must be a pattern such as data/*.csv", where)
 				return
 			}
-			fo.Source = v.Value
-			dir := b.plan.Dir
-			if s.Dir != "" && !strings.Contains(s.Dir, "{") {
-				dir = filepath.Join(dir, filepath.FromSlash(s.Dir))
-				if filepath.IsAbs(s.Dir) {
-					dir = s.Dir
-				}
-			}
-			pat := filepath.FromSlash(v.Value)
-			abs := pat
-			if !filepath.IsAbs(pat) {
-				abs = filepath.Join(dir, pat)
-			}
-			matches, err := filepath.Glob(abs)
-			if err != nil {
+			if _, err := filepath.Match(filepath.FromSlash(v.Value), ""); err != nil {
 				b.errorf(nodePos(v), "%s.glob: bad pattern %q: %v", where, v.Value, err)
 				return
 			}
-			for i, m := range matches {
-				val := m
-				if !filepath.IsAbs(pat) {
-					if rel, err := filepath.Rel(dir, m); err == nil {
-						val = filepath.ToSlash(rel)
-					}
-				}
-				fo.Items = append(fo.Items, Item{Value: val, Index: i})
-			}
-			if len(matches) == 0 {
-				b.warnf(nodePos(v), "%s.glob: %q matches no file now (in %s); the step has no items", where, v.Value, dir)
-			}
+			fo.Source = v.Value
 		case "lines":
-			fo.Kind = "lines"
+			fo.Kind, fo.Dynamic = "lines", true
 			if v.Kind != yaml.ScalarNode || v.Value == "" {
 				b.errorf(nodePos(v), "%s.lines: must be a file name", where)
 				return
 			}
 			fo.Source = v.Value
-			path := filepath.FromSlash(v.Value)
-			if !filepath.IsAbs(path) {
-				path = filepath.Join(b.plan.Dir, path)
-			}
-			data, err := os.ReadFile(path)
-			if err != nil {
-				b.errorf(nodePos(v), "%s.lines: %v", where, err)
-				return
-			}
-			i := 0
-			for _, l := range strings.Split(string(data), "\n") {
-				l = strings.TrimRight(l, "\r")
-				if strings.TrimSpace(l) == "" {
-					continue
-				}
-				fo.Items = append(fo.Items, Item{Value: l, Index: i})
-				i++
-			}
 		default:
 			b.errorf(nodePos(kv.k), "%s: unknown key %q; use range, glob or lines%s", where, kv.key, suggest(kv.key, []string{"range", "glob", "lines"}))
 		}
@@ -475,22 +439,25 @@ func (b *builder) expandFanOuts() {
 			fo.ItemIDs = make([]string, len(fo.Items))
 			for i := range fo.Items {
 				it := &fo.Items[i]
-				c := *s
-				c.ID = ItemID(s.ID, it.Key)
-				c.Name = s.Name + "[" + it.Key + "]"
-				c.FanOut = nil
-				c.Item = it
-				c.FanOutOf = s.ID
-				c.Deps = resolve(s, s.Deps, it.Vars())
+				c := itemStep(s, it, resolve(s, s.Deps, it.Vars()))
 				fo.ItemIDs[i] = c.ID
-				phSteps = append(phSteps, &c)
+				phSteps = append(phSteps, c)
 			}
 			s.Join = true
-			fo.Needs = s.Deps
-			s.Deps = fo.ItemIDs
-			if fo.ItemIDs == nil {
-				s.Deps = []string{}
+			if fo.Dynamic {
+				// Item-wise needs naming its items are rejected (needs),
+				// so every item needs what the step needs.
+				fo.Needs = resolve(s, s.Deps, nil)
+				if fo.Needs == nil {
+					fo.Needs = []string{}
+				}
+				s.Deps = append([]string{}, fo.Needs...)
+				phSteps = append(phSteps, s)
+				continue
 			}
+			fo.Needs = ownNeeds(s.Deps, b.itemNeeds[s], b.plainNeed[s], itemIDs)
+			s.Deps = make([]string, 0, len(fo.Needs)+len(fo.ItemIDs))
+			s.Deps = append(append(s.Deps, fo.Needs...), fo.ItemIDs...)
 			phSteps = append(phSteps, s)
 		}
 		ph.Steps = phSteps
@@ -500,6 +467,175 @@ func (b *builder) expandFanOuts() {
 		s.Index = i
 	}
 	pl.Steps = steps
+}
+
+// ownNeeds are the dependencies of a fan-out step as a whole: deps less
+// the steps named only through item-wise needs (base[{item}]), plus the
+// items named by a fixed key (base[key]).
+func ownNeeds(deps []string, needs []itemNeed, plain, itemIDs map[string]bool) []string {
+	out := []string{}
+	for _, d := range deps {
+		if plain[d] || !hasBase(needs, d) {
+			out = append(out, d)
+		}
+	}
+	for _, n := range needs {
+		if id := ItemID(n.base, n.tmpl); itemIDs[id] && !strings.Contains(n.tmpl, "{") && !contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// itemStep is the item step of fan-out step s (its template: its fields
+// as written; not yet, or no longer, its join) for item it.
+func itemStep(s *Step, it *Item, deps []string) *Step {
+	c := *s
+	c.ID = ItemID(s.ID, it.Key)
+	c.Name = s.Name + "[" + it.Key + "]"
+	c.FanOut = nil
+	c.Join = false
+	c.Item = it
+	c.FanOutOf = s.ID
+	c.Deps = deps
+	return &c
+}
+
+// ReadItems reads the items of a dynamic fan-out (foreach: glob: or
+// lines:) as the files are now: the paths matching the pattern, sorted,
+// relative to the step's dir (dir: substituted with vars; the plan's
+// directory when that fails), or the non-blank lines of the file (relative
+// to the plan's directory, \r trimmed). It is what the runner calls when the
+// step becomes ready.
+func (p *Plan) ReadItems(s *Step, vars map[string]string) ([]string, error) {
+	fo := s.FanOut
+	if fo == nil || !fo.Dynamic {
+		return nil, fmt.Errorf("step %q does not fan out over glob: or lines:", s.ID)
+	}
+	var values []string
+	switch fo.Kind {
+	case "glob":
+		dir := p.Dir
+		if s.Dir != "" {
+			if d, err := subst.Expand(s.Dir, vars); err == nil {
+				dir = filepath.Join(p.Dir, filepath.FromSlash(d))
+				if filepath.IsAbs(d) {
+					dir = d
+				}
+			}
+		}
+		pat := filepath.FromSlash(fo.Source)
+		abs := pat
+		if !filepath.IsAbs(pat) {
+			abs = filepath.Join(dir, pat)
+		}
+		matches, err := filepath.Glob(abs)
+		if err != nil {
+			return nil, fmt.Errorf("foreach.glob: bad pattern %q: %v", fo.Source, err)
+		}
+		for _, m := range matches {
+			val := m
+			if !filepath.IsAbs(pat) {
+				if rel, err := filepath.Rel(dir, m); err == nil {
+					val = filepath.ToSlash(rel)
+				}
+			}
+			values = append(values, val)
+		}
+	case "lines":
+		path := filepath.FromSlash(fo.Source)
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(p.Dir, path)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("foreach.lines: %v", err)
+		}
+		for _, l := range strings.Split(string(data), "\n") {
+			l = strings.TrimRight(l, "\r")
+			if strings.TrimSpace(l) != "" {
+				values = append(values, l)
+			}
+		}
+	}
+	if len(values) > MaxItems {
+		return nil, fmt.Errorf("foreach.%s: %d items; at most %d", fo.Kind, len(values), MaxItems)
+	}
+	return values, nil
+}
+
+// SourceText is how messages name where a dynamic fan-out's items come
+// from: glob PATTERN or lines FILE.
+func (fo *FanOut) SourceText() string { return fo.Kind + " " + fo.Source }
+
+// SetItems makes values the items of the dynamic fan-out whose join step is
+// s: their item steps (keyed as at load, each needing the fan-out's own
+// needs) replace the ones it had, right before s in the plan and in its
+// phase, and s needs its own needs and them. An item step whose id and
+// value stay is kept as it was (the same *Step). Indexes and the step
+// index of the plan are updated. It is not safe while another goroutine
+// reads the plan's step list.
+func (p *Plan) SetItems(s *Step, values []string) {
+	fo := s.FanOut
+	items := make([]Item, len(values))
+	for i, v := range values {
+		items[i] = Item{Value: v, Index: i}
+	}
+	keyItems(items)
+	old := make(map[string]*Step, len(fo.ItemIDs))
+	for _, id := range fo.ItemIDs {
+		if st := p.Step(id); st != nil && st.FanOutOf == s.ID {
+			old[id] = st
+		}
+	}
+	steps := make([]*Step, len(items))
+	ids := make([]string, len(items))
+	for i := range items {
+		it := &items[i]
+		id := ItemID(s.ID, it.Key)
+		if o := old[id]; o != nil && o.Item != nil && o.Item.Value == it.Value {
+			steps[i] = o
+		} else {
+			steps[i] = itemStep(s, it, append([]string{}, fo.Needs...))
+		}
+		ids[i] = id
+	}
+	fo.Items, fo.ItemIDs = items, ids
+	deps := make([]string, 0, len(fo.Needs)+len(ids))
+	s.Deps = append(append(deps, fo.Needs...), ids...)
+	splice := func(list []*Step) []*Step {
+		out := make([]*Step, 0, len(list)+len(steps))
+		for _, x := range list {
+			if x.FanOutOf == s.ID {
+				continue
+			}
+			if x == s {
+				out = append(out, steps...)
+			}
+			out = append(out, x)
+		}
+		return out
+	}
+	for _, ph := range p.Phases {
+		for _, x := range ph.Steps {
+			if x == s {
+				ph.Steps = splice(ph.Steps)
+				break
+			}
+		}
+	}
+	p.Steps = splice(p.Steps)
+	for i, x := range p.Steps {
+		x.Index = i
+	}
+	if p.byID != nil {
+		for id := range old {
+			delete(p.byID, id)
+		}
+		for _, x := range steps {
+			p.byID[x.ID] = x
+		}
+	}
 }
 
 func hasBase(needs []itemNeed, id string) bool {

@@ -34,6 +34,24 @@ func (m *Model) addItem(d StepDef) {
 	f.Add(exec.StatusPending, 1)
 }
 
+// applyExpanded takes the items a fan-out over glob: or lines: read when it
+// became ready: new ones are counted, vanished ones no longer.
+func (m *Model) applyExpanded(fan string, d *exec.FanOutExpanded) {
+	for _, id := range d.Removed {
+		if it := m.items[id]; it != nil {
+			m.fans[it.fan].Add(it.status, -1)
+			delete(m.items, id)
+		}
+	}
+	for _, in := range d.Items {
+		m.addItem(StepDef{ID: in.ID, Name: in.Name, Phase: in.Phase, FanOut: fan})
+	}
+	if m.byID[fan] == nil {
+		m.addStep(StepDef{ID: fan})
+		m.layoutRows()
+	}
+}
+
 // fanRow is the row of an item's fan-out step (added when the plan did not
 // name it).
 func (m *Model) fanRow(it *itemState) *stepRow {

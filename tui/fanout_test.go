@@ -60,3 +60,31 @@ func TestRowPeakMemory(t *testing.T) {
 		t.Errorf("row b: %q", row)
 	}
 }
+
+// TestFanOutExpanded: the items of a fan-out over glob: or lines: come with
+// its fanout_expanded event; the row counts them, and a later expansion
+// drops the items it removed.
+func TestFanOutExpanded(t *testing.T) {
+	m, _ := newTestModel(t, StepDef{ID: "work", Phase: "main"}, StepDef{ID: "after", Phase: "main"})
+	infos := func(keys ...string) []exec.StepInfo {
+		var out []exec.StepInfo
+		for _, k := range keys {
+			out = append(out, exec.StepInfo{ID: "work[" + k + "]", Name: "work[" + k + "]", Phase: "main", FanOut: "work"})
+		}
+		return out
+	}
+	feed(m, exec.Event{Type: exec.EvFanOutExpanded, StepID: "work", Time: t0, Data: &exec.FanOutExpanded{Count: 3, Items: infos("a", "b", "c")}},
+		status("work[a]", exec.StatusSuccess, 1, nil))
+	if row := rowOf(t, m.View(), "work"); !strings.Contains(row, "1/3") {
+		t.Errorf("row after the first expansion: %q", row)
+	}
+	feed(m, exec.Event{Type: exec.EvFanOutExpanded, StepID: "work", Time: t0, Data: &exec.FanOutExpanded{
+		Count: 2, Items: infos("a", "c"), Removed: []string{"work[b]"}}})
+	v := m.View()
+	if row := rowOf(t, v, "work"); !strings.Contains(row, "1/2") {
+		t.Errorf("row after b was removed: %q", row)
+	}
+	if strings.Contains(v, "work[") {
+		t.Errorf("item rows shown:\n%s", v)
+	}
+}

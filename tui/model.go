@@ -683,6 +683,8 @@ func (m *Model) apply(e exec.Event) {
 			m.start = e.Time
 		}
 		m.runStatus, m.end = "", time.Time{}
+	case exec.EvFanOutExpanded:
+		m.applyExpanded(e.StepID, data[exec.FanOutExpanded](e))
 	case exec.EvStepStatus:
 		if it := m.items[e.StepID]; it != nil {
 			m.applyItemStatus(it, e)

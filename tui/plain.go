@@ -121,6 +121,17 @@ func PlainLine(e exec.Event, s Styles) string {
 		}
 		return fmt.Sprintf("%s %s %s on_failure %s → %s (exit %d): %s; %s", ts, s.Glyph(exec.StatusRemediating), e.StepID,
 			d.HandlerCommand, hr.Status, hr.ExitCode, oneLine(hr.Message), strings.ReplaceAll(hr.ActionTaken, "_", " "))
+	case exec.EvFanOutExpanded:
+		d := data[exec.FanOutExpanded](e)
+		msg := fmt.Sprintf("%s %s %s: %d items (%s)", ts, s.Glyph(exec.StatusPending), e.StepID, d.Count, d.Source)
+		switch {
+		case len(d.Removed) == 0 && len(d.Added) == d.Count:
+		case len(d.Removed) == 0 && len(d.Added) == 0:
+			msg += ", unchanged"
+		default:
+			msg += fmt.Sprintf(", %d added, %d removed", len(d.Added), len(d.Removed))
+		}
+		return msg
 	case exec.EvStepCacheHit:
 		d := data[exec.CacheHit](e)
 		return fmt.Sprintf("%s %s %s cache hit: run %s attempt %d exited 0", ts, s.Glyph(exec.StatusCached), e.StepID, d.CachedRunID, d.CachedAttempt)

@@ -128,6 +128,7 @@ type DryOnFailure struct {
 // the items of a fan-out past the first ShownItems, which the text does not
 // show, are described by id, level, needs and fan-out only.
 func DryRun(stateDir string, p *spec.Plan, jobs int, noCache bool, force []string, allItems bool) (*DryPlan, error) {
+	ReadItemsNow(p)
 	dp, err := buildDry(p, jobs, allItems)
 	if err != nil {
 		return nil, usage(err)

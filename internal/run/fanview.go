@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/faber-run/faber/exec"
 	"github.com/faber-run/faber/spec"
 )
 
@@ -40,6 +41,23 @@ type FanOut struct {
 	MaxParallel int `json:"max_parallel,omitempty"`
 
 	itemIDs []string
+}
+
+// ReadItemsNow gives every glob:/lines: fan-out of p the items its files
+// give now. A run reads them when the step is ready, after its needs; the
+// dry run and the graph show what they would be now, and FanOut.String
+// says so. A source that cannot be read now leaves the fan-out with none.
+func ReadItemsNow(p *spec.Plan) {
+	for _, s := range append([]*spec.Step{}, p.Steps...) {
+		if !s.Join || s.FanOut == nil || !s.FanOut.Dynamic {
+			continue
+		}
+		values, err := p.ReadItems(s, exec.StepVars(p, s, PhRunID, PhAttempt, nil))
+		if err != nil {
+			continue
+		}
+		p.SetItems(s, values)
+	}
 }
 
 // FanOutOf describes the fan-out of join step s; nil when s is no join.

@@ -34,6 +34,7 @@ steps:
   - {id: gu, foreach: {glob: "*.txt"}, run: "cat {item}", needs: [up]}
   - {id: lu, foreach: {lines: l.txt}, run: "echo {item}", needs: [up, r]}
 `)
+	ReadItemsNow(p)
 	for _, tt := range []struct{ id, text, items string }{
 		{"one", "1 item from foreach list", "one[a]"},
 		{"r", "7 items from foreach range", "r[1], r[2], r[3], r[4], r[5] and 2 more"},

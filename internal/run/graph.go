@@ -43,6 +43,7 @@ type GraphPhase struct {
 // Graph is a validated plan's dependency graph: the steps level by level,
 // each with the steps it needs, the end step, and the phases.
 func Graph(p *spec.Plan) GraphOut {
+	ReadItemsNow(p)
 	out := GraphOut{Plan: p.Name, File: p.File, Levels: LevelIDs(p), Steps: []GraphStep{}, Edges: []GraphEdge{}, Phases: []GraphPhase{}}
 	for i, level := range p.Levels() {
 		for _, s := range level {

@@ -73,6 +73,7 @@ func Resume(stateDir, runID string, opt state.Options, o ResumeOptions) (res *Re
 		}
 		return nil, err
 	}
+	exec.ApplyExpansions(plan, prior) // the items its glob:/lines: fan-outs were expanded to
 	if o.PlanFile == "" {
 		exec.FillPending(plan, prior) // the stored plan: its steps that never started
 	}

@@ -140,18 +140,22 @@ func runSession(g *Globals, a sessionArgs) error {
 			ui = "tui"
 		}
 	}
+	ctl, err := control.Start(a.store.Dir(), trigger)
+	if err != nil {
+		fmt.Fprintf(g.stderr, "faber: warning: no control channel (faber classify will wait for the run to end): %v\n", err)
+	}
 	var sink renderer
+	var view *tui.TUI
 	switch ui {
 	case "json":
 		sink = tui.NewJSON(g.stdout)
 	case "tui":
-		sink = newTUI(g, a.plan, a.runID, a.prior)
+		// The live view's r / x x reach the session through its control
+		// channel: without one, the session cannot wait for them.
+		view = newTUI(g, a.plan, a.runID, ctl != nil, a.prior)
+		sink = view
 	default:
 		sink = tui.NewPlain(g.stdout, tui.NewStyles(useColor(g, g.stdout)), true)
-	}
-	ctl, err := control.Start(a.store.Dir(), trigger)
-	if err != nil {
-		fmt.Fprintf(g.stderr, "faber: warning: no control channel (faber classify will wait for the run to end): %v\n", err)
 	}
 	self, _ := os.Executable()
 	r := &exec.Runner{
@@ -175,6 +179,12 @@ func runSession(g *Globals, a sessionArgs) error {
 	if ctl != nil {
 		r.Control = ctl.Requests()
 	}
+	if view != nil {
+		// A pending_failed step that is all that is left waits in the
+		// view for r / x x / q instead of ending the run (README,
+		// "pending_failed"); plain and JSON progress end at once.
+		r.WaitDecisions = view.Decisions()
+	}
 	r.CheckState = func() error { return state.CheckSpace(g.StateDir, a.runID) }
 	status, runErr := r.Run(ctx, a.prior)
 	if ctl != nil {
@@ -193,6 +203,12 @@ func runSession(g *Globals, a sessionArgs) error {
 		writeChildResult(a.runID, status, r.States())
 	}
 	if code != exitOK {
+		// The live view's summary ends with the same hints.
+		if view == nil || !view.Summarized() {
+			for _, h := range tui.EndHints(a.runID, r.States()) {
+				fmt.Fprintln(g.stderr, h)
+			}
+		}
 		fmt.Fprintf(g.stderr, "resume with: faber resume %s\n", a.runID)
 	}
 	return codeOnly(code)

@@ -12,8 +12,10 @@ import (
 // newTUI returns the live terminal view for a run. q / Ctrl-C in the view
 // (keys, not signals, in raw mode) go to g.interrupt, which main sets up to
 // do what SIGINT does. For a resume, pass the prepared prior state so that
-// the steps kept from earlier sessions show their status.
-func newTUI(g *Globals, plan *spec.Plan, runID string, prior ...*exec.Prior) renderer {
+// the steps kept from earlier sessions show their status. With decide, the
+// session waits in the view for a decision on pending_failed steps
+// (tui.Options.WaitDecisions): the caller hands TUI.Decisions to the runner.
+func newTUI(g *Globals, plan *spec.Plan, runID string, decide bool, prior ...*exec.Prior) *tui.TUI {
 	steps := stepDefs(plan)
 	var states map[string]*exec.StepState
 	if len(prior) > 0 && prior[0] != nil {
@@ -30,7 +32,8 @@ func newTUI(g *Globals, plan *spec.Plan, runID string, prior ...*exec.Prior) ren
 				g.interrupt(hard)
 			}
 		},
-		OnClassify: classifier(g, runID),
+		OnClassify:    classifier(g, runID),
+		WaitDecisions: decide,
 	})
 }
 

@@ -64,6 +64,14 @@ type Runner struct {
 	// Control carries requests from other processes (faber classify) to the
 	// running session; nil when there is no control channel.
 	Control <-chan ControlReq
+	// WaitDecisions, while open, makes the session wait instead of ending
+	// once nothing runs and a pending_failed step is all that keeps the run
+	// from going on: a decision on it comes through Control (the live
+	// view's r / x x) and the run goes on. Closing it (the live view's q,
+	// or the view gone) ends the wait: the run ends pending_failed as it
+	// does without it. Nil: no wait (plain and JSON progress). See
+	// awaitDecisions.
+	WaitDecisions <-chan struct{}
 	// CheckState, if set, is asked after every process a step runs whether
 	// the run's state dir is still usable (its file system not full). An
 	// error stops the run as a state problem, like a log file faber cannot

@@ -27,12 +27,13 @@ func (r *Runner) push(sr *stepRun) {
 func (r *Runner) loop(ctx context.Context) {
 	done := ctx.Done()
 	hard := r.HardStop
+	wait := r.WaitDecisions
 	for {
 		r.fill()
 		if r.flushLater() {
 			continue // a join may have become ready
 		}
-		if r.inflight == 0 {
+		if r.inflight == 0 && !r.awaitDecisions(wait) {
 			return
 		}
 		select {
@@ -46,6 +47,8 @@ func (r *Runner) loop(ctx context.Context) {
 			r.interrupt(true)
 		case req := <-r.Control:
 			req.Reply <- r.classify(req)
+		case <-wait:
+			wait = nil // decisions left for later (awaitDecisions)
 		}
 	}
 }

@@ -25,7 +25,9 @@ func (m *Model) addItem(d StepDef) {
 	if i := strings.IndexByte(d.ID, '['); i >= 0 && strings.HasSuffix(d.ID, "]") {
 		key = d.ID[i+1 : len(d.ID)-1]
 	}
-	m.items[d.ID] = &itemState{id: d.ID, key: key, fan: d.FanOut, status: exec.StatusPending}
+	it := &itemState{id: d.ID, key: key, fan: d.FanOut, status: exec.StatusPending}
+	m.items[d.ID] = it
+	m.itemsOf[d.FanOut] = append(m.itemsOf[d.FanOut], it)
 	f := m.fans[d.FanOut]
 	if f == nil {
 		f = &exec.ItemCounts{}
@@ -65,19 +67,31 @@ func (m *Model) fanRow(it *itemState) *stepRow {
 
 func (m *Model) applyItemStatus(it *itemState, e exec.Event) {
 	r := m.fanRow(it)
-	f := m.fans[it.fan]
-	if e.Status != it.status {
-		f.Add(it.status, -1)
-		f.Add(e.Status, 1)
-		it.status = e.Status
-	}
+	m.setItemStatus(it, e.Status)
 	d := data[exec.StepStatus](e)
 	switch {
-	case isBad(e.Status) || e.Status == exec.StatusInterrupted:
+	case isBad(e.Status) || e.Status == exec.StatusInterrupted || e.Status == exec.StatusPendingFailed:
 		r.log.add(logLine{text: fmt.Sprintf("[%s] %s: %s", it.key, e.Status, oneLine(errOf(e.ExitCode, d.Error))), mark: true})
 	case e.Status == exec.StatusRetrying:
 		r.log.add(logLine{text: fmt.Sprintf("[%s] retrying (attempt %d next)", it.key, e.Attempt), mark: true})
 	}
+}
+
+// setItemStatus changes an item's status and keeps the counters right.
+func (m *Model) setItemStatus(it *itemState, status string) {
+	if status == it.status {
+		return
+	}
+	f := m.fans[it.fan]
+	f.Add(it.status, -1)
+	f.Add(status, 1)
+	if it.status == exec.StatusPendingFailed {
+		m.pendingItems--
+	}
+	if status == exec.StatusPendingFailed {
+		m.pendingItems++
+	}
+	it.status = status
 }
 
 func (m *Model) applyItemLine(it *itemState, e exec.Event) {

@@ -56,7 +56,7 @@ func DefaultKeyMap() KeyMap {
 		Follow:    Binding{Keys: []string{"f"}, Help: "f", Desc: "follow running step"},
 		Help:      Binding{Keys: []string{"?"}, Help: "?", Desc: "help"},
 		Close:     Binding{Keys: []string{"esc"}, Help: "esc", Desc: "close log or help"},
-		Detach:    Binding{Keys: []string{"q"}, Help: "q", Desc: "leave (the run goes on)"},
+		Detach:    Binding{Keys: []string{"q"}, Help: "q", Desc: "leave (the run goes on; if it waits for a decision, leave that for later)"},
 		Quit:      Binding{Keys: []string{"ctrl+c"}, Help: "ctrl+c", Desc: "interrupt (twice: kill now)"},
 		Retry:     Binding{Keys: []string{"r"}, Help: "r", Desc: "retry pending_failed"},
 		Fail:      Binding{Keys: []string{"x"}, Help: "x x", Desc: "fail pending_failed (press twice)"},

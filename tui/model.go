@@ -53,6 +53,12 @@ type Options struct {
 	// view tells how to do it with `faber classify`. It is called off the
 	// program's goroutine, so it may block.
 	OnClassify func(stepID string, retry bool) error
+	// WaitDecisions says the session waits, while this view is open, for a
+	// decision on pending_failed steps once nothing else can run
+	// (exec.Runner.WaitDecisions, fed by TUI.Decisions): the view then
+	// prompts for r / x x, and q leaves the decision for later (the run ends
+	// pending_failed) instead of leaving the view. Off for faber attach.
+	WaitDecisions bool
 	// Attached is a view of a run that another process owns (faber attach):
 	// q and Ctrl-C leave the view and do nothing to the run.
 	Attached bool
@@ -228,6 +234,18 @@ type Model struct {
 	// each fan-out, by its step id (the row that shows it).
 	items map[string]*itemState
 	fans  map[string]*exec.ItemCounts
+	// itemsOf are the items of each fan-out in plan order; pendingItems
+	// counts the items that are pending_failed.
+	itemsOf      map[string][]*itemState
+	pendingItems int
+
+	// decideLater ends the session's wait for decisions (q while it waits);
+	// nil when the session does not wait (Options.WaitDecisions). leftLater
+	// is set once q left them for later; offered once the view pointed at a
+	// pending_failed step for the current wait.
+	decideLater func()
+	leftLater   bool
+	offered     bool
 
 	childRuns map[string]*childRun // every child and grandchild run, by run id
 	rowsDirty bool                 // child lines were added: layoutRows is due
@@ -247,6 +265,7 @@ func NewModel(opt Options) *Model {
 		childRuns: map[string]*childRun{},
 		items:     map[string]*itemState{},
 		fans:      map[string]*exec.ItemCounts{},
+		itemsOf:   map[string][]*itemState{},
 		width:     80,
 		height:    24,
 		attW:      3,
@@ -260,12 +279,19 @@ func NewModel(opt Options) *Model {
 	if m.now == nil {
 		m.now = time.Now
 	}
+	if opt.WaitDecisions && !opt.Attached {
+		m.decideLater = func() {} // New ends the session's wait
+	}
 	m.start = m.now()
 	for _, d := range opt.Steps {
 		m.addStep(d)
 	}
 	m.layoutRows()
 	for id, ps := range opt.Prior {
+		if it := m.items[id]; it != nil && ps != nil {
+			m.setItemStatus(it, ps.Status)
+			continue
+		}
 		r := m.byID[id]
 		if r == nil || ps == nil {
 			continue
@@ -417,6 +443,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				r.log.add(logLine{text: fmt.Sprintf("… %d lines not shown (the view fell behind); faber logs has them all", n), mark: true})
 			}
 		}
+		m.offerDecision()
 	case tickMsg:
 		m.frame++
 		if m.msg != "" && !m.msgUntil.IsZero() && m.now().After(m.msgUntil) {
@@ -472,6 +499,13 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 		m.confirm, m.msg = "", ""
 	}
 	switch {
+	case km.Detach.Matches(k) && m.waiting():
+		// The session waits for a decision: q leaves it for later, and
+		// the view stays until the run has ended (pending_failed, exit 3).
+		m.leftLater = true
+		m.decideLater()
+		m.msg, m.msgAlert, m.msgUntil = "left for later: the run ends pending_failed; faber classify, then faber resume, go on with it", true, time.Time{}
+		return nil
 	case km.Detach.Matches(k) || (m.opt.Attached && km.Quit.Matches(k)):
 		// The run goes on; the caller tells how to come back (Detached).
 		m.detached = true
@@ -563,27 +597,111 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 
 // classify handles r / x on the selected step: r retries it at once; x asks
 // first, and fails it when the next key is x again on the same step
-// (confirmed names the step that the previous x asked about).
+// (confirmed names the step that the previous x asked about). On a
+// fan-out's row they classify its pending_failed items.
 func (m *Model) classify(retry bool, confirmed string) tea.Cmd {
 	r := m.selected()
-	if r == nil || r.status != exec.StatusPendingFailed {
+	ids := m.decisionIDs(r)
+	if len(ids) == 0 {
 		m.say("r / x classify a pending_failed step; select one first", false)
 		return nil
 	}
 	id := r.def.ID
+	what := id
+	if len(ids) > 1 || ids[0] != id {
+		what = fmt.Sprintf("%s (%d pending_failed %s)", id, len(ids), plural(len(ids), "item", "items"))
+	}
 	if m.opt.OnClassify == nil || m.runStatus != "" {
 		// No session to apply it (or it has ended): say how to do it.
-		m.say(fmt.Sprintf("classify with: faber classify %s %s --retry|--fail, then faber resume %s", m.opt.RunID, id, m.opt.RunID), true)
+		m.say(ClassifyHint(m.opt.RunID, ids)+", then faber resume "+m.opt.RunID, true)
 		return nil
 	}
 	if !retry && confirmed != id {
 		m.confirm = id
-		m.msg, m.msgAlert, m.msgUntil = fmt.Sprintf("x again to fail %s and cancel its dependents; any other key keeps it waiting", id), true, time.Time{}
+		m.msg, m.msgAlert, m.msgUntil = fmt.Sprintf("x again to fail %s and cancel its dependents; any other key keeps it waiting", what), true, time.Time{}
 		return nil
 	}
 	fn := m.opt.OnClassify
-	m.say(fmt.Sprintf("classifying %s…", id), false)
-	return func() tea.Msg { return classifiedMsg{step: id, retry: retry, err: fn(id, retry)} }
+	m.say(fmt.Sprintf("classifying %s…", what), false)
+	return func() tea.Msg {
+		for _, it := range ids {
+			if err := fn(it, retry); err != nil {
+				return classifiedMsg{step: it, retry: retry, err: err}
+			}
+		}
+		return classifiedMsg{step: what, retry: retry}
+	}
+}
+
+// decisionIDs are what r / x on row r classify: the step when it is
+// pending_failed, else its pending_failed items (a fan-out), in order.
+func (m *Model) decisionIDs(r *stepRow) []string {
+	if r == nil {
+		return nil
+	}
+	if r.status == exec.StatusPendingFailed {
+		return []string{r.def.ID}
+	}
+	var ids []string
+	if m.pendingItems > 0 {
+		for _, it := range m.itemsOf[r.def.ID] {
+			if it.status == exec.StatusPendingFailed {
+				ids = append(ids, it.id)
+			}
+		}
+	}
+	return ids
+}
+
+// waiting reports whether the session waits for a decision, as far as the
+// view knows: it was told the session waits (WaitDecisions), the run goes
+// on, nothing runs, and a step or item is pending_failed.
+func (m *Model) waiting() bool {
+	if m.decideLater == nil || m.leftLater || m.runStatus != "" || m.interrupts > 0 {
+		return false
+	}
+	if m.counts[exec.StatusPendingFailed] == 0 && m.pendingItems == 0 {
+		return false
+	}
+	if m.counts[exec.StatusInProgress]+m.counts[exec.StatusRemediating]+m.counts[exec.StatusRetrying] > 0 {
+		return false
+	}
+	for _, f := range m.fans {
+		if f.Running > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// offerDecision, when the session starts waiting for a decision, selects
+// the first step that waits (unless one is selected already), so that r
+// and x x act on it.
+func (m *Model) offerDecision() {
+	if !m.waiting() {
+		m.offered = false
+		return
+	}
+	if m.offered {
+		return
+	}
+	m.offered = true
+	if len(m.decisionIDs(m.selected())) > 0 {
+		return
+	}
+	for _, r := range m.steps {
+		if len(m.decisionIDs(r)) > 0 {
+			m.setSel(r.index)
+			return
+		}
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // selectStep moves the selection (by hand: following stops).

@@ -149,7 +149,7 @@ func TestViewShowsEveryStatus(t *testing.T) {
 	if row := rowOf(t, v, "s-"+exec.StatusRemediating); !strings.Contains(row, "on_failure: /faber:debug --problem {error}") {
 		t.Errorf("remediating row lacks the handler command: %q", row)
 	}
-	if row := rowOf(t, v, "s-"+exec.StatusPendingFailed); !strings.Contains(row, "awaiting decision: r retry · x fail") || !strings.Contains(row, "boom in pend") {
+	if row := rowOf(t, v, "s-"+exec.StatusPendingFailed); !strings.Contains(row, "awaiting decision: r retry · x x fail") || !strings.Contains(row, "boom in pend") {
 		t.Errorf("pending_failed row does not stand out: %q", row)
 	}
 	if row := rowOf(t, v, "s-"+exec.StatusFailure); !strings.Contains(row, "boom in failure") {
@@ -367,7 +367,7 @@ func TestClassifyKeys(t *testing.T) {
 	}
 	key(m, "esc")
 	key(m, "k")
-	if v := m.View(); !strings.Contains(v, "r retry · x fail · ↑/↓ select") {
+	if v := m.View(); !strings.Contains(v, "r retry · x x fail · ↑/↓ select") {
 		t.Errorf("footer lacks r/x on a pending_failed step:\n%s", v)
 	}
 	key(m, "x")

@@ -100,15 +100,11 @@ func (m *Model) Summary() string {
 		fmt.Fprintf(&b, "\n  %s\n", s.Dim.Render(fmt.Sprintf("%d output lines were not shown live; faber logs has them all", m.dropped)))
 	}
 	var hints []string
-	if len(failed) > 0 {
-		if cr, cs := deepestFailure(failed[0].runs); cs != nil {
-			hints = append(hints, fmt.Sprintf("logs: faber logs %s %s --stderr", cr.id, cs.id))
-		} else {
-			hints = append(hints, fmt.Sprintf("logs: faber logs %s %s --stderr", m.opt.RunID, failed[0].def.ID))
-		}
+	if h := m.logHint(failed); h != "" {
+		hints = append(hints, h)
 	}
-	if len(pending) > 0 {
-		hints = append(hints, fmt.Sprintf("classify with: faber classify %s %s --retry|--fail", m.opt.RunID, pending[0].def.ID))
+	if h := ClassifyHint(m.opt.RunID, m.pendingIDs()); h != "" {
+		hints = append(hints, h)
 	}
 	if m.opt.ResumeHint && status != exec.RunSuccess {
 		hints = append(hints, "resume with: faber resume "+m.opt.RunID)
@@ -120,6 +116,46 @@ func (m *Model) Summary() string {
 		}
 	}
 	return b.String()
+}
+
+// logHint names the log of the first failed step: down into its child runs
+// for a sub-plan step, its first failed item for a fan-out (whose join step
+// runs nothing and has no log). "" when none has a log to show.
+func (m *Model) logHint(failed []*stepRow) string {
+	for _, r := range failed {
+		if cr, cs := deepestFailure(r.runs); cs != nil {
+			return LogHint(cr.id, cs.id)
+		}
+		if its := m.itemsOf[r.def.ID]; len(its) > 0 {
+			for _, it := range its {
+				if isBad(it.status) {
+					return LogHint(m.opt.RunID, it.id)
+				}
+			}
+			continue // no item failed (canceled, interrupted): no log tells why
+		}
+		return LogHint(m.opt.RunID, r.def.ID)
+	}
+	return ""
+}
+
+// pendingIDs are the steps and items that wait for a decision, in plan
+// order.
+func (m *Model) pendingIDs() []string {
+	var ids []string
+	for _, r := range m.steps {
+		if r.status == exec.StatusPendingFailed {
+			ids = append(ids, r.def.ID)
+		}
+		if m.pendingItems > 0 {
+			for _, it := range m.itemsOf[r.def.ID] {
+				if it.status == exec.StatusPendingFailed {
+					ids = append(ids, it.id)
+				}
+			}
+		}
+	}
+	return ids
 }
 
 // childFailures lists, under a failed sub-plan step, the steps of its child

@@ -48,6 +48,12 @@ type TUI struct {
 	runErr   error
 	once     sync.Once
 	closeErr error
+
+	// decisions is open while the session may wait for a decision here
+	// (Decisions); nil when the view takes none.
+	decisions   chan struct{}
+	decidedOnce sync.Once
+	summarized  bool // Close printed the summary, with its hints
 }
 
 // New starts the live view of a run on out, the terminal (in the alternate
@@ -60,6 +66,10 @@ func New(out io.Writer, in io.Reader, opt Options) *TUI {
 		stop:     make(chan struct{}),
 		pumpDone: make(chan struct{}),
 		runDone:  make(chan struct{}),
+	}
+	if opt.WaitDecisions && !opt.Attached {
+		t.decisions = make(chan struct{})
+		t.model.decideLater = t.endDecisions
 	}
 	// Signals stay with main (SIGINT/SIGTERM stop the run, not the view);
 	// in raw mode Ctrl-C is a key, handled by the model.
@@ -108,6 +118,7 @@ func (t *TUI) pump() {
 			t.flush()
 			return
 		case <-t.runDone:
+			t.endDecisions() // nobody is left to decide
 			t.toPlain()
 			return
 		}
@@ -167,6 +178,7 @@ func (t *TUI) toPlain() {
 // all of that is done.
 func (t *TUI) Close() error {
 	t.once.Do(func() {
+		t.endDecisions()
 		t.mu.Lock()
 		fb := t.fallback
 		t.closed = true
@@ -198,7 +210,9 @@ func (t *TUI) Close() error {
 			t.prog.Kill()
 			<-t.runDone
 		}
-		_, t.closeErr = io.WriteString(t.out, t.model.Summary())
+		sum := t.model.Summary()
+		t.summarized = sum != ""
+		_, t.closeErr = io.WriteString(t.out, sum)
 	})
 	return t.closeErr
 }
@@ -206,3 +220,20 @@ func (t *TUI) Close() error {
 // Left is closed when the live view has ended: the run's end, q, or a
 // terminal that failed. faber attach waits on it.
 func (t *TUI) Left() <-chan struct{} { return t.runDone }
+
+// Decisions is for exec.Runner.WaitDecisions: open while a person at this
+// view can decide on pending_failed steps (Options.WaitDecisions), closed
+// when q leaves the decision for later or the view has ended (q while steps
+// run, a terminal that failed, Close). Nil when the view takes no decision.
+func (t *TUI) Decisions() <-chan struct{} { return t.decisions }
+
+func (t *TUI) endDecisions() {
+	if t.decisions != nil {
+		t.decidedOnce.Do(func() { close(t.decisions) })
+	}
+}
+
+// Summarized reports whether Close printed the summary, which ends with the
+// log and classify hints (EndHints): the caller then does not repeat them.
+// Valid once Close returned.
+func (t *TUI) Summarized() bool { return t.summarized }

@@ -384,7 +384,7 @@ func (m *Model) restText(r *stepRow) string {
 		if r.classified != "" {
 			return s.Warn.Render("classified: "+r.classified) + " " + s.Error.Render(oneLine(errText(r)))
 		}
-		return s.Alert.Render(" awaiting decision: r retry · x fail ") + " " + s.Error.Render(oneLine(errText(r)))
+		return s.Alert.Render(" awaiting decision: r retry · x x fail ") + " " + s.Error.Render(oneLine(errText(r)))
 	case exec.StatusFailure, exec.StatusRemediationFailed:
 		return s.Error.Render(oneLine(errText(r)))
 	case exec.StatusInterrupted:
@@ -423,6 +423,8 @@ func (m *Model) header() []string {
 		state = s.Error.Render("killing")
 	case m.interrupts == 1:
 		state = s.Warn.Render("interrupting")
+	case m.waiting():
+		state = s.Alert.Render("? waiting for a decision")
 	default:
 		state = s.Running.Render(spinnerFrames[m.frame%len(spinnerFrames)] + " running")
 	}
@@ -580,9 +582,21 @@ func (m *Model) footer() string {
 		}
 		return m.msg
 	}
-	var parts []string
-	if r := m.selected(); r != nil && r.status == exec.StatusPendingFailed {
-		parts = append(parts, s.Alert.Render("r")+" retry", s.Alert.Render("x")+" fail")
+	// pre are the keys of a decision (the selected step is pending_failed,
+	// or the session waits for one); parts the usual short help.
+	var prompt string
+	var pre, parts []string
+	waiting := m.waiting()
+	if waiting {
+		ids := m.pendingIDs()
+		what := ids[0] + " waits"
+		if len(ids) > 1 {
+			what = fmt.Sprintf("%d steps wait", len(ids))
+		}
+		prompt = s.Alert.Render(what+" for a decision:") + " "
+	}
+	if len(m.decisionIDs(m.selected())) > 0 {
+		pre = append(pre, s.Alert.Render(m.keys.Retry.Help)+" retry", s.Alert.Render(m.keys.Fail.Help)+" fail")
 	}
 	for _, b := range m.keys.ShortHelp() {
 		if b.Desc == "log" && m.showLog {
@@ -591,14 +605,27 @@ func (m *Model) footer() string {
 		if b.Desc == "follow" && m.follow {
 			b.Desc = "follow (on)"
 		}
+		if b.Desc == "leave" && waiting {
+			// q leaves the decision for later, not the view.
+			parts = append(parts, s.Alert.Render(b.Help)+" later")
+			continue
+		}
 		parts = append(parts, s.Bold.Render(b.Help)+" "+s.Dim.Render(b.Desc))
 	}
+	width := func() int {
+		return ansi.StringWidth(prompt + strings.Join(append(append([]string{}, pre...), parts...), " · "))
+	}
 	// Narrow: drop hints from the middle (log, follow, ...) before the
-	// ones a person needs to get out: help, leave, interrupt.
-	for len(parts) > 4 && ansi.StringWidth(strings.Join(parts, " · ")) > m.width {
+	// ones a person needs to get out: help, leave, interrupt; then the
+	// words of the prompt before its keys.
+	for len(pre)+len(parts) > 4 && len(parts) > 3 && width() > m.width {
 		parts = append(parts[:len(parts)-4], parts[len(parts)-3:]...)
 	}
-	return strings.Join(parts, s.Dim.Render(" · "))
+	if width() > m.width {
+		prompt = ""
+	}
+	parts = append(pre, parts...)
+	return prompt + strings.Join(parts, s.Dim.Render(" · "))
 }
 
 func (m *Model) helpLines(h int) []string {

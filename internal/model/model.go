@@ -791,7 +791,10 @@ func (e *explorer) finish(w *World) {
 			continue
 		}
 		def := &e.p.Steps[i]
-		if def.Join && e.itemsSettled(w, i) && len(def.Items) > 0 {
+		if def.Join && e.depsOK(w, i) && e.itemsSettled(w, i) {
+			// Its needs are met and every item is settled: decided as
+			// usual (its items may have been canceled by the stop). A join
+			// whose own need failed is canceled like any step.
 			e.decideJoin(w, i)
 			continue
 		}

@@ -407,9 +407,7 @@ func (m *Model) fitAttempt(r *stepRow) {
 	m.attW = max(m.attW, len(attemptText(r)))
 }
 
-func isActive(s string) bool {
-	return s == exec.StatusInProgress || s == exec.StatusRemediating || s == exec.StatusRetrying
-}
+func isActive(s string) bool { return exec.Status(s).Active() }
 
 func isBad(s string) bool {
 	return s == exec.StatusFailure || s == exec.StatusRemediationFailed

@@ -81,11 +81,11 @@ func (m *Model) Summary() string {
 
 	var failed, pending []*stepRow
 	for _, r := range m.steps {
-		switch r.status {
-		case exec.StatusFailure, exec.StatusRemediationFailed:
-			failed = append(failed, r)
-		case exec.StatusPendingFailed:
+		switch st := exec.Status(r.status); {
+		case st == exec.StatusPendingFailed:
 			pending = append(pending, r)
+		case st.Failed():
+			failed = append(failed, r)
 		}
 	}
 	if len(failed)+len(pending) > 0 {

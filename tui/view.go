@@ -640,9 +640,8 @@ func (m *Model) helpLines(h int) []string {
 		out = append(out, "  "+s.Bold.Render(padRight(b.Help, 10))+" "+b.Desc)
 	}
 	out = append(out, "", s.Header.Render("statuses"))
-	for _, st := range []string{exec.StatusPending, exec.StatusInProgress, exec.StatusSuccess, exec.StatusCached, exec.StatusFailure,
-		exec.StatusRetrying, exec.StatusRemediating, exec.StatusRemediationFailed, exec.StatusPendingFailed,
-		exec.StatusCanceled, exec.StatusInterrupted} {
+	for _, status := range exec.AllStatuses() {
+		st := string(status)
 		g := s.Glyph(st)
 		switch st {
 		case exec.StatusInProgress:

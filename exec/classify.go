@@ -31,7 +31,7 @@ func ClassifyWith(p *spec.Plan, steps map[string]*StepState, stepID, action, rea
 	if st.Status != StatusPendingFailed {
 		return nil, nil, &ClassifyError{fmt.Sprintf("step %q is %s, not pending_failed: only pending_failed steps can be classified", stepID, st.Status)}
 	}
-	if p.Step(stepID).PlanPath != "" {
+	if WaitsOnChild(st) {
 		// The decision belongs to the child run's own pending steps (SPEC §10).
 		return nil, nil, &ClassifyError{fmt.Sprintf("step %q waits on its child run %s: classify that run's pending steps (faber pending %s), then resume", stepID, st.ChildRunID, st.ChildRunID)}
 	}
@@ -93,4 +93,13 @@ func Hint(text string) string {
 		return "looks transient (" + transientRe().FindString(text) + "): classify --retry is likely to help"
 	}
 	return ""
+}
+
+// WaitsOnChild reports whether a pending_failed step waits on its child
+// run's own pending steps (SPEC §10: the child ended pending_failed, exit
+// 3), rather than on a decision about its own failure: a sub-plan step whose
+// child failed is pending_failed by the parent's use_pending_failed like any
+// step, and is classified, and kept by resume, like one.
+func WaitsOnChild(st *StepState) bool {
+	return st.Status == StatusPendingFailed && st.ChildRunID != "" && st.ExitCode != nil && *st.ExitCode == childPendingExit
 }

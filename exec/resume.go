@@ -198,7 +198,7 @@ func PrepareResume(p *spec.Plan, prior *Prior, opts ResumeOptions) error {
 		case st.Status == StatusPendingFailed:
 			// A sub-plan step waits on its child run, which holds the real
 			// decision: resuming the step resumes the child (SPEC §9).
-			if st.Classified == ClassifiedRetry || opts.RetryPending || s.PlanPath != "" {
+			if st.Classified == ClassifiedRetry || opts.RetryPending || WaitsOnChild(st) {
 				set(st, StatusPending, "")
 			}
 		}

@@ -38,6 +38,8 @@ type Case struct {
 	// Rerun: once the run is over, run the plan again (one session): the
 	// steps with inputs that succeeded are cached.
 	Rerun bool
+	// Grow: before the first resume, add a file to every Glob's directory.
+	Grow bool
 }
 
 // GPhase is a phase of a Case.
@@ -60,6 +62,14 @@ type GStep struct {
 	// Child: 0 none; 1 a sub-plan whose one step always succeeds; 2 one
 	// whose step always fails (so which child attempt runs never matters).
 	Child int
+	// Glob: a fan-out over glob "g<n>/*", the files that step Up creates
+	// (Files of them, x0, x1 ...; every attempt of Up creates them). With
+	// the Case's Grow, the user adds g<n>/x9 before the first resume.
+	Glob  bool
+	Up    string
+	Files int
+	// Makes are the files this step creates (it is some Glob's Up).
+	Makes []string
 }
 
 // GOn is a step's result_handling.
@@ -121,6 +131,7 @@ func Gen(seed uint64) *Case {
 		c.Kill = 1 + pick(12)
 	}
 	c.Rerun = chance(0.25)
+	c.Grow = chance(0.5)
 
 	var ids []string
 	n := 0
@@ -142,15 +153,22 @@ func Gen(seed uint64) *Case {
 			}
 			kinds := []string{"", "", "stop", "continue", "retry", "command", "command", "structured", "bogus"}
 			gs.On = GOn{Kind: kinds[pick(len(kinds))], MaxRetries: -1 + pick(4), RetryOnSuccess: -1 + pick(3)}
+			plain := c.plainSteps()
 			switch v := pick(20); {
-			case v < 3:
+			case v < 3 && len(plain) > 0:
+				// A fan-out over files an upstream step creates.
+				gs.Glob, gs.Files = true, pick(3)
+				gs.Up = plain[pick(len(plain))]
+				gs.HasNeeds, gs.Needs = true, []string{gs.Up}
+				c.step(gs.Up).Makes = append(c.step(gs.Up).Makes, gs.globFiles()...)
+			case v < 6:
 				for i := 0; i < 1+pick(3); i++ {
 					gs.Items = append(gs.Items, fmt.Sprintf("i%d", i))
 				}
 			case v < 5:
 				gs.Child = 1 + pick(2)
 			}
-			gs.Cache = gs.Child == 0 && chance(0.3)
+			gs.Cache = gs.Child == 0 && !gs.Glob && chance(0.3)
 			for _, id := range gs.concrete() {
 				c.Codes[id] = genExits(rng)
 				if gs.Child == 1 {
@@ -204,7 +222,69 @@ func (s *GStep) concrete() []string {
 	for _, it := range s.Items {
 		out = append(out, s.ID+"["+it+"]")
 	}
+	for _, f := range s.globItems() {
+		out = append(out, s.ID+"["+strings.ReplaceAll(f, "/", "_")+"]")
+	}
 	return append(out, s.ID)
+}
+
+// globItems are every file a Glob step may read: the Up step's, and the
+// one the user adds (in glob order).
+func (s *GStep) globItems() []string {
+	if !s.Glob {
+		return nil
+	}
+	return append(s.globFiles(), "g"+s.ID+"/x9")
+}
+
+// globFiles are the files the Up step creates.
+func (s *GStep) globFiles() []string {
+	var out []string
+	for i := 0; i < s.Files; i++ {
+		out = append(out, fmt.Sprintf("g%s/x%d", s.ID, i))
+	}
+	return out
+}
+
+// plainSteps are the ids of the steps so far that run s.sh themselves (no
+// fan-out, no sub-plan): those can create a Glob's files.
+func (c *Case) plainSteps() []string {
+	var out []string
+	for _, ph := range c.Phases {
+		for _, s := range ph.Steps {
+			if s.Items == nil && !s.Glob && s.Child == 0 {
+				out = append(out, s.ID)
+			}
+		}
+	}
+	return out
+}
+
+func (c *Case) step(id string) *GStep {
+	for pi := range c.Phases {
+		for si := range c.Phases[pi].Steps {
+			if c.Phases[pi].Steps[si].ID == id {
+				return &c.Phases[pi].Steps[si]
+			}
+		}
+	}
+	return nil
+}
+
+// GrowFiles are the files the user adds before the first resume.
+func (c *Case) GrowFiles() []string {
+	if !c.Grow {
+		return nil
+	}
+	var out []string
+	for _, ph := range c.Phases {
+		for _, s := range ph.Steps {
+			if s.Glob {
+				out = append(out, "g"+s.ID+"/x9")
+			}
+		}
+	}
+	return out
 }
 
 // ClassifyRetry is the user's classification of a pending_failed step in a
@@ -268,6 +348,10 @@ func (c *Case) Files() map[string]string {
 // appends a line to trace.log.
 const stepScript = `#!/bin/sh
 sleep "$1"
+shift
+for f in "$@"; do
+  case $f in g*) mkdir -p "${f%/*}" && : > "$f";; esac
+done
 c=$(sed -n "${FABER_ATTEMPT}p" "codes/$FABER_STEP_ID" 2>/dev/null)
 [ -n "$c" ] || c=0
 echo "attempt $FABER_STEP_ID $FABER_ATTEMPT $c" >> trace.log
@@ -332,8 +416,11 @@ func (c *Case) YAML() string {
 			case s.Items != nil:
 				fmt.Fprintf(&b, "        foreach: [%s]\n", strings.Join(s.Items, ", "))
 				fmt.Fprintf(&b, "        run: ./s.sh 0.0%d {item}\n", c.Sleep[s.ID+"["+s.Items[0]+"]"])
+			case s.Glob:
+				fmt.Fprintf(&b, "        foreach: {glob: \"g%s/*\"}\n", s.ID)
+				fmt.Fprintf(&b, "        run: ./s.sh 0.0%d {item}\n", c.Sleep[s.ID])
 			default:
-				fmt.Fprintf(&b, "        run: ./s.sh 0.0%d\n", c.Sleep[s.ID])
+				fmt.Fprintf(&b, "        run: ./s.sh 0.0%d%s\n", c.Sleep[s.ID], strings.TrimRight(" "+strings.Join(s.Makes, " "), " "))
 			}
 			if s.HasNeeds {
 				fmt.Fprintf(&b, "        needs: [%s]\n", strings.Join(s.Needs, ", "))
@@ -439,23 +526,25 @@ func (c *Case) Model() *Plan {
 		s := t.s
 		on := toOn(s.On)
 		var items []int
-		for _, it := range s.Items {
-			id := s.ID + "[" + it + "]"
+		ids := s.concrete()
+		join := len(p.Steps) + len(ids) - 1
+		for k, id := range ids[:len(ids)-1] {
 			index[id] = len(p.Steps)
 			items = append(items, len(p.Steps))
+			grown := s.Glob && k == len(ids)-2 // g<n>/x9, the file the user adds
 			p.Steps = append(p.Steps, Step{ID: id, Deps: c.idx(index, t.deps), Rules: handlers[s.Handler], OnFailure: on,
-				Attempts: c.Codes[id], Handler: c.HCodes[id], Cacheable: s.Cache})
+				Attempts: c.Codes[id], Handler: c.HCodes[id], Cacheable: s.Cache, Group: join, Grown: grown})
 		}
 		index[s.ID] = len(p.Steps)
 		st := Step{ID: s.ID, Deps: c.idx(index, t.deps), Rules: handlers[s.Handler], OnFailure: on,
-			Attempts: c.Codes[s.ID], Handler: c.HCodes[s.ID], Cacheable: s.Cache}
-		if s.Items != nil {
-			st.Join, st.Items, st.Cacheable = true, items, false
+			Attempts: c.Codes[s.ID], Handler: c.HCodes[s.ID], Cacheable: s.Cache, Group: -1}
+		if s.Items != nil || s.Glob {
+			st.Join, st.Items, st.Cacheable, st.Dynamic = true, items, false, s.Glob
 		}
 		p.Steps = append(p.Steps, st)
 	}
 	if c.End {
-		p.End = &Step{ID: "end", Attempts: c.Codes["end"]}
+		p.End = &Step{ID: "end", Attempts: c.Codes["end"], Group: -1}
 	}
 	return p
 }
@@ -525,6 +614,9 @@ func (c *Case) Shrinks() []*Case {
 			for _, p := range d.Phases {
 				for k := range p.Steps {
 					p.Steps[k].Needs = without(p.Steps[k].Needs, id)
+					if p.Steps[k].Up == id {
+						p.Steps[k].Glob, p.Steps[k].Up = false, ""
+					}
 				}
 			}
 			out = append(out, d)
@@ -543,6 +635,11 @@ func (c *Case) Shrinks() []*Case {
 	if c.Rerun {
 		d := c.clone()
 		d.Rerun = false
+		out = append(out, d)
+	}
+	if c.Grow {
+		d := c.clone()
+		d.Grow = false
 		out = append(out, d)
 	}
 	if c.Sessions > 1 {
@@ -637,6 +734,7 @@ func (c *Case) clone() *Case {
 			if len(s.Items) == 0 {
 				s.Items = nil
 			}
+			s.Makes = append([]string(nil), s.Makes...)
 			d.Phases[i].Steps[j] = s
 		}
 	}

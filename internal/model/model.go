@@ -81,6 +81,14 @@ type Step struct {
 	// Cacheable: the step has inputs: (README "Caching"); its key never
 	// changes between the model's runs, so an entry is a hit.
 	Cacheable bool
+	// Dynamic, on a join: its items are read when it is ready (glob:,
+	// lines:), each session; Items are every item it may read.
+	Dynamic bool
+	// Group is an item's join (-1: no item).
+	Group int
+	// Grown, on an item of a dynamic fan-out: its file appears only after
+	// the first session (the user adds it before resuming).
+	Grown bool
 }
 
 func (s *Step) attempt(n int) Exit {
@@ -146,19 +154,22 @@ const (
 	Cached
 	// Probing: the step's cache key is computed; it holds a job slot.
 	Probing
+	// Absent: an item of a dynamic fan-out that its last reading did not
+	// find (or that was never read): not a step of the run.
+	Absent
 )
 
 // Name is the status as faber reports it.
 func (s Status) Name() string {
 	return [...]string{"pending", "in_progress", "remediating", "retrying", "retrying",
 		"success", "failure", "remediation_failed", "pending_failed", "canceled", "interrupted",
-		"cached", "pending"}[s]
+		"cached", "pending", "(missing)"}[s]
 }
 
 func (s Status) active() bool { return (s >= Running && s <= Queued) || s == Probing }
 
 // settled: no more work this session.
-func (s Status) settled() bool { return s >= Success && s != Probing }
+func (s Status) settled() bool { return s >= Success && s != Probing && s != Absent }
 
 // succeeded: success, or cached (it counts as success for dependents and
 // the run).
@@ -185,6 +196,8 @@ type St struct {
 	Late bool
 	// Probed: its cache was looked up this session.
 	Probed bool
+	// Expanded, on a dynamic join: it read its items this session.
+	Expanded bool
 }
 
 // World is the state of a run between events.
@@ -200,10 +213,15 @@ type World struct {
 	// Run counts the runs before this one; Prev holds their outcomes.
 	Run  int
 	Prev []StepOut
+	// Grown: the files of Grown items exist.
+	Grown bool
+
+	k string // key, once computed (a world is not changed after that)
 }
 
 func (w *World) clone() *World {
 	c := *w
+	c.k = ""
 	c.S = append([]St(nil), w.S...)
 	c.Codes = append([]int(nil), w.Codes...)
 	c.Entry = append([]bool(nil), w.Entry...)
@@ -212,12 +230,16 @@ func (w *World) clone() *World {
 }
 
 func (w *World) key() string {
+	if w.k != "" {
+		return w.k
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%v|%v|%d|%v|%d|%v|%d|%v|", w.Stopping, w.End, w.Running, w.Codes, w.Session, w.Entry, w.Run, w.Prev)
+	fmt.Fprintf(&b, "%v|%v|%d|%v|%d|%v|%d|%v|%v|", w.Stopping, w.End, w.Running, w.Codes, w.Session, w.Entry, w.Run, w.Prev, w.Grown)
 	for _, s := range w.S {
 		fmt.Fprintf(&b, "%v;", s)
 	}
-	return b.String()
+	w.k = b.String()
+	return w.k
 }
 
 // Outcome is what a whole run (every session) ended with.
@@ -251,7 +273,7 @@ func (o Outcome) Key() string { return o.String() }
 type explorer struct {
 	p    *Plan
 	memo map[string][]*World
-	// Limit bounds the states explored (0: 1e6).
+	// Limit bounds the states explored (0: 200,000).
 	Limit int
 	n     int
 }
@@ -263,7 +285,8 @@ var ErrTooBig = fmt.Errorf("model: too many states")
 // Outcomes returns every outcome the contract allows for p.
 func Outcomes(p *Plan) (map[string]Outcome, error) {
 	e := &explorer{p: p, memo: map[string][]*World{}}
-	w := &World{S: make([]St, len(p.Steps)), Entry: make([]bool, len(p.Steps))}
+	w := e.fresh()
+	w.Entry = make([]bool, len(p.Steps))
 	worlds := []*World{w}
 	out := map[string]Outcome{}
 	sessions := p.Policy.Sessions
@@ -326,7 +349,8 @@ func (e *explorer) resume(w *World, sessions int) *World {
 			return nil
 		}
 		// The plan again: a new run, with the cache as the first left it.
-		r := &World{S: make([]St, len(e.p.Steps)), Entry: append([]bool(nil), w.Entry...), Codes: append([]int(nil), w.Codes...), Run: w.Run + 1}
+		r := e.fresh()
+		r.Entry, r.Codes, r.Run, r.Grown = append([]bool(nil), w.Entry...), append([]int(nil), w.Codes...), w.Run+1, w.Grown
 		r.Prev = e.outcome(w).Steps
 		return r
 	}
@@ -363,13 +387,26 @@ func (e *explorer) resume(w *World, sessions int) *World {
 		}
 		s.RuleUsed = [4]int{}
 		s.OnFailUsed, s.HandlerN, s.RemRetries = 0, 0, 0
-		s.Continued, s.Slot, s.Late, s.Probed = false, false, false, false
+		s.Continued, s.Slot, s.Late, s.Probed, s.Expanded = false, false, false, false, false
 	}
 	r.End.Status = Pending
 	r.Stopping = false
 	r.Running = 0
 	r.Session++
+	r.Grown = true // the user adds the Grown items' files before resuming
 	return r
+}
+
+// fresh is a run before it starts: the items of dynamic fan-outs are not
+// read yet.
+func (e *explorer) fresh() *World {
+	w := &World{S: make([]St, len(e.p.Steps))}
+	for i, s := range e.p.Steps {
+		if s.Group >= 0 && e.p.Steps[s.Group].Dynamic {
+			w.S[i].Status = Absent
+		}
+	}
+	return w
 }
 
 // resumes reports whether the user resumes a session that exited code.
@@ -407,6 +444,13 @@ func (e *explorer) dependsOn(j, i int) bool {
 // session runs one session from w to its end: every world it may end in.
 func (e *explorer) session(w *World) ([]*World, error) {
 	w = w.clone()
+	// Dynamic fan-outs whose needs are met read their items before
+	// anything starts.
+	for i, def := range e.p.Steps {
+		if def.Dynamic && e.depsOK(w, i) {
+			e.expand(w, i)
+		}
+	}
 	e.advance(w)
 	return e.explore(w)
 }
@@ -419,7 +463,7 @@ func (e *explorer) explore(w *World) ([]*World, error) {
 	e.n++
 	limit := e.Limit
 	if limit == 0 {
-		limit = 1000000
+		limit = 200000
 	}
 	if e.n > limit {
 		return nil, ErrTooBig
@@ -448,6 +492,10 @@ func (e *explorer) explore(w *World) ([]*World, error) {
 			ends, err := e.explore(n)
 			if err != nil {
 				return nil, err
+			}
+			e.n += len(ends) // merging is work too
+			if e.n > limit {
+				return nil, ErrTooBig
 			}
 			for _, x := range ends {
 				if k := x.key(); !seen[k] {
@@ -493,13 +541,56 @@ func (e *explorer) advance(w *World) {
 	}
 }
 
+// expand reads a dynamic fan-out's items: those found are items of the run
+// (pending when new), the others leave it. When the set changed, the join
+// and every settled step downstream of it go back to pending.
+func (e *explorer) expand(w *World, j int) {
+	w.S[j].Expanded = true
+	changed := false
+	for _, it := range e.p.Steps[j].Items {
+		s := &w.S[it]
+		found := !e.p.Steps[it].Grown || w.Grown
+		switch {
+		case found && s.Status == Absent:
+			s.Status = Pending
+			changed = true
+		case !found && s.Status != Absent:
+			s.Status = Absent
+			changed = true
+		}
+	}
+	if !changed {
+		return
+	}
+	for k := range e.p.Steps {
+		if k != j && !e.dependsOnVia(k, j) {
+			continue
+		}
+		s := &w.S[k]
+		if s.Status.settled() {
+			s.Status, s.Classified, s.Continued = Pending, false, false
+		}
+	}
+}
+
+// dependsOnVia reports whether step k needs step j, directly or through
+// other steps' needs (not through a join's items).
+func (e *explorer) dependsOnVia(k, j int) bool {
+	for _, d := range e.p.Steps[k].Deps {
+		if d == j || e.dependsOnVia(d, j) {
+			return true
+		}
+	}
+	return false
+}
+
 // itemSettled: an item lets its join be decided (pending_failed waits).
-func itemSettled(s Status) bool { return s.settled() && s != PendFailed }
+func itemSettled(s Status) bool { return (s.settled() && s != PendFailed) || s == Absent }
 
 func (e *explorer) decideJoins(w *World) bool {
 	for i := range e.p.Steps {
 		def := &e.p.Steps[i]
-		if !def.Join || w.S[i].Status != Pending || w.Stopping {
+		if !def.Join || w.S[i].Status != Pending || w.Stopping || (def.Dynamic && !w.S[i].Expanded) {
 			continue
 		}
 		if !e.depsOK(w, i) || !e.itemsSettled(w, i) {
@@ -525,7 +616,7 @@ func (e *explorer) decideJoin(w *World, i int) {
 	s.Attempt++
 	s.Status = Success
 	for _, it := range e.p.Steps[i].Items {
-		if !w.S[it].Status.succeeded() {
+		if st := w.S[it].Status; !st.succeeded() && st != Absent {
 			s.Status = Failure
 		}
 	}
@@ -543,7 +634,16 @@ func (e *explorer) fillOne(w *World) bool {
 		def := &e.p.Steps[i]
 		s := &w.S[i]
 		if def.Join {
+			if def.Dynamic && !s.Expanded && s.Status == Pending && !w.Stopping && e.depsOK(w, i) {
+				// Read when it comes out of the ready queue, in plan
+				// order, while a slot is free.
+				e.expand(w, i)
+				return true
+			}
 			continue
+		}
+		if def.Group >= 0 && e.p.Steps[def.Group].Dynamic && !w.S[def.Group].Expanded {
+			continue // its fan-out reads its items first
 		}
 		switch {
 		case s.Status == Queued:
@@ -791,7 +891,7 @@ func (e *explorer) finish(w *World) {
 			continue
 		}
 		def := &e.p.Steps[i]
-		if def.Join && e.depsOK(w, i) && e.itemsSettled(w, i) {
+		if def.Join && e.depsOK(w, i) && e.itemsSettled(w, i) && (!def.Dynamic || s.Expanded) {
 			// Its needs are met and every item is settled: decided as
 			// usual (its items may have been canceled by the stop). A join
 			// whose own need failed is canceled like any step.

@@ -25,7 +25,7 @@ func ClassifyWith(stateDir, runID, step, action, reason string, lim exec.Limits,
 	// A sub-plan step waits on its child run: name the child's steps to decide on.
 	if v, err := View(stateDir, runID); err == nil {
 		for _, st := range v.Steps {
-			if st.ID != step || st.ChildRunID == "" || st.Status != exec.StatusPendingFailed {
+			if st.ID != step || !exec.WaitsOnChild(st) {
 				continue
 			}
 			var ids []string

@@ -486,7 +486,7 @@ func (c *Case) Model() *Plan {
 	if c.JobsFlag > 0 {
 		p.Jobs = c.JobsFlag
 	}
-	p.Policy = Policy{Sessions: c.Sessions, ResumeFailed: c.ResumeFailed, ClassifyRetry: c.ClassifyRetry, Rerun: c.Rerun}
+	p.Policy = Policy{Sessions: c.Sessions, ResumeFailed: c.ResumeFailed, ClassifyRetry: c.ClassifyRetry, Rerun: c.Rerun, Grow: c.Grow}
 	handlers := map[string][]Rule{}
 	for _, h := range c.Handlers {
 		for _, r := range h.Rules {

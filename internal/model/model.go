@@ -130,6 +130,9 @@ type Policy struct {
 	// Rerun: once the run is over, the plan is run again (a new run, one
 	// session), which finds the first run's cache entries.
 	Rerun bool
+	// Grow: before the first resume, the user adds the files of the Grown
+	// items of dynamic fan-outs.
+	Grow bool
 }
 
 // Status is a step status (SPEC §3). The active statuses are split by what
@@ -208,8 +211,10 @@ type World struct {
 	Running  int // job slots held
 	Codes    []int
 	Session  int
-	// Entry: the step has a cache entry (state-dir wide: kept across runs).
-	Entry []bool
+	// Entry is the key of the step's cache entry, "" for none (state-dir
+	// wide: kept across runs). A step's key changes only when a dynamic
+	// fan-out upstream of it has other items (keyOf).
+	Entry []string
 	// Run counts the runs before this one; Prev holds their outcomes.
 	Run  int
 	Prev []StepOut
@@ -224,7 +229,7 @@ func (w *World) clone() *World {
 	c.k = ""
 	c.S = append([]St(nil), w.S...)
 	c.Codes = append([]int(nil), w.Codes...)
-	c.Entry = append([]bool(nil), w.Entry...)
+	c.Entry = append([]string(nil), w.Entry...)
 	c.Prev = append([]StepOut(nil), w.Prev...)
 	return &c
 }
@@ -286,7 +291,7 @@ var ErrTooBig = fmt.Errorf("model: too many states")
 func Outcomes(p *Plan) (map[string]Outcome, error) {
 	e := &explorer{p: p, memo: map[string][]*World{}}
 	w := e.fresh()
-	w.Entry = make([]bool, len(p.Steps))
+	w.Entry = make([]string, len(p.Steps))
 	worlds := []*World{w}
 	out := map[string]Outcome{}
 	sessions := p.Policy.Sessions
@@ -350,7 +355,7 @@ func (e *explorer) resume(w *World, sessions int) *World {
 		}
 		// The plan again: a new run, with the cache as the first left it.
 		r := e.fresh()
-		r.Entry, r.Codes, r.Run, r.Grown = append([]bool(nil), w.Entry...), append([]int(nil), w.Codes...), w.Run+1, w.Grown
+		r.Entry, r.Codes, r.Run, r.Grown = append([]string(nil), w.Entry...), append([]int(nil), w.Codes...), w.Run+1, w.Grown
 		r.Prev = e.outcome(w).Steps
 		return r
 	}
@@ -393,7 +398,7 @@ func (e *explorer) resume(w *World, sessions int) *World {
 	r.Stopping = false
 	r.Running = 0
 	r.Session++
-	r.Grown = true // the user adds the Grown items' files before resuming
+	r.Grown = r.Grown || e.p.Policy.Grow // the user adds the Grown items' files before resuming
 	return r
 }
 
@@ -668,6 +673,27 @@ func (e *explorer) fillOne(w *World) bool {
 	return false
 }
 
+// keyOf is step i's cache key as far as it can change here: its id and
+// its needs' keys; a join's is over its items' (the ones it read).
+func (e *explorer) keyOf(w *World, i int) string {
+	def := &e.p.Steps[i]
+	var b strings.Builder
+	b.WriteString(def.ID + "(")
+	for _, d := range def.Deps {
+		b.WriteString(e.keyOf(w, d) + ",")
+	}
+	if def.Join {
+		b.WriteString("|")
+		for _, it := range def.Items {
+			if w.S[it].Status != Absent {
+				b.WriteString(e.keyOf(w, it) + ",")
+			}
+		}
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
 // upstreamSucceeded: no need is a continued failure (that is a cache miss
 // decided at once, without a lookup).
 func (e *explorer) upstreamSucceeded(w *World, i int) bool {
@@ -705,12 +731,12 @@ func (e *explorer) complete(w *World, i int) {
 			e.free(w, s)
 			s.Status = Success
 			if def.Cacheable {
-				w.Entry[i] = true
+				w.Entry[i] = e.keyOf(w, i)
 			}
 			return
 		}
 		if def.Cacheable {
-			w.Entry[i] = false // a failure drops the entry
+			w.Entry[i] = "" // a failure drops the entry
 		}
 		e.failure(w, i, late)
 	case Remediating:
@@ -722,7 +748,7 @@ func (e *explorer) complete(w *World, i int) {
 		case w.Stopping:
 			e.free(w, s) // stays pending: the end of the session decides
 			s.Status = Pending
-		case w.Entry[i]:
+		case w.Entry[i] != "" && w.Entry[i] == e.keyOf(w, i):
 			e.free(w, s)
 			s.Status = Cached
 		default:

@@ -273,12 +273,7 @@ func (r *Runner) expand(j *stepRun, atSetup bool) {
 // its dependents run.
 func (r *Runner) expandFailed(j *stepRun, err error, atSetup bool) {
 	st := j.st
-	now := r.now()
-	st.Attempt++
-	st.StartedAt, st.FinishedAt = timep(now), timep(now)
-	st.DurationMs = 0
-	st.ExitCode = nil
-	st.Hash = StepHash(r.Plan, j.def)
+	r.stampJoin(j)
 	st.Status = StatusFailure
 	st.Error = fmt.Sprintf("cannot read the items of step %q: %v", j.def.ID, err)
 	r.commit([]*StepState{st}, r.statusEvent(j))
@@ -396,9 +391,9 @@ func (r *Runner) slotChanged(sr *stepRun, taken bool) {
 	}
 }
 
-// decideJoin sets the join step's record from its items and returns its
-// status event; the caller commits it.
-func (r *Runner) decideJoin(sr *stepRun) Event {
+// stampJoin makes the record of a join step's decision a new attempt that
+// starts and ends now and runs no process.
+func (r *Runner) stampJoin(sr *stepRun) {
 	st := sr.st
 	now := r.now()
 	st.Attempt++
@@ -406,6 +401,13 @@ func (r *Runner) decideJoin(sr *stepRun) Event {
 	st.DurationMs = 0
 	st.ExitCode = nil
 	st.Hash = StepHash(r.Plan, sr.def)
+}
+
+// decideJoin sets the join step's record from its items and returns its
+// status event; the caller commits it.
+func (r *Runner) decideJoin(sr *stepRun) Event {
+	st := sr.st
+	r.stampJoin(sr)
 	st.CacheKey = ""
 	var failed []string
 	canceled := 0

@@ -32,7 +32,8 @@ import (
 // go test ./... is repeatable); FABER_CONTRACT_SEED=N runs that one plan
 // (from a failure's message); FABER_CONTRACT_FROM=N starts the seed range
 // elsewhere (the soak in .ci/run draws a new one); FABER_CONTRACT_ALL=1
-// reports every disagreement, unshrunk, instead of stopping at the first.
+// reports every disagreement, unshrunk, instead of stopping at the first;
+// FABER_CONTRACT_EVENTS=1 adds every run's event log to a disagreement.
 func TestContract(t *testing.T) {
 	if testing.Short() {
 		t.Skip("random plans: not in -short mode")
@@ -301,6 +302,17 @@ func checkCase(t *testing.T, self string, c *model.Case) string {
 	}
 	if len(problems) == 0 {
 		return ""
+	}
+	if os.Getenv("FABER_CONTRACT_EVENTS") != "" {
+		// Every run's event log, for a close look at one seed.
+		for i, id := range runs {
+			lines, _ := state.ReadEvents(stateDir, id, 0)
+			fmt.Fprintf(&transcript, "--- events of run %d\n", i+1)
+			for _, l := range lines {
+				transcript.Write(l)
+				transcript.WriteByte('\n')
+			}
+		}
 	}
 	return transcript.String() + strings.Join(problems, "\n")
 }

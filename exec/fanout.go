@@ -430,6 +430,9 @@ func (r *Runner) decideJoin(sr *stepRun) Event {
 		return r.statusEvent(sr)
 	}
 	st.Status = StatusFailure
+	// on_failure: continue holds wherever the join is decided, in the
+	// session or as it ends after a stop (settlePending).
+	sr.continued = sr.def.OnFailure.Kind == spec.OnContinue
 	shown := failed
 	more := ""
 	if len(shown) > 10 {
@@ -454,11 +457,7 @@ func (r *Runner) runJoin(sr *stepRun) {
 	if r.fatal != nil {
 		return
 	}
-	switch {
-	case sr.st.Status == StatusSuccess:
-		r.release(sr)
-	case sr.def.OnFailure.Kind == spec.OnContinue:
-		sr.continued = true
+	if sr.st.Status == StatusSuccess || sr.continued {
 		r.release(sr)
 	}
 }

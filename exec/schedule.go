@@ -392,6 +392,9 @@ func (r *Runner) settlePending() {
 
 func (r *Runner) cancelReason(sr *stepRun) string {
 	for _, d := range sr.deps {
+		if satisfied(d) {
+			continue // a failure under on_failure: continue lets it run
+		}
 		if Status(d.st.Status).Failed() || d.st.Status == StatusCanceled {
 			return fmt.Sprintf("upstream step %q is %s", d.def.ID, d.st.Status)
 		}

@@ -182,6 +182,26 @@ func (m *Masker) Event(e *Event) {
 	e.Line = m.Bytes(e.Line)
 }
 
+// CacheEntry returns a copy of e with every secret masked and no Mask: as
+// it is shown. A nil Masker masks nothing.
+func (m *Masker) CacheEntry(e *CacheEntry) *CacheEntry {
+	c := *e
+	c.Mask = nil
+	if m == nil {
+		return &c
+	}
+	return m.copy(reflect.ValueOf(&c)).Interface().(*CacheEntry)
+}
+
+// CacheEntryMasker masks the secrets an entry records (CacheEntry.Mask).
+func CacheEntryMasker(e *CacheEntry) *Masker {
+	vals := make([]string, len(e.Mask))
+	for i, v := range e.Mask {
+		vals[i] = string(v)
+	}
+	return NewMaskerOf(vals)
+}
+
 var stepInfoType = reflect.TypeFor[StepInfo]()
 
 // copy returns a deep copy of v with every string masked, but the plan's

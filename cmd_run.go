@@ -55,6 +55,8 @@ continue it with 'faber resume <run-id>'.
 Examples:
   faber run examples/hello.yaml
   faber run plan.yaml --set work_id=137 --jobs 4
+  faber run plan.yaml --set-file token=token.txt   a secret, kept out of argv (ps)
+  FABER_SET_TOKEN=... faber run plan.yaml          the same from the environment
   faber run plan.yaml --dry-run            show the order and commands, run nothing
   faber run plan.yaml --ui json | jq .type`
 }

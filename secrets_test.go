@@ -228,6 +228,8 @@ func TestSecretsNeverShown(t *testing.T) {
 				{"child events --json", cli("events", childID, "--json"), true},
 				{"child status --json", cli("status", childID, "--json"), true},
 				{"child argv (ps)", file("ancestors.txt"), false},
+				{"the child's progress: its parent step's log", runFile(runID, "logs/sub/attempt-1.out"), true},
+				{"the child's stderr: its parent step's log", runFile(runID, "logs/sub/attempt-1.err"), false},
 				{"dry run", cli(append([]string{"run", "plan.yaml", "--dry-run", "--no-cache"}, set...)...), true},
 				{"dry run --ui json", cli(append([]string{"run", "plan.yaml", "--dry-run", "--no-cache", "--ui", "json"}, set...)...), true},
 				{"graph", cli(append([]string{"graph", "plan.yaml"}, set...)...), false},

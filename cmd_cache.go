@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/faber-run/faber/exec"
 	"github.com/faber-run/faber/internal/run"
 )
 
@@ -24,6 +25,9 @@ func (c *CacheListCmd) Run(g *Globals) error {
 	entries, _, err := run.CacheEntries(g.StateDir, c.Plan)
 	if err != nil {
 		return err
+	}
+	for i, e := range entries {
+		entries[i] = exec.CacheEntryMasker(e).CacheEntry(e) // paths may hold secrets
 	}
 	if c.JSON {
 		if entries == nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/faber-run/faber/internal/run"
@@ -11,9 +12,10 @@ import (
 
 // GraphCmd prints a plan's dependency graph.
 type GraphCmd struct {
-	Plan   string   `arg:"" name:"plan" predictor:"plan" help:"Plan file (.yaml, .yml or .json)."`
-	Set    setFlags `name:"set" placeholder:"KEY=VALUE" help:"Override a context variable (repeatable; one --set is one KEY=VALUE)."`
-	Format string   `name:"format" enum:"text,dot,json" default:"text" help:"Output: text (levels and a -> b edges), dot (Graphviz, phases as clusters) or json."`
+	Plan    string   `arg:"" name:"plan" predictor:"plan" help:"Plan file (.yaml, .yml or .json)."`
+	Set     setFlags `name:"set" placeholder:"KEY=VALUE" help:"Override a context variable (repeatable; one --set is one KEY=VALUE)."`
+	SetFile setFlags `name:"set-file" placeholder:"KEY=PATH" help:"Set a context variable to a file's content, one trailing newline dropped (repeatable)."`
+	Format  string   `name:"format" enum:"text,dot,json" default:"text" help:"Output: text (levels and a -> b edges), dot (Graphviz, phases as clusters) or json."`
 }
 
 // Help explains graph.
@@ -32,7 +34,7 @@ Examples:
 
 // Run validates the plan and prints its graph.
 func (c *GraphCmd) Run(g *Globals) error {
-	plan, _, _, err := loadPlan(g, c.Plan, c.Set)
+	plan, _, _, err := loadPlan(g, c.Plan, setSources{sets: c.Set, files: c.SetFile, env: os.Environ()})
 	if err != nil {
 		return err
 	}

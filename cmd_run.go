@@ -24,6 +24,7 @@ import (
 type RunCmd struct {
 	Plan     string   `arg:"" name:"plan" predictor:"plan" help:"Plan file (.yaml, .yml or .json)."`
 	Set      setFlags `name:"set" placeholder:"KEY=VALUE" help:"Override a context variable (repeatable; one --set is one KEY=VALUE, commas included)."`
+	SetFile  setFlags `name:"set-file" placeholder:"KEY=PATH" help:"Set a context variable to a file's content, one trailing newline dropped (repeatable): a secret kept out of argv, which every user can read."`
 	Jobs     int      `name:"jobs" short:"j" placeholder:"N" help:"Run at most N steps at once (default: the plan's jobs, else the CPU count)."`
 	FailFast bool     `name:"fail-fast" help:"On a stop, terminate running steps instead of letting them finish."`
 	UI       string   `name:"ui" enum:"auto,tui,plain,json" default:"auto" help:"Progress display: auto (the live view in a terminal, else plain), tui, plain (one line per transition), json (one event per line)."`
@@ -36,6 +37,8 @@ type RunCmd struct {
 	ParentRun  string `name:"parent-run" hidden:""`
 	ParentStep string `name:"parent-step" hidden:""`
 	OutputDir  string `name:"output-dir" hidden:""`
+	// The private file of the child's context values (exec.ChildValues).
+	ContextFile string `name:"context-file" hidden:""`
 }
 
 // Help explains run in more depth.
@@ -52,6 +55,8 @@ continue it with 'faber resume <run-id>'.
 Examples:
   faber run examples/hello.yaml
   faber run plan.yaml --set work_id=137 --jobs 4
+  faber run plan.yaml --set-file token=token.txt   a secret, kept out of argv (ps)
+  FABER_SET_TOKEN=... faber run plan.yaml          the same from the environment
   faber run plan.yaml --dry-run            show the order and commands, run nothing
   faber run plan.yaml --ui json | jq .type`
 }
@@ -64,7 +69,26 @@ func (c *RunCmd) Run(g *Globals) error {
 	if c.Jobs < 0 {
 		return withCode(exitUsage, fmt.Errorf("--jobs must be at least 1"))
 	}
-	plan, data, opts, err := loadPlan(g, c.Plan, c.Set)
+	src := setSources{sets: c.Set, files: c.SetFile, env: os.Environ()}
+	var inherited []string // the parent's secrets, masked here too
+	if c.ContextFile != "" || c.ParentRun != "" {
+		// A child run: its context is its plan: step's context:, never
+		// the FABER_SET_* its parent was given.
+		src.env = nil
+	}
+	if c.ContextFile != "" {
+		cv, err := exec.ReadChildValues(c.ContextFile)
+		if err != nil {
+			return withCode(exitState, fmt.Errorf("--context-file: %w", unwrapPath(err)))
+		}
+		for i, k := range cv.Keys {
+			src.sets = append(src.sets, k+"="+string(cv.Values[i]))
+		}
+		for _, v := range cv.Secrets {
+			inherited = append(inherited, string(v))
+		}
+	}
+	plan, data, opts, err := loadPlan(g, c.Plan, src)
 	if err != nil {
 		return err
 	}
@@ -96,7 +120,7 @@ func (c *RunCmd) Run(g *Globals) error {
 	} else {
 		runID = state.NewRunID(g.StateDir, plan.Name, now)
 	}
-	meta := state.Meta{RunID: runID, Plan: plan.Name, PlanFile: abs, StartedAt: now, Created: now.UnixNano(), Sets: opts.Sets, Secrets: exec.SecretValues(plan),
+	meta := state.Meta{RunID: runID, Plan: plan.Name, PlanFile: abs, StartedAt: now, Created: now.UnixNano(), Sets: opts.Sets, Secrets: unique(append(exec.SecretValues(plan), inherited...)),
 		ParentRunID: c.ParentRun, ParentStep: c.ParentStep}
 	store, err := state.Create(g.StateDir, meta, data, storeOptions(g))
 	if err != nil {
@@ -176,6 +200,9 @@ func runSession(g *Globals, a sessionArgs) error {
 		NoCache:    a.cache.noCache,
 		Force:      a.cache.force,
 	}
+	if m, err := state.ReadMeta(g.StateDir, a.runID); err == nil {
+		r.Secrets = m.Secrets // with those a parent run handed a child run
+	}
 	if ctl != nil {
 		r.Control = ctl.Requests()
 	}
@@ -200,7 +227,7 @@ func runSession(g *Globals, a sessionArgs) error {
 	}
 	code := exitCodeFor(status)
 	if a.parentRun != "" && status != exec.RunSuccess {
-		writeChildResult(a.runID, status, r.States())
+		writeChildResult(a.runID, status, r.States(), exec.NewMaskerOf(append(exec.SecretValues(a.plan), r.Secrets...)))
 	}
 	if code != exitOK {
 		// The live view's summary ends with the same hints.
@@ -304,7 +331,8 @@ func unwrapPath(err error) error {
 
 // writeChildResult tells the parent step why a child run did not succeed:
 // the parent's {error} names the child's failed steps and their errors.
-func writeChildResult(runID, status string, states []*exec.StepState) {
+// The errors are masked: the parent does not know the child plan's secrets.
+func writeChildResult(runID, status string, states []*exec.StepState, mask *exec.Masker) {
 	path := os.Getenv("FABER_RESULT")
 	if path == "" {
 		return
@@ -319,14 +347,28 @@ func writeChildResult(runID, status string, states []*exec.StepState) {
 	if len(parts) > 0 {
 		msg += ": " + strings.Join(parts, "; ")
 	}
-	b, _ := json.Marshal(map[string]string{"status": "failure", "message": msg})
+	b, _ := json.Marshal(map[string]string{"status": "failure", "message": mask.String(msg)})
 	_ = os.WriteFile(path, b, 0o600)
 }
 
-// loadPlan reads, parses and validates a plan file with --set values, for
-// run and graph: usage errors (exit 2) for what is wrong with either.
-func loadPlan(g *Globals, file string, sets []string) (*spec.Plan, []byte, spec.Options, error) {
-	opts, err := parseSets(sets)
+// unique is vals without repeats, in order.
+func unique(vals []string) []string {
+	seen := map[string]bool{}
+	out := vals[:0:0]
+	for _, v := range vals {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// loadPlan reads, parses and validates a plan file with the context values
+// given, for run and graph: usage errors (exit 2) for what is wrong with
+// either.
+func loadPlan(g *Globals, file string, src setSources) (*spec.Plan, []byte, spec.Options, error) {
+	opts, err := parseSets(src)
 	if err != nil {
 		return nil, nil, opts, withCode(exitUsage, err)
 	}

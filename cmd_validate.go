@@ -4,18 +4,24 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"sort"
 	"strings"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/faber-run/faber/exec"
 	"github.com/faber-run/faber/spec"
 )
 
 // ValidateCmd checks plans.
 type ValidateCmd struct {
-	Plans  []string `arg:"" sep:"none" name:"plan" predictor:"plan" help:"Plan files (.yaml, .yml or .json); several may be given."`
-	Set    setFlags `name:"set" placeholder:"KEY=VALUE" help:"Override a context variable (repeatable; one --set is one KEY=VALUE, commas included)."`
-	Strict bool     `help:"Treat warnings (such as an invalid on_failure value) as errors."`
-	JSON   bool     `name:"json" help:"Print {valid, errors, warnings} as JSON (one object per plan, one per line when several)."`
+	Plans   []string `arg:"" sep:"none" name:"plan" predictor:"plan" help:"Plan files (.yaml, .yml or .json); several may be given."`
+	Set     setFlags `name:"set" placeholder:"KEY=VALUE" help:"Override a context variable (repeatable; one --set is one KEY=VALUE, commas included)."`
+	SetFile setFlags `name:"set-file" placeholder:"KEY=PATH" help:"Set a context variable to a file's content, one trailing newline dropped (repeatable): a secret kept out of argv."`
+	Strict  bool     `help:"Treat warnings (such as an invalid on_failure value) as errors."`
+	JSON    bool     `name:"json" help:"Print {valid, errors, warnings} as JSON (one object per plan, one per line when several)."`
 }
 
 // Help explains validate.
@@ -39,7 +45,7 @@ type validateOut struct {
 
 // Run validates each plan; invalid plans exit 2.
 func (c *ValidateCmd) Run(g *Globals) error {
-	opts, err := parseSets(c.Set)
+	opts, err := parseSets(setSources{sets: c.Set, files: c.SetFile, env: os.Environ()})
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
@@ -136,36 +142,123 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// parseSets turns --set KEY=VALUE flags into load options.
-func parseSets(sets []string) (spec.Options, error) {
-	opts := spec.Options{Sets: map[string]string{}}
-	for _, s := range sets {
-		k, v, ok := strings.Cut(s, "=")
-		if !ok || k == "" {
-			return opts, fmt.Errorf("--set %q: want KEY=VALUE", s)
-		}
+// maxSetFile is the largest value --set-file reads: a program gets each
+// value in one environment variable (FABER_CTX_<KEY>), and Linux takes at
+// most 128 KiB in one.
+const maxSetFile = 64 << 10
+
+// setSources are the ways a command is given context values: --set
+// KEY=VALUE, --set-file KEY=PATH, and FABER_SET_<KEY> in the environment
+// (env, os.Environ's form). The command line wins over the environment;
+// one key given by both --set and --set-file is an error.
+type setSources struct {
+	sets  []string
+	files []string
+	env   []string
+}
+
+// parseSets turns the context values given to a command into load options.
+func parseSets(src setSources) (spec.Options, error) {
+	opts := spec.Options{Sets: map[string]string{}, SetFrom: map[string]string{}}
+	add := func(k, v, from string) {
 		if _, dup := opts.Sets[k]; !dup {
 			opts.SetKeys = append(opts.SetKeys, k)
 		}
 		opts.Sets[k] = v
+		opts.SetFrom[k] = from
+	}
+	for _, s := range src.sets {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return opts, fmt.Errorf("--set %q: want KEY=VALUE", s)
+		}
+		add(k, v, "--set")
+	}
+	for _, s := range src.files {
+		k, path, ok := strings.Cut(s, "=")
+		if !ok || k == "" || path == "" {
+			return opts, fmt.Errorf("--set-file %q: want KEY=PATH (the value is the file's content)", s)
+		}
+		if opts.SetFrom[k] == "--set" {
+			return opts, fmt.Errorf("--set-file %s: %s is given by --set too; give it once", k, k)
+		}
+		v, err := readSetFile(path)
+		if err != nil {
+			return opts, fmt.Errorf("--set-file %s: %w", k, err)
+		}
+		add(k, v, "--set-file")
+	}
+	var env []string
+	for _, e := range src.env {
+		if name, _, ok := strings.Cut(e, "="); ok && strings.HasPrefix(name, exec.SetEnvPrefix) {
+			env = append(env, e)
+		}
+	}
+	sort.Strings(env) // the environment has no order worth keeping
+	for _, e := range env {
+		name, v, _ := strings.Cut(e, "=")
+		up := strings.TrimPrefix(name, exec.SetEnvPrefix)
+		if up == "" || up != strings.ToUpper(up) {
+			return opts, fmt.Errorf("environment %s: want %s<KEY> with KEY in upper case (FABER_SET_API_KEY sets api_key)", name, exec.SetEnvPrefix)
+		}
+		k := strings.ToLower(up)
+		if _, given := opts.Sets[k]; given {
+			continue // the command line wins
+		}
+		add(k, v, name)
 	}
 	return opts, nil
 }
 
-// setFlags holds the --set values byte for byte. kong's string mapper passes
-// a value through JSON, which turns invalid UTF-8 into U+FFFD; SPEC §4.1
-// promises programs every value unchanged. One --set is one KEY=VALUE.
+// readSetFile reads the value of --set-file: the file's bytes, without one
+// trailing newline (LF or CRLF), as `echo value > file` writes it. Only a
+// regular file of at most maxSetFile bytes is read.
+func readSetFile(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("cannot read %w", unwrapPath(err))
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", path)
+	}
+	if fi.Size() > maxSetFile {
+		return "", fmt.Errorf("%s is %d bytes; a value may be at most %d bytes (64 KiB)", path, fi.Size(), maxSetFile)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("cannot read %w", unwrapPath(err))
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSetFile+1))
+	if err != nil {
+		return "", fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	if len(b) > maxSetFile {
+		return "", fmt.Errorf("%s is more than %d bytes; a value may be at most %d bytes (64 KiB)", path, maxSetFile, maxSetFile)
+	}
+	s := strings.TrimSuffix(string(b), "\n")
+	if len(s) < len(b) {
+		s = strings.TrimSuffix(s, "\r")
+	}
+	return s, nil
+}
+
+// setFlags holds the values of --set or --set-file byte for byte. kong's
+// string mapper passes a value through JSON, which turns invalid UTF-8 into
+// U+FFFD; SPEC §4.1 promises programs every value unchanged. One flag is
+// one KEY=VALUE (or KEY=PATH).
 type setFlags []string
 
 // Decode takes the flag's value as the shell passed it.
 func (s *setFlags) Decode(ctx *kong.DecodeContext) error {
-	t, err := ctx.Scan.PopValue("--set")
+	flag := "--" + ctx.Value.Name
+	t, err := ctx.Scan.PopValue(flag)
 	if err != nil {
 		return err
 	}
 	v, ok := t.Value.(string)
 	if !ok {
-		return fmt.Errorf("--set wants KEY=VALUE, not %v", t.Value)
+		return fmt.Errorf("%s wants KEY=VALUE, not %v", flag, t.Value)
 	}
 	*s = append(*s, v)
 	return nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	osexec "os/exec"
+	"reflect"
 	"time"
 )
 
@@ -215,6 +216,11 @@ func (r *Runner) storeEntry(sr *stepRun) {
 		Attempt: sr.st.Attempt, DefHash: pr.DefHash, Inputs: pr.Inputs, Key: pr.Key, KeyOut: pr.KeyOut,
 		Mode: pr.Mode, Needs: pr.Needs, Outputs: sr.cache.outs, Plan: r.Plan.Name, RunID: r.RunID,
 		Seq: r.seq, Step: sr.def.ID, Time: r.now().UTC().Format(time.RFC3339Nano),
+	}
+	for _, v := range r.secrets {
+		if m := NewMaskerOf([]string{v}); m != nil && !reflect.DeepEqual(m.CacheEntry(e), e) {
+			e.Mask = append(e.Mask, []byte(v))
+		}
 	}
 	if err := r.Cache.Put(e); err != nil {
 		r.warn(sr, "cache: "+err.Error())

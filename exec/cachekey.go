@@ -42,6 +42,10 @@ type CacheEntry struct {
 	Seq     int64             `json:"seq"`
 	Step    string            `json:"step"`
 	Time    string            `json:"time"`
+	// Mask holds the secret values (spec.Plan.Secrets) that appear in the
+	// paths above, so that the entry is shown masked whether or not the run
+	// that wrote it is still there. The file is private, as meta.json is.
+	Mask [][]byte `json:"mask,omitempty"`
 }
 
 // CacheStore keeps one CacheEntry per plan name and step id, for the whole

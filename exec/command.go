@@ -1,7 +1,9 @@
 package exec
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -153,18 +155,68 @@ func slurmArgv(jobName, dir string, s *spec.Step, lim limits, argv []string) []s
 	return append(out, argv...)
 }
 
-// ChildSets returns the `--set key=value` arguments that hand a sub-plan
-// step's substituted context to its child plan, in file order.
-func ChildSets(s *spec.Step, vars map[string]string) ([]string, error) {
-	var out []string
+// ChildContext returns the context a sub-plan step hands its child plan:
+// the keys of its context: in file order, and their substituted values.
+func ChildContext(s *spec.Step, vars map[string]string) (keys []string, vals map[string]string, err error) {
+	vals = make(map[string]string, len(s.PlanContextKeys))
 	for _, k := range s.PlanContextKeys {
 		v, err := subst.Expand(s.PlanContext[k], vars)
 		if err != nil {
-			return nil, fmt.Errorf("step %q: context %s: %w", s.ID, k, err)
+			return nil, nil, fmt.Errorf("step %q: context %s: %w", s.ID, k, err)
 		}
-		out = append(out, "--set", k+"="+v)
+		keys = append(keys, k)
+		vals[k] = v
 	}
-	return out, nil
+	return keys, vals, nil
+}
+
+// ChildValues is what a parent run hands the child run of a sub-plan step,
+// in a private file (never in the child's argv, which every user of the
+// machine can read): the child's context values, in order, and the values
+// the parent masks, which the child masks too. Values are bytes (base64 in
+// the file), UTF-8 or not.
+type ChildValues struct {
+	Keys    []string `json:"keys"`
+	Values  [][]byte `json:"values"`
+	Secrets [][]byte `json:"secrets,omitempty"`
+}
+
+// WriteChildValues writes cv to a new file at path, readable by its owner
+// only.
+func WriteChildValues(path string, cv *ChildValues) error {
+	b, err := json.Marshal(cv)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	_ = os.Remove(path) // a leftover of an earlier session: a new file gets 0600
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// ReadChildValues reads and removes the file WriteChildValues wrote: the
+// values are the child's to keep (in its own private meta.json), not the
+// parent's log dir's.
+func ReadChildValues(path string) (*ChildValues, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	_ = os.Remove(path)
+	var cv ChildValues
+	if err := json.Unmarshal(b, &cv); err != nil || len(cv.Keys) != len(cv.Values) {
+		return nil, fmt.Errorf("%s: not a file of context values written by faber", path)
+	}
+	return &cv, nil
 }
 
 // Jobs is how many steps run at once: flag (--jobs) when set, else the

@@ -276,11 +276,24 @@ func (r *Runner) childSpec(sr *stepRun, vars map[string]string) (procSpec, error
 	argv := append(append([]string{}, r.Self...), "run", sr.def.PlanPath,
 		"--run-id", sr.st.ChildRunID, "--parent-run", r.RunID, "--parent-step", sr.def.ID,
 		"--output-dir", r.outDir, "--ui", "json", "--state-dir", r.StateDir)
-	sets, err := ChildSets(sr.def, vars)
+	keys, vals, err := ChildContext(sr.def, vars)
 	if err != nil {
 		return procSpec{}, err
 	}
-	argv = append(argv, sets...)
+	// The values go in a private file, never in argv: ps shows argv to
+	// every user of the machine.
+	cv := &ChildValues{Keys: keys}
+	for _, k := range keys {
+		cv.Values = append(cv.Values, []byte(vals[k]))
+	}
+	for _, v := range r.secrets {
+		cv.Secrets = append(cv.Secrets, []byte(v))
+	}
+	path := r.logPath(sr, "attempt", sr.st.Attempt, "context")
+	if err := WriteChildValues(path, cv); err != nil {
+		return procSpec{}, fmt.Errorf("step %q: hand the child its context: %w", sr.def.ID, err)
+	}
+	argv = append(argv, "--context-file", path)
 	if r.Jobs > 0 {
 		argv = append(argv, "--jobs", strconv.Itoa(r.Jobs))
 	}
@@ -297,4 +310,21 @@ func absPath(path string) string {
 		return abs
 	}
 	return path
+}
+
+// SetEnvPrefix starts the environment variables that give faber context
+// values (FABER_SET_<KEY>, as --set KEY=...).
+const SetEnvPrefix = "FABER_SET_"
+
+// withoutSets is env without the FABER_SET_* entries: faber reads them, and
+// its programs get the values as FABER_CTX_<KEY>. Left in, they would reach
+// a sub-plan's child faber and set its context over the parent's context:.
+func withoutSets(env []string) []string {
+	out := env[:0:0]
+	for _, e := range env {
+		if !strings.HasPrefix(e, SetEnvPrefix) {
+			out = append(out, e)
+		}
+	}
+	return out
 }

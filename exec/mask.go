@@ -1,12 +1,16 @@
 package exec
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/faber-run/faber/spec"
+	"github.com/faber-run/faber/spec/subst"
 )
 
 // Secret is what a secret value is shown as.
@@ -35,24 +39,106 @@ func SecretValues(p *spec.Plan) []string {
 // NewMasker masks the plan's secret values.
 func NewMasker(p *spec.Plan) *Masker { return NewMaskerOf(SecretValues(p)) }
 
-// NewMaskerOf masks vals, longest first, also as they appear escaped inside
-// JSON strings; nil when there is nothing to mask.
+// NewMaskerOf masks vals in every form faber renders them (see Forms),
+// longest first; nil when there is nothing to mask.
 func NewMaskerOf(vals []string) *Masker {
-	if len(vals) == 0 {
-		return nil
-	}
-	vals = append([]string(nil), vals...)
-	sort.Slice(vals, func(i, j int) bool { return len(vals[i]) > len(vals[j]) })
-	var pairs []string
+	seen := map[string]bool{}
+	var olds []string
 	for _, v := range vals {
-		pairs = append(pairs, v, Secret)
-		if b, err := json.Marshal(v); err == nil {
-			if esc := string(b[1 : len(b)-1]); esc != v {
-				pairs = append(pairs, esc, Secret)
+		for _, f := range Forms(v) {
+			if !seen[f] {
+				seen[f] = true
+				olds = append(olds, f)
 			}
 		}
 	}
+	if len(olds) == 0 {
+		return nil
+	}
+	// At one place of the text, the first pair that matches wins: the
+	// whole value before one of its lines, a quoted form before the raw.
+	sort.SliceStable(olds, func(i, j int) bool { return len(olds[i]) > len(olds[j]) })
+	pairs := make([]string, 0, 2*len(olds))
+	for _, o := range olds {
+		pairs = append(pairs, o, Secret)
+	}
 	return &Masker{r: strings.NewReplacer(pairs...)}
+}
+
+// Forms are the texts a secret value v may take in what faber writes or
+// shows, each masked wherever it appears: the value, and each of its lines
+// (without a trailing CR, and without the spaces around it) of at least
+// spec.MinSecret bytes, since output is read and shown line by line; each
+// of those as a program gets it (NUL as U+FFFD), with each byte that is not
+// UTF-8 as U+FFFD (what JSON makes of it), inside POSIX single quotes
+// (as subst.Quote writes them: each quote closed, escaped, reopened), and
+// escaped inside a JSON string (with and without HTML escaping) or a Go
+// quoted string.
+func Forms(v string) []string {
+	if len(v) < spec.MinSecret {
+		return nil
+	}
+	units := []string{v}
+	if strings.ContainsAny(v, "\n\r") {
+		for _, l := range strings.FieldsFunc(v, func(r rune) bool { return r == '\n' || r == '\r' }) {
+			for _, u := range []string{l, strings.TrimSpace(l)} {
+				if len(u) >= spec.MinSecret {
+					units = append(units, u)
+				}
+			}
+		}
+	}
+	var out []string
+	add := func(s string) {
+		if len(s) >= spec.MinSecret {
+			out = append(out, s)
+		}
+	}
+	for _, u := range units {
+		base := []string{u, subst.CleanValue(u), toValidUTF8(u)}
+		for _, b := range base {
+			for _, q := range []string{b, strings.ReplaceAll(b, "'", `'\''`)} {
+				add(q)
+				add(jsonInner(q, true))
+				add(jsonInner(q, false))
+				if g := strconv.Quote(q); len(g) >= 2 {
+					add(g[1 : len(g)-1])
+				}
+			}
+		}
+	}
+	return out
+}
+
+// toValidUTF8 replaces each byte of s that is not UTF-8 with U+FFFD, as
+// encoding/json does.
+func toValidUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteString("\uFFFD")
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// jsonInner is s escaped as inside a JSON string.
+func jsonInner(s string, html bool) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(html)
+	if enc.Encode(s) != nil {
+		return s
+	}
+	out := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	return string(out[1 : len(out)-1])
 }
 
 // String masks s.
@@ -96,6 +182,26 @@ func (m *Masker) Event(e *Event) {
 	e.Line = m.Bytes(e.Line)
 }
 
+// CacheEntry returns a copy of e with every secret masked and no Mask: as
+// it is shown. A nil Masker masks nothing.
+func (m *Masker) CacheEntry(e *CacheEntry) *CacheEntry {
+	c := *e
+	c.Mask = nil
+	if m == nil {
+		return &c
+	}
+	return m.copy(reflect.ValueOf(&c)).Interface().(*CacheEntry)
+}
+
+// CacheEntryMasker masks the secrets an entry records (CacheEntry.Mask).
+func CacheEntryMasker(e *CacheEntry) *Masker {
+	vals := make([]string, len(e.Mask))
+	for i, v := range e.Mask {
+		vals[i] = string(v)
+	}
+	return NewMaskerOf(vals)
+}
+
 var stepInfoType = reflect.TypeFor[StepInfo]()
 
 // copy returns a deep copy of v with every string masked, but the plan's
@@ -122,6 +228,22 @@ func (m *Masker) copy(v reflect.Value) reflect.Value {
 				f.Set(m.copy(v.Field(i)))
 			}
 		}
+		return n
+	case reflect.Map:
+		if v.IsNil() {
+			return v
+		}
+		n := reflect.MakeMapWithSize(v.Type(), v.Len())
+		for it := v.MapRange(); it.Next(); {
+			n.SetMapIndex(m.copy(it.Key()), m.copy(it.Value()))
+		}
+		return n
+	case reflect.Interface:
+		if v.IsNil() {
+			return v
+		}
+		n := reflect.New(v.Type()).Elem()
+		n.Set(m.copy(v.Elem()))
 		return n
 	case reflect.Slice:
 		if v.IsNil() || v.Type().Elem() == stepInfoType {

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -44,5 +45,33 @@ func TestMasker(t *testing.T) {
 	var none *Masker
 	if none.String("ab") != "ab" || NewMasker(&spec.Plan{}) != nil {
 		t.Error("a plan without secrets masks")
+	}
+}
+
+// TestMaskerForms: a value is masked in every form faber renders it: inside
+// POSIX single quotes (handler_command), JSON-escaped with bytes that are
+// not UTF-8 as U+FFFD, and each line of a multi-line value (lines shorter
+// than spec.MinSecret stay).
+func TestMaskerForms(t *testing.T) {
+	m := NewMaskerOf([]string{"it's-a\nsecond\\line\xff\nab", `q"uo'te`})
+	for _, c := range []struct{ in, want string }{
+		{`fix 'it'\''s-a` + "\n" + `second\line` + "\xff" + `
+ab'`, "fix '***'"},
+		{"error: second\\line\xff", "error: ***"},
+		{`{"e":"second\\line\ufffd"}`, `{"e":"***"}`},
+		{"  it's-a  ", "  ***  "},
+		{"ab stays", "ab stays"},
+		{`run 'q"uo'\''te'`, "run '***'"},
+		{`{"c":"run 'q\"uo'\\''te'"}`, `{"c":"run '***'"}`},
+		{`{"c":"q\u0022uo"}`, `{"c":"q\u0022uo"}`},
+	} {
+		if got := m.String(c.in); got != c.want {
+			t.Errorf("String(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	type withMap struct{ M map[string]string }
+	got := m.copy(reflect.ValueOf(withMap{M: map[string]string{"in-q\"uo'te": "second\\line\xff"}})).Interface().(withMap)
+	if got.M["in-***"] != "***" {
+		t.Errorf("a map: %v", got.M)
 	}
 }

@@ -55,6 +55,9 @@ type Runner struct {
 	// their child plan through it); StateDir is the absolute state dir.
 	Self     []string
 	StateDir string
+	// Secrets are values masked besides the plan's secrets: those a parent
+	// run handed this child run (the run's meta.json keeps them all).
+	Secrets []string
 	// NewRunID names a sub-plan step's child run: the caller's run-id maker
 	// (state.NewRunID), so parents and children are named by one rule.
 	NewRunID func(planName string, now time.Time) string
@@ -105,6 +108,7 @@ type Runner struct {
 	planFile string            // the plan file's absolute path (FABER_PLAN)
 	shells   map[string]string // shell name -> resolved path
 	mask     *Masker           // the plan's secrets, masked in events and output lines
+	secrets  []string          // the values mask masks: the plan's and Secrets
 	// endStatus and endFailed are what the end step is told (SPEC §7).
 	endStatus string
 	endFailed []string
@@ -217,8 +221,9 @@ func (r *Runner) setup(prior *Prior) {
 	r.byID = make(map[string]*stepRun, len(p.Steps))
 	r.jobs = Jobs(r.Jobs, p)
 	r.cancel = r.FailFast || p.StopMode == spec.StopCancel
-	r.baseEnv = os.Environ()
-	r.mask = NewMasker(p)
+	r.baseEnv = withoutSets(os.Environ())
+	r.secrets = append(SecretValues(p), r.Secrets...)
+	r.mask = NewMaskerOf(r.secrets)
 	// Every path handed to a process must hold in that process's working
 	// directory (the plan's, or dir:), so each is made absolute here, once,
 	// whatever the caller passed.

@@ -27,8 +27,11 @@ import (
 type Options struct {
 	Sets    map[string]string // --set KEY=VALUE overrides (may also add new context keys)
 	SetKeys []string          // order of --set on the command line
-	Strict  bool              // an invalid on_failure value is an error, not a warning
-	GOOS    string            // "" = runtime.GOOS (the default shell is cmd on windows)
+	// SetFrom names how each key of Sets was given, for messages: "--set"
+	// (also when absent), "--set-file" or "FABER_SET_<KEY>".
+	SetFrom map[string]string
+	Strict  bool   // an invalid on_failure value is an error, not a warning
+	GOOS    string // "" = runtime.GOOS (the default shell is cmd on windows)
 	// NoProgramChecks skips checking that the plan's programs exist: for
 	// what reads a stored plan and runs nothing (classify, reset, attach),
 	// so that a script removed after a run does not lock the run away.

@@ -226,10 +226,10 @@ func (b *builder) context(raw *rawPlan) {
 		done[k] = true
 		switch {
 		case !contextKey.MatchString(k):
-			b.errs = append(b.errs, Diagnostic{Message: fmt.Sprintf("--set %s: key must match [a-z_][a-z0-9_]*", k)})
+			b.errs = append(b.errs, Diagnostic{Message: fmt.Sprintf("%s: key must match [a-z_][a-z0-9_]*", b.setName(k))})
 			continue
 		case builtin[k]:
-			b.errs = append(b.errs, Diagnostic{Message: fmt.Sprintf("--set %s: %q is a built-in variable and cannot be redefined", k, k)})
+			b.errs = append(b.errs, Diagnostic{Message: fmt.Sprintf("%s: %q is a built-in variable and cannot be redefined", b.setName(k), k)})
 			continue
 		}
 		if _, exists := pl.Context[k]; !exists {
@@ -242,6 +242,20 @@ func (b *builder) context(raw *rawPlan) {
 	}
 }
 
+// setName names how key k of Sets was given, in messages: "--set k",
+// "--set-file k", "FABER_SET_K", or "context k" for a sub-plan's.
+func (b *builder) setName(k string) string {
+	switch from := b.opts.SetFrom[k]; {
+	case b.opts.setsFrom != "":
+		return b.opts.setsFrom + " " + k
+	case strings.HasPrefix(from, "FABER_SET_"):
+		return from
+	case from != "":
+		return from + " " + k
+	}
+	return "--set " + k
+}
+
 // unusedSets warns about each --set key (in command-line order) that is
 // neither a key of the plan's context: nor used by a {name} of the plan:
 // most likely a misspelt key, which would leave the plan's value in place.
@@ -252,15 +266,11 @@ func (b *builder) unusedSets() {
 	for _, k := range b.declared {
 		declared[k] = true
 	}
-	what := b.opts.setsFrom
-	if what == "" {
-		what = "--set"
-	}
 	for _, k := range b.plan.ContextKeys {
 		if _, set := b.opts.Sets[k]; !set || declared[k] || b.used[k] {
 			continue
 		}
-		msg := fmt.Sprintf("%s %s: not a context variable of the plan", what, k)
+		msg := fmt.Sprintf("%s: not a context variable of the plan", b.setName(k))
 		if sug := suggest(k, b.declared); sug != "" {
 			msg += sug
 		} else {

@@ -190,16 +190,12 @@ func buildDryStep(p *spec.Plan, s *spec.Step) (*DryStep, error) {
 	}
 	if s.PlanPath != "" {
 		ds.Kind, ds.PlanFile, ds.Command = KindPlan, s.PlanPath, s.Plan
-		sets, err := exec.ChildSets(s, vars)
+		keys, vals, err := exec.ChildContext(s, vars)
 		if err != nil {
 			return nil, err
 		}
-		if len(sets) > 0 {
-			ds.PlanContext = map[string]string{}
-			for i := 1; i < len(sets); i += 2 {
-				k, v, _ := strings.Cut(sets[i], "=")
-				ds.PlanContext[k] = v
-			}
+		if len(keys) > 0 {
+			ds.PlanContext = vals
 		}
 	} else {
 		argv, env, kind, err := exec.StepArgv(p, s, vars)

@@ -39,6 +39,11 @@ func TestContract(t *testing.T) {
 		t.Skip("random plans: not in -short mode")
 	}
 	n, from := 80, uint64(1)
+	if raceEnabled {
+		// Every faber it starts is this race-instrumented binary, several
+		// times slower: the race detector needs a few plans, not the soak.
+		n = 12
+	}
 	if v := os.Getenv("FABER_CONTRACT_N"); v != "" {
 		n, _ = strconv.Atoi(v)
 	}

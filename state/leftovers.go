@@ -40,8 +40,8 @@ func removeTemps(dir string) {
 }
 
 // CleanDeadRuns removes, in every run of the state dir but skip whose
-// owner is dead, its temporary files and the files named names (a dead
-// owner's control.json). It holds the run's shared lock meanwhile, so that
+// owner is dead (its owner.json is there, its lock free), its temporary
+// files and the files named names (a dead owner's control.json). It holds the run's shared lock meanwhile, so that
 // no process becomes the run's owner while it removes them; a run that
 // has no lock file yet (being created) or no meta.json is left alone.
 func CleanDeadRuns(stateDir, skip string, names ...string) {
@@ -54,6 +54,11 @@ func CleanDeadRuns(stateDir, skip string, names ...string) {
 			continue
 		}
 		dir := RunDir(stateDir, id)
+		// An owner that closed the run removed owner.json, and left
+		// nothing behind: one stat per such run.
+		if _, err := os.Lstat(filepath.Join(dir, fileOwner)); err != nil {
+			continue
+		}
 		ents, err := os.ReadDir(dir)
 		if err != nil {
 			continue

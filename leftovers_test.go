@@ -19,7 +19,8 @@ import (
 
 // TestLeftoversAfterKill kills faber with SIGKILL at several moments — as
 // its run starts, while a step with a memory limit runs (its cgroup, the
-// control file and the run's lock in use) — and checks that the next
+// control file and the run's lock in use), while its resume runs that
+// step again — and checks that the next
 // resume of the run, or the next run in the state dir, leaves nothing of
 // the dead faber: no cgroup of its attempts, no control file, no
 // temporary file (the ones a kill in the middle of a write leaves are
@@ -81,17 +82,23 @@ func TestLeftoversAfterKill(t *testing.T) {
 		}
 		return ""
 	}
-	// runAndKill starts faber run PLAN, waits for when(runID), kills it.
-	runAndKill := func(planFile string, when func(id string) bool) string {
+	// startAndKill starts faber with args, waits for when(runID) (the
+	// run's id: given, else the new run's), and kills it.
+	startAndKill := func(args []string, id string, when func(id string) bool) string {
 		t.Helper()
 		os.Remove(filepath.Join(dir, "killed"))
 		os.Remove(filepath.Join(dir, "started"))
-		cmd := faber("run", planFile, "--ui", "plain")
+		cmd := faber(args...)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		var id string
-		waitFor("the run to start", func() bool { id = newest(); return id != "" && when(id) })
+		given := id
+		waitFor("the run to start", func() bool {
+			if given == "" {
+				id = newest()
+			}
+			return id != "" && when(id)
+		})
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		_ = cmd.Wait()
 		seen[id] = true
@@ -99,6 +106,10 @@ func TestLeftoversAfterKill(t *testing.T) {
 			t.Fatal(err)
 		}
 		return id
+	}
+	runAndKill := func(planFile string, when func(id string) bool) string {
+		t.Helper()
+		return startAndKill([]string{"run", planFile, "--ui", "plain"}, "", when)
 	}
 	deadPID := func() int {
 		c := osexec.Command("true")
@@ -171,7 +182,19 @@ func TestLeftoversAfterKill(t *testing.T) {
 	resume(id)
 	check(id, "a kill while a step ran and a resume")
 
-	// 3. Killed while step a runs; its process ends by itself; the next
+	// 3. Killed while step a runs, then its resume killed while step a
+	// runs again (attempt 2, in a cgroup of its own); resumed again.
+	started := func(string) bool { return exists(filepath.Join(dir, "started")) }
+	id = runAndKill("plan.yaml", started)
+	startAndKill([]string{"resume", id, "--ui", "plain"}, id, started)
+	if cgroups && len(runCgroups(id)) == 0 {
+		t.Errorf("the killed resume left no cgroup: the test proves nothing about it")
+	}
+	plant(id)
+	resume(id)
+	check(id, "a kill while a step ran, a kill of its resume and a resume")
+
+	// 4. Killed while step a runs; its process ends by itself; the next
 	// run in the state dir (of another plan) cleans up.
 	id = runAndKill("plan.yaml", func(string) bool { return exists(filepath.Join(dir, "started")) })
 	if cgroups && len(runCgroups(id)) == 0 {

@@ -164,6 +164,14 @@ func runSession(g *Globals, a sessionArgs) error {
 			ui = "tui"
 		}
 	}
+	// What dead fabers left in this state dir is cleaned beside the run,
+	// which does not wait for it (it waits at its end).
+	cleaned := make(chan struct{})
+	go func() {
+		defer close(cleaned)
+		run.CleanLeftovers(g.StateDir, a.runID)
+	}()
+	defer func() { <-cleaned }()
 	ctl, err := control.Start(a.store.Dir(), trigger)
 	if err != nil {
 		fmt.Fprintf(g.stderr, "faber: warning: no control channel (faber classify will wait for the run to end): %v\n", err)

@@ -266,3 +266,105 @@ func CgroupProbe() error {
 	cg.remove()
 	return nil
 }
+
+// cgroupParents are the directories newCgroup makes attempt cgroups in:
+// faber's own cgroup and the root, of each cgroup file system it uses.
+func cgroupParents() []string {
+	own := ownCgroups()
+	var out []string
+	add := func(d string) {
+		for _, x := range out {
+			if x == d {
+				return
+			}
+		}
+		out = append(out, d)
+	}
+	for _, root := range []string{cgroupV2Root, cgroupV2Hyb} {
+		add(filepath.Join(root, own[""]))
+		add(root)
+	}
+	add(filepath.Join(cgroupV1Mem, own["memory"]))
+	add(cgroupV1Mem)
+	return out
+}
+
+// leftoverCgroups lists the attempt cgroups (faber-<run-id>-<step>-a<N>)
+// in the directories faber makes them in, by run id.
+func leftoverCgroups() map[string][]string {
+	out := map[string][]string{}
+	for _, parent := range cgroupParents() {
+		ents, err := os.ReadDir(parent)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if !e.IsDir() || !strings.HasPrefix(e.Name(), "faber-") {
+				continue
+			}
+			if id := cgroupRunID(e.Name()); id != "" {
+				out[id] = append(out[id], filepath.Join(parent, e.Name()))
+			}
+		}
+	}
+	return out
+}
+
+// RemoveRunCgroups removes the cgroups that attempts of run runID left
+// behind when their faber died (README "Resources"): whatever still runs
+// in one is killed first. Call it only as the run's owner, before any
+// attempt starts. It returns the cgroups it could not remove.
+func RemoveRunCgroups(runID string) []string {
+	var left []string
+	for _, dir := range leftoverCgroups()[runID] {
+		killCgroup(dir)
+		if !removeCgroupDir(dir, 2*time.Second) {
+			left = append(left, dir)
+		}
+	}
+	return left
+}
+
+// RemoveDeadCgroups removes the empty cgroups of attempts of the runs for
+// which dead says their owner died (a new run's sweep of its state dir:
+// processes still running in one are left for that run's resume).
+func RemoveDeadCgroups(dead func(runID string) bool) {
+	for id, dirs := range leftoverCgroups() {
+		if !dead(id) {
+			continue
+		}
+		for _, dir := range dirs {
+			_ = os.Remove(dir) // EBUSY while a process is in it
+		}
+	}
+}
+
+// killCgroup kills every process in a cgroup: cgroup.kill where the
+// kernel has it (v2, Linux 5.14), else each pid of cgroup.procs.
+func killCgroup(dir string) {
+	if os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0o644) == nil {
+		return
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid > 1 && pid != os.Getpid() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// removeCgroupDir removes a cgroup, waiting up to wait for the processes
+// just killed to leave it.
+func removeCgroupDir(dir string, wait time.Duration) bool {
+	deadline := time.Now().Add(wait)
+	for {
+		err := os.Remove(dir)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return true
+		}
+		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

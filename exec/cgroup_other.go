@@ -19,5 +19,11 @@ func (*cgroup) wrap(a []string) []string { return a }
 func (*cgroup) measure(*usage)           {}
 func (*cgroup) remove()                  {}
 
+// RemoveRunCgroups: no cgroups here.
+func RemoveRunCgroups(string) []string { return nil }
+
+// RemoveDeadCgroups: no cgroups here.
+func RemoveDeadCgroups(func(string) bool) {}
+
 // CgroupProbe: no cgroups here.
 func CgroupProbe() error { return errors.New("cgroups are Linux only") }

@@ -159,6 +159,9 @@ type FanOutExpanded struct {
 	Needs   []string   `json:"needs"`
 	Removed []string   `json:"removed"`
 	Source  string     `json:"source"`
+	// Unfinished are the fan-out's items that left the run without
+	// having succeeded, in this read or an earlier one (Expansion).
+	Unfinished []string `json:"unfinished"`
 }
 
 // Other holds the fields of an event type this version does not know (a

@@ -79,6 +79,18 @@ const EvFanOutExpanded = "fanout_expanded"
 // them the plan's item steps again (ApplyExpansions) before anything else.
 type Expansion struct {
 	Values []string `json:"values"`
+	// Unfinished are the items that left the run (their file or line
+	// went away) without having succeeded: the join fails while any is
+	// here. One that comes back is an item again; faber reset forgets
+	// one (README "Fan-out", "Items that change").
+	Unfinished []string `json:"unfinished,omitempty"`
+}
+
+// unfinished reports whether an item that leaves the run leaves it
+// without a success: it ran, and its last attempt did not succeed (or it
+// was put back to pending to run again, by a resume or a reset).
+func unfinished(st *StepState) bool {
+	return st.Attempt > 0 && !Status(st.Status).Succeeded()
 }
 
 // ApplyExpansions gives the dynamic fan-outs of p the items their join
@@ -158,6 +170,7 @@ func (r *Runner) expand(j *stepRun, atSetup bool) {
 		evs = append(evs, statusOnly(st, why))
 	}
 	added, removed := []string{}, []string{}
+	var left []string // items that leave the run unfinished now
 	items := make([]*stepRun, len(fo.ItemIDs))
 	var fresh []*stepRun
 	for i, id := range fo.ItemIDs {
@@ -195,6 +208,9 @@ func (r *Runner) expand(j *stepRun, atSetup bool) {
 		it.removed = true // gone, or replaced by an item of the same key
 		if p.Step(it.def.ID) == nil {
 			removed = append(removed, it.def.ID)
+			if unfinished(it.st) {
+				left = append(left, it.def.ID)
+			}
 			delete(r.byID, it.def.ID)
 			if r.gone == nil {
 				r.gone = map[string]*StepState{}
@@ -240,7 +256,17 @@ func (r *Runner) expand(j *stepRun, atSetup bool) {
 			reopened = append(reopened, sr)
 		}
 	}
-	j.st.Expanded = &Expansion{Values: values}
+	// Unfinished: those of before that are still gone, and those that
+	// leave now.
+	var still []string
+	if j.st.Expanded != nil {
+		for _, id := range j.st.Expanded.Unfinished {
+			if r.byID[id] == nil && !containsStr(left, id) {
+				still = append(still, id)
+			}
+		}
+	}
+	j.st.Expanded = &Expansion{Values: values, Unfinished: append(still, left...)}
 	if j.st.Expanded.Values == nil {
 		j.st.Expanded.Values = []string{}
 	}
@@ -250,6 +276,7 @@ func (r *Runner) expand(j *stepRun, atSetup bool) {
 	}
 	ev := Event{Type: EvFanOutExpanded, StepID: j.def.ID, Data: &FanOutExpanded{
 		Added: added, Count: len(items), Items: infos, Needs: nonNil(j.def.Deps), Removed: removed, Source: fo.SourceText(),
+		Unfinished: nonNil(j.st.Expanded.Unfinished),
 	}}
 	r.commit(append([]*StepState{j.st}, changed...), append([]Event{ev}, evs...)...)
 	if r.fatal != nil || atSetup {
@@ -420,7 +447,11 @@ func (r *Runner) decideJoin(sr *stepRun) Event {
 			failed = append(failed, it.def.ID)
 		}
 	}
-	if len(failed) == 0 && canceled == 0 {
+	var gone []string // items that left the run unfinished
+	if st.Expanded != nil && sr.join.dynamic {
+		gone = st.Expanded.Unfinished
+	}
+	if len(failed) == 0 && canceled == 0 && len(gone) == 0 {
 		st.Status, st.Error = StatusSuccess, ""
 		keys := make([]string, len(sr.join.items))
 		for i, it := range sr.join.items {
@@ -440,12 +471,20 @@ func (r *Runner) decideJoin(sr *stepRun) Event {
 	}
 	n := len(sr.join.items)
 	switch {
+	case len(failed) == 0 && canceled == 0:
+		st.Error = ""
 	case len(failed) == 0:
 		st.Error = fmt.Sprintf("%d of %d items canceled", canceled, n)
 	case canceled == 0:
 		st.Error = fmt.Sprintf("%d of %d items failed: %s%s", len(failed), n, strings.Join(shown, ", "), more)
 	default:
 		st.Error = fmt.Sprintf("%d of %d items failed: %s%s; %d canceled", len(failed), n, strings.Join(shown, ", "), more, canceled)
+	}
+	if len(gone) > 0 {
+		if st.Error != "" {
+			st.Error += "; "
+		}
+		st.Error += goneError(r.RunID, gone)
 	}
 	return r.statusEvent(sr)
 }
@@ -480,4 +519,28 @@ func joinReady(sr *stepRun) bool {
 		}
 	}
 	return true
+}
+
+// goneError is the part of a join's {error} that names the items that
+// left the run unfinished, and what the user can do.
+func goneError(runID string, ids []string) string {
+	shown, more := ids, ""
+	if len(shown) > 10 {
+		shown, more = shown[:10], fmt.Sprintf(" and %d more", len(ids)-10)
+	}
+	if len(ids) == 1 {
+		return fmt.Sprintf("1 item left the run without succeeding (its file or line is gone): %s; put it back to run it again, or drop it: faber reset %s --step '%s'",
+			ids[0], runID, ids[0])
+	}
+	return fmt.Sprintf("%d items left the run without succeeding (their files or lines are gone): %s%s; put them back to run them again, or drop them: faber reset %s --failed-only",
+		len(ids), strings.Join(shown, ", "), more, runID)
+}
+
+func containsStr(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }

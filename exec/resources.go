@@ -2,6 +2,7 @@ package exec
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/faber-run/faber/spec"
@@ -161,6 +162,43 @@ func cgroupName(runID, stepID string, n int) string {
 		}
 	}
 	return string(b)
+}
+
+// cgroupRunID is the run id in the name of an attempt's cgroup
+// (cgroupName), or "": a run id is <plan-name>-<YYYYMMDDTHHMMSS>-<4 hex>
+// with a lower-case plan name, so its time stamp, the first "-<8
+// digits>T<6 digits>-<4 hex>-" of the name, ends it.
+func cgroupRunID(name string) string {
+	rest, ok := strings.CutPrefix(name, "faber-")
+	if !ok {
+		return ""
+	}
+	const stamp = len("-20060102T150405-abcd-")
+	for i := 1; i+stamp <= len(rest); i++ {
+		s := rest[i : i+stamp]
+		if s[0] == '-' && s[9] == 'T' && s[16] == '-' && s[21] == '-' && digits(s[1:9]) && digits(s[10:16]) && lowerHex(s[17:21]) {
+			return rest[:i+stamp-1]
+		}
+	}
+	return ""
+}
+
+func digits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerHex(s string) bool {
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // FormatSize writes a byte count as faber shows sizes (spec.FormatSize), for

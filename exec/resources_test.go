@@ -89,3 +89,19 @@ func TestSlurmOOMAndUsage(t *testing.T) {
 		t.Errorf("srun options: %q (%v)", got, argv)
 	}
 }
+
+func TestCgroupRunID(t *testing.T) {
+	for _, c := range []struct{ name, want string }{
+		{"faber-left-20261125T195325-374e-a-a1", "left-20261125T195325-374e"},
+		{"faber-my-plan-20261125T195325-374e-each_data_20261125T195325-aaaa-x-a12", "my-plan-20261125T195325-374e"},
+		{cgroupName("p.q_r-20260101T000000-00ff", "s", 3), "p.q_r-20260101T000000-00ff"},
+		{"faber-probe-1234", ""},
+		{"faber-x-20261125T195325-374E-a-a1", ""},
+		{"other-x-20261125T195325-374e-a-a1", ""},
+		{"faber--20261125T195325-374e-a-a1", ""},
+	} {
+		if got := cgroupRunID(c.name); got != c.want {
+			t.Errorf("cgroupRunID(%q) = %q, want %q", c.name, got, c.want)
+		}
+	}
+}

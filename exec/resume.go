@@ -78,12 +78,22 @@ type ResumeOptions struct {
 	EditedPlan   bool // the plan differs from the stored one: compare hashes
 }
 
-// ResumeError names steps an edited plan dropped although they already ran.
-type ResumeError struct{ Steps []string }
+// ResumeError names steps the plan to resume with no longer has although
+// they already ran. Edited says the plan is an edited one (resume --plan);
+// otherwise it is the run's stored plan, which only a change of faber
+// itself could make lose a step (a dynamic fan-out's items that go are no
+// such step: they leave the run, README "Fan-out").
+type ResumeError struct {
+	Steps  []string
+	Edited bool
+}
 
 func (e *ResumeError) Error() string {
-	return fmt.Sprintf("the edited plan drops %s that already ran: %s (put them back, or start a new run)",
-		plural(len(e.Steps), "step", "steps"), strings.Join(e.Steps, ", "))
+	what := plural(len(e.Steps), "step", "steps")
+	if !e.Edited {
+		return fmt.Sprintf("the run's stored plan no longer has %s that already ran: %s (start a new run)", what, strings.Join(e.Steps, ", "))
+	}
+	return fmt.Sprintf("the edited plan drops %s that already ran: %s (put them back, or start a new run)", what, strings.Join(e.Steps, ", "))
 }
 
 // PrepareResume turns the records of a stopped run into the starting state of
@@ -123,7 +133,7 @@ func PrepareResume(p *spec.Plan, prior *Prior, opts ResumeOptions) error {
 	}
 	if len(dropped) > 0 {
 		sort.Strings(dropped)
-		return &ResumeError{Steps: dropped}
+		return &ResumeError{Steps: dropped, Edited: opts.EditedPlan}
 	}
 
 	var evs []Event
@@ -252,22 +262,67 @@ func Runnable(prior *Prior) bool {
 // records and the events to commit.
 func ResetSteps(p *spec.Plan, prior *Prior, failedOnly bool, ids []string) ([]*StepState, []Event, error) {
 	var targets []string
+	// Items that left a dynamic fan-out unfinished (Expansion.Unfinished)
+	// are forgotten by a reset that names them, their fan-out, failed
+	// steps or every step: gone, they have nothing to run, and their join
+	// is decided again without them. forgot are the joins that changed.
+	forgot := map[string]bool{}
+	forget := func(join *spec.Step, id string) bool {
+		st := prior.Steps[join.ID]
+		if st == nil || st.Expanded == nil {
+			return false
+		}
+		var keep []string
+		for _, x := range st.Expanded.Unfinished {
+			if id != "" && x != id {
+				keep = append(keep, x)
+			}
+		}
+		if len(keep) == len(st.Expanded.Unfinished) {
+			return false
+		}
+		st.Expanded.Unfinished = keep
+		forgot[join.ID] = true
+		return true
+	}
+	dynamicJoins := func() []*spec.Step {
+		var out []*spec.Step
+		for _, s := range p.Steps {
+			if s.Join && s.FanOut != nil && s.FanOut.Dynamic {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
 	switch {
 	case len(ids) > 0:
 		var roots []string
+	next:
 		for _, id := range ids {
 			s := p.Step(id)
 			if s == nil {
+				for _, j := range dynamicJoins() {
+					if forget(j, id) {
+						roots = append(roots, j.ID)
+						continue next
+					}
+				}
 				return nil, nil, fmt.Errorf("the plan has no step %q", id)
 			}
 			roots = append(roots, id)
 			if s.Join && s.FanOut != nil {
 				roots = append(roots, s.FanOut.ItemIDs...) // a fan-out step is its items too
+				if s.FanOut.Dynamic {
+					forget(s, "")
+				}
 			}
 		}
 		targets = p.Downstream(roots...)
 	case failedOnly:
 		var roots []string
+		for _, j := range dynamicJoins() {
+			forget(j, "")
+		}
 		for _, s := range p.Steps {
 			if st := prior.Steps[s.ID]; st != nil {
 				// SPEC §10: failure, remediation_failed, pending_failed
@@ -283,6 +338,9 @@ func ResetSteps(p *spec.Plan, prior *Prior, failedOnly bool, ids []string) ([]*S
 			}
 		}
 	default:
+		for _, j := range dynamicJoins() {
+			forget(j, "")
+		}
 		for _, s := range p.Steps {
 			targets = append(targets, s.ID)
 		}
@@ -291,7 +349,7 @@ func ResetSteps(p *spec.Plan, prior *Prior, failedOnly bool, ids []string) ([]*S
 	var evs []Event
 	for _, id := range targets {
 		st := prior.Steps[id]
-		if st == nil || (st.Status == StatusPending && st.Classified == "") {
+		if st == nil || (st.Status == StatusPending && st.Classified == "" && !forgot[id]) {
 			continue
 		}
 		st.Status = StatusPending

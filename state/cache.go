@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -42,7 +43,9 @@ func CachePut(stateDir, plan, step string, data []byte) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, ".entry-*")
+	// The writer's pid in the name lets a later faber remove the file
+	// if this one dies before the rename (CleanCacheTemps).
+	f, err := os.CreateTemp(dir, cacheTempPrefix+strconv.Itoa(os.Getpid())+"-*")
 	if err != nil {
 		return err
 	}

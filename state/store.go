@@ -299,6 +299,8 @@ func openStore(stateDir, runID string, opt Options, first *storeSizes) (_ *Store
 		log = io.Discard
 	}
 	s := &Store{stateDir: stateDir, runID: runID, dir: dir, opt: opt, log: log, lock: lock, sizes: sizes}
+	// A dead owner's half-written files: this process holds the lock now.
+	removeTemps(dir)
 	defer func() {
 		if err != nil {
 			s.Close()

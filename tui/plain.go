@@ -131,6 +131,9 @@ func PlainLine(e exec.Event, s Styles) string {
 		default:
 			msg += fmt.Sprintf(", %d added, %d removed", len(d.Added), len(d.Removed))
 		}
+		if len(d.Unfinished) > 0 {
+			msg += fmt.Sprintf(", %d left unfinished", len(d.Unfinished))
+		}
 		return msg
 	case exec.EvStepCacheHit:
 		d := data[exec.CacheHit](e)

@@ -156,6 +156,18 @@ func (s *Server) Stop() {
 	os.Remove(s.path)
 }
 
+// Files are the files a session's control channel keeps in its run
+// directory, which a dead owner leaves behind (Forget, state.CleanDeadRuns).
+var Files = []string{fileName, fileName + ".tmp"}
+
+// Forget removes what a dead owner's control channel left in runDir; only
+// the run's owner (which holds its lock) may call it.
+func Forget(runDir string) {
+	for _, n := range Files {
+		_ = os.Remove(filepath.Join(runDir, n))
+	}
+}
+
 // Send sends a run's owner a request (classify a step, stop). ok=false means no owner
 // answered (the caller then opens the store itself).
 func Send(runDir string, m Msg) (rep Reply, ok bool, err error) {

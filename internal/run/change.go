@@ -69,6 +69,7 @@ func ClassifyWith(stateDir, runID, step, action, reason string, lim exec.Limits,
 			return StoreError(err, runID, stateDir)
 		}
 		defer store.Close()
+		control.Forget(store.Dir()) // a dead owner's; this process holds the lock
 		snap, prior, plan, err := LoadOwned(store, runID, stateDir)
 		if err != nil {
 			return err

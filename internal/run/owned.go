@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/internal/control"
 	"github.com/faber-run/faber/spec"
 	"github.com/faber-run/faber/state"
 )
@@ -23,7 +24,20 @@ func Open(stateDir, runID string, opt state.Options) (*state.Store, error) {
 		}
 		return nil, StoreError(err, runID, stateDir)
 	}
+	control.Forget(store.Dir()) // a dead owner's; this process holds the lock
 	return store, nil
+}
+
+// CleanLeftovers removes what dead fabers left in the state dir (README
+// "Storage and durability", "Leftovers"): in each run but runID whose
+// owner is dead, its control file and temporary files; the cache's
+// temporary files whose writer is gone; and the empty cgroups of the
+// attempts of those runs. A new session calls it beside its run; it only
+// reads directories where there is nothing to clean.
+func CleanLeftovers(stateDir, runID string) {
+	state.CleanDeadRuns(stateDir, runID, control.Files...)
+	state.CleanCacheTemps(stateDir)
+	exec.RemoveDeadCgroups(func(id string) bool { return id != runID && state.OwnerDead(stateDir, id) })
 }
 
 // LoadOwned loads an owned run's snapshot, its records and its stored plan,

@@ -87,6 +87,8 @@ func Resume(stateDir, runID string, opt state.Options, o ResumeOptions) (res *Re
 		}
 	}
 	exec.KillRunProcesses(runID)
+	// ... and the cgroups of its attempts, whatever still ran in them killed.
+	exec.RemoveRunCgroups(runID)
 	if exec.PlanUsesSlurm(plan) {
 		res.SlurmCanceled = exec.CancelLeftoverSlurmJobs(runID)
 	}

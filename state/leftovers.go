@@ -1,0 +1,139 @@
+package state
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Leftovers of a faber that died (kill -9, a crash, a power loss): the
+// lock it held goes with it (the OS drops a flock with its process), but
+// files it was writing stay. Each is removed by the next process that
+// can tell it is stale (README "Storage and durability", "Leftovers"):
+//
+//   - temporary files in a run directory (writeFileAtomic's .<name>.*.tmp,
+//     and any *.tmp) by the run's next owner, which holds its lock, or by
+//     CleanDeadRuns;
+//   - a cache entry's temporary file (.entry-<pid>-*) by CleanCacheTemps,
+//     once no process has that pid.
+//
+// The run's lock file itself stays: it is how readers and owners tell a
+// live owner from a dead one, and removing it could let two processes
+// own the run.
+
+// isTemp says whether a run directory's file is a temporary one.
+func isTemp(name string) bool { return strings.HasSuffix(name, ".tmp") }
+
+// removeTemps removes the temporary files in a run directory whose lock
+// the caller holds: no one else writes there.
+func removeTemps(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if e.Type().IsRegular() && isTemp(e.Name()) {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// CleanDeadRuns removes, in every run of the state dir but skip whose
+// owner is dead (its owner.json is there, its lock free), its temporary
+// files and the files named names (a dead owner's control.json). It holds the run's shared lock meanwhile, so that
+// no process becomes the run's owner while it removes them; a run that
+// has no lock file yet (being created) or no meta.json is left alone.
+func CleanDeadRuns(stateDir, skip string, names ...string) {
+	ids, err := RunIDs(stateDir)
+	if err != nil {
+		return
+	}
+	for _, id := range ids {
+		if id == skip {
+			continue
+		}
+		dir := RunDir(stateDir, id)
+		// An owner that closed the run removed owner.json, and left
+		// nothing behind: one stat per such run.
+		if _, err := os.Lstat(filepath.Join(dir, fileOwner)); err != nil {
+			continue
+		}
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		var stale []string
+		meta := false
+		for _, e := range ents {
+			n := e.Name()
+			meta = meta || n == fileMeta
+			if e.Type().IsRegular() && (isTemp(n) || contains(names, n)) {
+				stale = append(stale, n)
+			}
+		}
+		if len(stale) == 0 || !meta {
+			continue
+		}
+		f, free, err := readerLock(dir)
+		if err != nil || f == nil || !free {
+			continue
+		}
+		for _, n := range stale {
+			_ = os.Remove(filepath.Join(dir, n))
+		}
+		releaseReaderLock(f, free)
+	}
+}
+
+// OwnerDead reports whether a run of the state dir exists and no live
+// process owns it (the lock test of OwnerOf).
+func OwnerDead(stateDir, runID string) bool {
+	if !validRunID(runID) {
+		return false
+	}
+	dir := RunDir(stateDir, runID)
+	if _, err := os.Stat(filepath.Join(dir, fileMeta)); err != nil {
+		return false
+	}
+	f, free, err := readerLock(dir)
+	if err != nil || f == nil {
+		return false
+	}
+	releaseReaderLock(f, free)
+	return free
+}
+
+// cacheTempPrefix starts the name of a cache entry's temporary file,
+// followed by the writer's pid: .entry-<pid>-<random>.
+const cacheTempPrefix = ".entry-"
+
+// CleanCacheTemps removes the cache entries' temporary files whose writer
+// is no longer running.
+func CleanCacheTemps(stateDir string) {
+	dir := CacheDir(stateDir)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), cacheTempPrefix)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		pid, _, _ := strings.Cut(rest, "-")
+		if n, err := strconv.Atoi(pid); err == nil && n > 0 && pidAlive(n) {
+			continue
+		}
+		_ = os.Remove(filepath.Join(dir, e.Name()))
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,6 +1,10 @@
 package exec
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+	"syscall"
+)
 
 // Halting: a state dir that cannot keep the run's record whole (a full
 // disk, a log faber cannot write) stops the run as a state problem.
@@ -41,6 +45,9 @@ func (e *LogError) Unwrap() error { return e.Err }
 // case a log the process wrote itself may not be whole either, and the
 // process may have failed only for want of space).
 func (r *Runner) stateProblem(sr *stepRun, kind string, out outcome) error {
+	if out.sysErr != nil {
+		return &StartError{Step: sr.def.ID, Kind: kind, Err: out.sysErr}
+	}
 	if out.logErr != nil {
 		return &LogError{Step: sr.def.ID, Kind: kind, Err: out.logErr}
 	}
@@ -48,4 +55,34 @@ func (r *Runner) stateProblem(sr *stepRun, kind string, out outcome) error {
 		return r.CheckState()
 	}
 	return nil
+}
+
+// StartError is a process faber could not start for want of its own
+// resources: a file descriptor (its open-file limit), a process (the
+// user's process limit) or memory. The step is not at fault, so the
+// attempt does not count: the run stops as a state problem.
+type StartError struct {
+	Step string
+	Kind string // attempt, handler or recovery
+	Err  error
+}
+
+// Error names the step and what ran out.
+func (e *StartError) Error() string {
+	return fmt.Sprintf("cannot start the %s process of step %q: %v", e.Kind, e.Step, e.Err)
+}
+
+// Unwrap returns the OS error.
+func (e *StartError) Unwrap() error { return e.Err }
+
+// Scarce reports whether err is faber running out of something the system
+// rations per process or user, rather than anything about a step: file
+// descriptors (EMFILE, ENFILE), processes (EAGAIN from fork), memory.
+func Scarce(err error) bool {
+	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.EAGAIN, syscall.ENOMEM} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }

@@ -564,9 +564,24 @@ func runProcLogs(ps procSpec, ctrl *procCtrl, logs procLogs) (o outcome) {
 	return o
 }
 
-// readResult reads {"status": ..., "message": ...} from a result file.
+// readResult reads {"status": ..., "message": ...} from a result file, and
+// makes the file private (0600) like every file of the run: the step wrote
+// it with its own umask. Only a regular file is read; anything else at the
+// path (a FIFO would block faber forever, a device never end) is no result.
 func readResult(path string) (status, message string) {
-	b, err := os.ReadFile(path)
+	f, err := openResult(path)
+	if err != nil {
+		return "", ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return "", ""
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		privateResult(f, fi, path)
+	}
+	b, err := io.ReadAll(f)
 	if err != nil || len(bytes.TrimSpace(b)) == 0 {
 		return "", ""
 	}

@@ -225,6 +225,9 @@ func resumableStateErr(g *Globals, runID string, err error) error {
 	if exec.Scarce(err) && !state.IsNoSpace(err) {
 		return scarceErr(runID, err)
 	}
+	if ce := (*exec.ChildStateError)(nil); errors.As(err, &ce) {
+		return fmt.Errorf("%v, then: faber resume %s", err, runID)
+	}
 	if !state.IsNoSpace(err) {
 		return err
 	}

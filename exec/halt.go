@@ -3,6 +3,7 @@ package exec
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 )
 
@@ -51,6 +52,9 @@ func (r *Runner) stateProblem(sr *stepRun, kind string, out outcome) error {
 	if out.logErr != nil {
 		return &LogError{Step: sr.def.ID, Kind: kind, Err: out.logErr}
 	}
+	if sr.def.PlanPath != "" && kind == "attempt" && out.exitCode == childStateExit && out.stoppedBy == "" && !out.timedOut && out.startErr == nil {
+		return childStateError(sr.def.ID, out.stderrTail)
+	}
 	if r.CheckState != nil {
 		return r.CheckState()
 	}
@@ -85,4 +89,36 @@ func Scarce(err error) bool {
 		}
 	}
 	return false
+}
+
+// childStateExit is faber's exit code for a state problem (SPEC §1).
+const childStateExit = 4
+
+// ChildStateError is a sub-plan step whose child run stopped on a state
+// problem (its own faber exited 4: out of descriptors, a full disk, its
+// store): the step is not at fault, so the parent stops the same way, and
+// its resume resumes the child.
+type ChildStateError struct {
+	Step string
+	Msg  string // the child's line, without "faber: " and its resume hint
+}
+
+// Error names the step and says what stopped its child.
+func (e *ChildStateError) Error() string {
+	return fmt.Sprintf("the child run of step %q stopped: %s", e.Step, e.Msg)
+}
+
+// childStateError reads the child's one line from the end of its stderr.
+func childStateError(step string, tail []byte) error {
+	msg := lastLine(tail, nil)
+	msg = strings.TrimPrefix(msg, "faber: ")
+	if i := strings.LastIndex(msg, ", then: faber resume "); i >= 0 {
+		msg = msg[:i]
+	} else if i := strings.LastIndex(msg, "; faber resume "); i >= 0 {
+		msg = msg[:i]
+	}
+	if msg == "" {
+		msg = "exit status 4 (a state problem)"
+	}
+	return &ChildStateError{Step: step, Msg: msg}
 }

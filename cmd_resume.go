@@ -61,6 +61,9 @@ func resumeSession(g *Globals, runID string, o run.ResumeOptions, s sessionArgs)
 	if fi, err := os.Stat(plan); err == nil {
 		tuneGC(fi.Size())
 	}
+	if err := checkOpenFiles(); err != nil {
+		return err
+	}
 	res, err := run.Resume(g.StateDir, runID, storeOptions(g), o)
 	if err != nil {
 		var inv *spec.Invalid

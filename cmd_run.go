@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -99,6 +100,9 @@ func (c *RunCmd) Run(g *Globals) error {
 	}
 	if c.DryRun {
 		return dryRun(g, plan, c.Jobs, c.UI == "json", cacheOpts{noCache: c.NoCache, force: c.Force})
+	}
+	if err := checkOpenFiles(); err != nil {
+		return err
 	}
 	abs, _ := filepath.Abs(c.Plan)
 	now := time.Now()
@@ -253,6 +257,12 @@ func runSession(g *Globals, a sessionArgs) error {
 // A full state dir is named first, in one line with what to do about it:
 // everything committed stands, so freeing space and resuming loses nothing.
 func resumableStateErr(g *Globals, runID string, err error) error {
+	if exec.Scarce(err) && !state.IsNoSpace(err) {
+		return scarceErr(runID, err)
+	}
+	if ce := (*exec.ChildStateError)(nil); errors.As(err, &ce) {
+		return fmt.Errorf("%v, then: faber resume %s", err, runID)
+	}
 	if !state.IsNoSpace(err) {
 		return err
 	}
@@ -416,4 +426,22 @@ func dynamicItemID(p *spec.Plan, id string) bool {
 	}
 	s := p.Step(base)
 	return s != nil && s.FanOut != nil && s.FanOut.Dynamic
+}
+
+// scarceErr is the message for a run stopped because faber ran out of file
+// descriptors, processes or memory: what ran out first, the limit when it
+// is the open-file one, what to do, and how to go on.
+func scarceErr(runID string, err error) error {
+	fix := "wait for other processes to end, or lower --jobs"
+	switch {
+	case errors.Is(err, syscall.EMFILE):
+		fix = fmt.Sprintf("the open-file limit is %d: raise it (ulimit -n) or lower --jobs", openFileLimit())
+	case errors.Is(err, syscall.ENFILE):
+		fix = "the system's open-file table is full: close other programs or lower --jobs"
+	case errors.Is(err, syscall.EAGAIN):
+		fix = "the process limit is reached: raise it (ulimit -u) or lower --jobs"
+	case errors.Is(err, syscall.ENOMEM):
+		fix = "memory ran out: raise the limit (ulimit -v) or lower --jobs"
+	}
+	return fmt.Errorf("%v; %s, then: faber resume %s", err, fix, runID)
 }

@@ -10,7 +10,8 @@ import (
 
 // TestStateDirPrivate: everything faber creates under the state dir is
 // private to the user: directories 0700, files 0600 (logs, --set values,
-// outputs and the store often hold secrets), whatever the umask.
+// outputs and the store often hold secrets), whatever the umask; a result
+// file the step wrote itself too.
 func TestStateDirPrivate(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("no Unix permissions on Windows")
@@ -20,7 +21,7 @@ func TestStateDirPrivate(t *testing.T) {
 commands: {/fix: sh -c "echo fixing"}
 steps:
   - id: a
-    run: echo out; echo err >&2; echo data > "$FABER_OUTPUT_DIR/x.txt"
+    run: umask 022; echo out; echo err >&2; echo data > "$FABER_OUTPUT_DIR/x.txt"; echo '{"status":"success"}' > "$FABER_RESULT"
   - id: b
     run: exit 3
     result_handling: {on_failure: {command: /fix, retry_on_success: false}}

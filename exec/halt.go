@@ -1,6 +1,11 @@
 package exec
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+)
 
 // Halting: a state dir that cannot keep the run's record whole (a full
 // disk, a log faber cannot write) stops the run as a state problem.
@@ -41,11 +46,79 @@ func (e *LogError) Unwrap() error { return e.Err }
 // case a log the process wrote itself may not be whole either, and the
 // process may have failed only for want of space).
 func (r *Runner) stateProblem(sr *stepRun, kind string, out outcome) error {
+	if out.sysErr != nil {
+		return &StartError{Step: sr.def.ID, Kind: kind, Err: out.sysErr}
+	}
 	if out.logErr != nil {
 		return &LogError{Step: sr.def.ID, Kind: kind, Err: out.logErr}
+	}
+	if sr.def.PlanPath != "" && kind == "attempt" && out.exitCode == childStateExit && out.stoppedBy == "" && !out.timedOut && out.startErr == nil {
+		return childStateError(sr.def.ID, out.stderrTail)
 	}
 	if r.CheckState != nil {
 		return r.CheckState()
 	}
 	return nil
+}
+
+// StartError is a process faber could not start for want of its own
+// resources: a file descriptor (its open-file limit), a process (the
+// user's process limit) or memory. The step is not at fault, so the
+// attempt does not count: the run stops as a state problem.
+type StartError struct {
+	Step string
+	Kind string // attempt, handler or recovery
+	Err  error
+}
+
+// Error names the step and what ran out.
+func (e *StartError) Error() string {
+	return fmt.Sprintf("cannot start the %s process of step %q: %v", e.Kind, e.Step, e.Err)
+}
+
+// Unwrap returns the OS error.
+func (e *StartError) Unwrap() error { return e.Err }
+
+// Scarce reports whether err is faber running out of something the system
+// rations per process or user, rather than anything about a step: file
+// descriptors (EMFILE, ENFILE), processes (EAGAIN from fork), memory.
+func Scarce(err error) bool {
+	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.EAGAIN, syscall.ENOMEM} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// childStateExit is faber's exit code for a state problem (SPEC §1).
+const childStateExit = 4
+
+// ChildStateError is a sub-plan step whose child run stopped on a state
+// problem (its own faber exited 4: out of descriptors, a full disk, its
+// store): the step is not at fault, so the parent stops the same way, and
+// its resume resumes the child.
+type ChildStateError struct {
+	Step string
+	Msg  string // the child's line, without "faber: " and its resume hint
+}
+
+// Error names the step and says what stopped its child.
+func (e *ChildStateError) Error() string {
+	return fmt.Sprintf("the child run of step %q stopped: %s", e.Step, e.Msg)
+}
+
+// childStateError reads the child's one line from the end of its stderr.
+func childStateError(step string, tail []byte) error {
+	msg := lastLine(tail, nil)
+	msg = strings.TrimPrefix(msg, "faber: ")
+	if i := strings.LastIndex(msg, ", then: faber resume "); i >= 0 {
+		msg = msg[:i]
+	} else if i := strings.LastIndex(msg, "; faber resume "); i >= 0 {
+		msg = msg[:i]
+	}
+	if msg == "" {
+		msg = "exit status 4 (a state problem)"
+	}
+	return &ChildStateError{Step: step, Msg: msg}
 }

@@ -67,7 +67,10 @@ type outcome struct {
 	startErr  error
 	// logErr is set when the process's output could not be written to its
 	// log files (opened, or a write failed): the log is not whole.
-	logErr        error
+	logErr error
+	// sysErr is set (with startErr) when the process could not start for
+	// want of faber's own resources (Scarce): the attempt does not count.
+	sysErr        error
 	resultStatus  string // from $FABER_RESULT: "", "success" or "failure"
 	resultMessage string
 	stderrTail    []byte
@@ -318,6 +321,9 @@ func runProcLogs(ps procSpec, ctrl *procCtrl, logs procLogs) (o outcome) {
 
 	if err := logs.fail; err != nil {
 		o.startErr, o.logErr, o.exitCode = err, err, 127
+		if Scarce(err) {
+			o.sysErr = err
+		}
 		return o
 	}
 	outF, errF := logs.out, logs.err
@@ -354,7 +360,9 @@ func runProcLogs(ps procSpec, ctrl *procCtrl, logs procLogs) (o outcome) {
 		}
 		if err != nil {
 			closePipes()
-			o.startErr, o.exitCode = err, 127
+			// The pipes are faber's: whatever failed is not the step's.
+			o.startErr, o.sysErr, o.exitCode = err, err, 127
+			fmt.Fprintf(errF, "faber: cannot start the process: %v\n", err)
 			return o
 		}
 	}
@@ -403,6 +411,11 @@ func runProcLogs(ps procSpec, ctrl *procCtrl, logs procLogs) (o outcome) {
 			o.exitCode = 127
 		} else if errors.Is(err, os.ErrPermission) {
 			o.exitCode = 126
+		}
+		if Scarce(err) {
+			// Out of file descriptors, processes or memory: faber's
+			// limits, not the step's doing (README, "Scarce resources").
+			o.sysErr = err
 		}
 		fmt.Fprintf(errF, "faber: cannot start %s: %v\n", prog, err)
 		return o
@@ -551,9 +564,24 @@ func runProcLogs(ps procSpec, ctrl *procCtrl, logs procLogs) (o outcome) {
 	return o
 }
 
-// readResult reads {"status": ..., "message": ...} from a result file.
+// readResult reads {"status": ..., "message": ...} from a result file, and
+// makes the file private (0600) like every file of the run: the step wrote
+// it with its own umask. Only a regular file is read; anything else at the
+// path (a FIFO would block faber forever, a device never end) is no result.
 func readResult(path string) (status, message string) {
-	b, err := os.ReadFile(path)
+	f, err := openResult(path)
+	if err != nil {
+		return "", ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return "", ""
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		privateResult(f, fi, path)
+	}
+	b, err := io.ReadAll(f)
 	if err != nil || len(bytes.TrimSpace(b)) == 0 {
 		return "", ""
 	}

@@ -216,3 +216,61 @@ func TestOpenLog(t *testing.T) {
 		t.Fatal("a log under a regular file opened")
 	}
 }
+
+// TestResultFilePrivate: a result file the step wrote with its own umask
+// (written in place, or moved there) is 0600 once the attempt ends, and
+// still read; a symlink there is read through but its target keeps its
+// mode; a FIFO there is no result and does not block the attempt's end.
+func TestResultFilePrivate(t *testing.T) {
+	const ok = `{"status":"failure","message":"told"}`
+	for _, tc := range []struct {
+		name, script string
+		want         string // the message read
+	}{
+		{"written", `umask 022; echo '` + ok + `' > "$R"`, "told"},
+		{"moved", `umask 022; echo '` + ok + `' > "$R.tmp"; mv "$R.tmp" "$R"`, "told"},
+		{"symlink", `echo '` + ok + `' > "$T"; chmod 644 "$T"; ln -s "$T" "$R"`, "told"},
+		{"fifo", `mkfifo -m 644 "$R"`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			result := filepath.Join(dir, "logs", "s", "attempt-1.result.json")
+			target := filepath.Join(dir, "elsewhere.json")
+			ps := procSpec{
+				argv:       []string{"/bin/sh", "-c", tc.script},
+				dir:        dir,
+				env:        append(os.Environ(), "R="+result, "T="+target),
+				stdoutPath: filepath.Join(dir, "logs", "s", "attempt-1.out"),
+				stderrPath: filepath.Join(dir, "logs", "s", "attempt-1.err"),
+				resultPath: result,
+				timeout:    time.Minute,
+			}
+			done := make(chan outcome, 1)
+			go func() { done <- runProc(ps, newCtrl()) }()
+			var o outcome
+			select {
+			case o = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the attempt did not end: faber blocks reading its result file")
+			}
+			if o.exitCode != 0 || o.resultMessage != tc.want {
+				t.Fatalf("exit %d, result message %q; want 0, %q", o.exitCode, o.resultMessage, tc.want)
+			}
+			fi, err := os.Lstat(result)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch tc.name {
+			case "symlink":
+				if tfi, err := os.Stat(target); err != nil || tfi.Mode().Perm() != 0o644 {
+					t.Fatalf("the symlink's target: %v %v; want it left 0644", tfi.Mode(), err)
+				}
+			case "fifo":
+			default:
+				if fi.Mode().Perm() != 0o600 {
+					t.Fatalf("result file mode %v, want 0600", fi.Mode().Perm())
+				}
+			}
+		})
+	}
+}

@@ -452,6 +452,12 @@ func (s *Store) rotate() error {
 	if err := needSpace(s.stateDir, s.dir, need, "continuing run "+s.runID); err != nil {
 		return err
 	}
+	// Reopening holds a descriptor per table, and a few more while it
+	// opens: refuse while the store is still whole (README, "Scarce
+	// resources").
+	if err := spareFiles(len(s.db.Tables()) + 4); err != nil {
+		return fmt.Errorf("rotate the store's memtable: %w", err)
+	}
 	s.logf("rotating the memtable (%d bytes counted)", s.memUsed)
 	s.closeWAL()
 	err := s.db.Close()

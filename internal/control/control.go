@@ -102,11 +102,26 @@ func Start(runDir string, interrupt func(hard bool)) (*Server, error) {
 }
 
 func (s *Server) serve(token string) {
+	var wait time.Duration
 	for {
 		c, err := s.ln.Accept()
-		if err != nil {
+		if errors.Is(err, net.ErrClosed) {
 			return
 		}
+		if err != nil {
+			// Out of file descriptors, most often (the run's steps hold
+			// them): the channel must outlive that, or faber stop and
+			// classify could not reach the run any more. Wait, as
+			// net/http does, and accept again.
+			wait = min(max(2*wait, 5*time.Millisecond), time.Second)
+			select {
+			case <-s.done:
+				return
+			case <-time.After(wait):
+			}
+			continue
+		}
+		wait = 0
 		go func() {
 			defer c.Close()
 			_ = c.SetDeadline(time.Now().Add(30 * time.Second))

@@ -1,7 +1,12 @@
 package control
 
 import (
+	"encoding/json"
 	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/faber-run/faber/exec"
@@ -41,5 +46,73 @@ func TestRequests(t *testing.T) {
 	s.Stop()
 	if _, ok, err := Send(dir, Msg{Op: "stop"}); ok || err != nil {
 		t.Errorf("after Stop: ok %v, err %v; want no owner", ok, err)
+	}
+}
+
+// flakyListener fails its first Accept with EMFILE, as a run whose steps
+// hold every file descriptor would.
+type flakyListener struct {
+	net.Listener
+	failed bool
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if !l.failed {
+		l.failed = true
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return l.Listener.Accept()
+}
+
+// TestAcceptOutOfFiles: an Accept that fails for want of file descriptors
+// does not end the channel; a stop sent later still reaches the owner.
+func TestAcceptOutOfFiles(t *testing.T) {
+	dir := t.TempDir()
+	hard := make(chan bool, 1)
+	s, err := Start(dir, func(h bool) { hard <- h })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	// Swap in the flaky listener before any request: serve is waiting in
+	// the real Accept, so give it one connection to come round.
+	fl := &flakyListener{Listener: s.ln}
+	s2 := &Server{ln: fl, path: s.path, reqs: s.reqs, done: s.done, interrupt: s.interrupt}
+	ln2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl.Listener = ln2
+	go s2.serve(readToken(t, dir))
+	defer ln2.Close()
+	writeAddr(t, dir, ln2.Addr().String())
+	if rep, ok, err := Send(dir, Msg{Op: "stop"}); err != nil || !ok || !rep.OK {
+		t.Fatalf("stop after a failed accept: %+v %v %v", rep, ok, err)
+	}
+	if h := <-hard; h {
+		t.Error("a graceful stop arrived as a hard one")
+	}
+}
+
+func readToken(t *testing.T, dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, fileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var i info
+	if err := json.Unmarshal(b, &i); err != nil {
+		t.Fatal(err)
+	}
+	return i.Token
+}
+
+func writeAddr(t *testing.T, dir, addr string) {
+	b, _ := os.ReadFile(filepath.Join(dir, fileName))
+	var i info
+	_ = json.Unmarshal(b, &i)
+	i.Addr = addr
+	b, _ = json.Marshal(i)
+	if err := os.WriteFile(filepath.Join(dir, fileName), b, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,0 +1,31 @@
+package state
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// spareFiles fails with EMFILE when fewer than n file descriptors are free
+// under the process's open-file limit. Reopening Badger (rotate) must not
+// run out of them halfway: Badger then ends the process (y.Check) instead
+// of returning an error. The steps of a run at its limit hold the rest.
+func spareFiles(n int) error {
+	var l syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) != nil || l.Cur > 1<<20 {
+		return nil
+	}
+	f, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return nil // a failure here is no proof of want
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return nil
+	}
+	if free := int64(l.Cur) - int64(len(names)); free < int64(n) {
+		return fmt.Errorf("%d file descriptors free, %d needed: %w", max(free, 0), n, syscall.EMFILE)
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -24,8 +25,10 @@ type torcJob struct {
 	combos  []map[string]string
 	names   []string // the concrete names (one per combination)
 	fields  map[string]field
-	needs   []string
-	needSet map[string]bool
+	idx     int      // position among the jobs kept (needs are listed in this order)
+	needs   []string // ids of the jobs it needs, in job order
+	needSet map[int]bool
+	needIdx []int // needSet's keys, in the order found
 }
 
 // param is one Torc parameter with its expanded values.
@@ -430,7 +433,7 @@ func (c *conv) torcJobs(n *yaml.Node, wf map[string]param) []*torcJob {
 	ids := map[string]*torcJob{}
 	for _, jn := range n.Content {
 		jn = deref(jn)
-		j := &torcJob{node: jn, fields: map[string]field{}, needSet: map[string]bool{}, mode: "product"}
+		j := &torcJob{node: jn, fields: map[string]field{}, needSet: map[int]bool{}, mode: "product"}
 		for _, f := range c.fields(jn, "job") {
 			j.fields[f.key] = f
 		}
@@ -490,6 +493,7 @@ func (c *conv) torcJobs(n *yaml.Node, wf map[string]param) []*torcJob {
 			continue
 		}
 		ids[j.id] = j
+		j.idx = len(jobs)
 		jobs = append(jobs, j)
 	}
 	return jobs
@@ -497,6 +501,12 @@ func (c *conv) torcJobs(n *yaml.Node, wf map[string]param) []*torcJob {
 
 // torcDeps computes each job's needs: depends_on, depends_on_regexes, and
 // the files it reads that another job writes.
+//
+// The work is linear in the jobs, their names, files and dependencies
+// (map lookups, and a sort of each job's own needs), except
+// depends_on_regexes: each pattern is tried against every job's names, so
+// that part is jobs × patterns, linear in the jobs for each pattern.
+// c.ops counts the steps of the loops (tests check it grows linearly).
 func (c *conv) torcDeps(jobs []*torcJob, files map[string]torcFile) {
 	byName := map[string]*torcJob{}
 	for _, j := range jobs {
@@ -516,8 +526,10 @@ func (c *conv) torcDeps(jobs []*torcJob, files map[string]torcFile) {
 			c.errorf(at, "job %q: %s: depends on itself (a fan-out's instances cannot depend on each other)", j.name, what)
 			return
 		}
-		if !j.needSet[d.id] {
-			j.needSet[d.id] = true
+		c.ops++
+		if !j.needSet[d.idx] {
+			j.needSet[d.idx] = true
+			j.needIdx = append(j.needIdx, d.idx)
 		}
 	}
 	for _, j := range jobs {
@@ -552,6 +564,7 @@ func (c *conv) torcDeps(jobs []*torcJob, files map[string]torcFile) {
 				found := false
 				for _, o := range jobs {
 					for _, n := range o.names {
+						c.ops++
 						if re.MatchString(n) && o != j {
 							need(j, o, d, "depends_on_regexes")
 							found = true
@@ -569,10 +582,10 @@ func (c *conv) torcDeps(jobs []*torcJob, files map[string]torcFile) {
 				need(j, p, j.nameN, "input file")
 			}
 		}
-		for _, o := range jobs { // in job order: deterministic
-			if j.needSet[o.id] {
-				j.needs = append(j.needs, o.id)
-			}
+		sort.Ints(j.needIdx) // in job order: deterministic
+		for _, i := range j.needIdx {
+			c.ops++
+			j.needs = append(j.needs, jobs[i].id)
 		}
 	}
 }
@@ -906,8 +919,10 @@ func (c *conv) subst(s string, params map[string]bool) string {
 	return b.String()
 }
 
+var braces = strings.NewReplacer("{", "{{", "}", "}}")
+
 func escapeBraces(s string) string {
-	return strings.NewReplacer("{", "{{", "}", "}}").Replace(s)
+	return braces.Replace(s)
 }
 
 var isoRe = lazyre.New(`^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$`)

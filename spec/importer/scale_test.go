@@ -1,0 +1,65 @@
+package importer
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// TorcChain writes a Torc workflow of n jobs: a chain by depends_on (job i
+// needs job i-1), a files-based dependency (job i reads the file job i-2
+// writes, through ${files.input...} in its command, and the file of job
+// i-3 through input_files), and nine jobs with a depends_on_regexes (a
+// fixed number of patterns: each is tried against every job's names).
+func TorcChain(n int) []byte {
+	var b strings.Builder
+	b.WriteString("name: big\nfiles:\n")
+	for i := 0; i < n; i++ {
+		b.WriteString("  - {name: f" + strconv.Itoa(i) + ", path: o/" + strconv.Itoa(i) + "}\n")
+	}
+	b.WriteString("jobs:\n")
+	for i := 0; i < n; i++ {
+		id := strconv.Itoa(i)
+		b.WriteString("  - name: j" + id + "\n    command: w ${files.output.f" + id + "}")
+		if i >= 2 {
+			b.WriteString(" ${files.input.f" + strconv.Itoa(i-2) + "}")
+		}
+		b.WriteString("\n")
+		if i >= 1 {
+			b.WriteString("    depends_on: [j" + strconv.Itoa(i-1) + "]\n")
+		}
+		if i >= 3 {
+			b.WriteString("    input_files: [f" + strconv.Itoa(i-3) + "]\n")
+		}
+		if step := max(n/10, 1); i > 0 && i%step == 0 && i/step < 10 {
+			b.WriteString("    depends_on_regexes: ['^j" + strconv.Itoa(i/2) + "$']\n")
+		}
+	}
+	return []byte(b.String())
+}
+
+// TestTorcDepsLinear: resolving the dependencies of n Torc jobs takes steps
+// linear in n (counted, not timed). Listing a job's needs in job order used
+// to scan every job for every job: n² steps.
+func TestTorcDepsLinear(t *testing.T) {
+	ops := func(n int) int {
+		var doc yaml.Node
+		if err := yaml.Unmarshal(TorcChain(n), &doc); err != nil {
+			t.Fatal(err)
+		}
+		c := &conv{file: "w.yaml"}
+		c.torc(rootMap(&doc))
+		if len(c.errs) > 0 {
+			t.Fatalf("%d jobs: %v", n, c.errs[0].Message)
+		}
+		return c.ops
+	}
+	small, big := ops(1000), ops(8000)
+	// Linear: 8×; quadratic: 64×. 12× leaves room for the n log n sorts.
+	if big > 12*small {
+		t.Errorf("dependency steps: %d for 1000 jobs, %d for 8000 (%.1f×; linear is 8×)", small, big, float64(big)/float64(small))
+	}
+	t.Logf("dependency steps: %d for 1000 jobs, %d for 8000 (%.1f×)", small, big, float64(big)/float64(small))
+}

@@ -551,10 +551,35 @@ func runProcLogs(ps procSpec, ctrl *procCtrl, logs procLogs) (o outcome) {
 	return o
 }
 
-// readResult reads {"status": ..., "message": ...} from a result file.
+// maxResult bounds the result file faber reads: a status and a one-line
+// message need a few bytes, and a step must not make faber read gigabytes
+// (or /dev/zero, or wait on a FIFO) after it ends.
+const maxResult = 1 << 20
+
+// readResult reads {"status": ..., "message": ...} from a result file. A
+// file that is not a regular file (a FIFO, a device: opened without
+// blocking, then refused), larger than maxResult or not such JSON counts
+// as no result file: the exit code decides.
 func readResult(path string) (status, message string) {
-	b, err := os.ReadFile(path)
-	if err != nil || len(bytes.TrimSpace(b)) == 0 {
+	f, err := openNoBlock(path)
+	if err != nil {
+		return "", ""
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxResult {
+		return "", ""
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxResult+1))
+	if err != nil || len(b) > maxResult {
+		return "", ""
+	}
+	return parseResult(b)
+}
+
+// parseResult is readResult on the file's bytes. Invalid UTF-8 in the
+// message becomes U+FFFD (encoding/json's rule).
+func parseResult(b []byte) (status, message string) {
+	if len(b) > maxResult || len(bytes.TrimSpace(b)) == 0 {
 		return "", ""
 	}
 	var r struct {

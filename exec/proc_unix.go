@@ -106,3 +106,9 @@ func KillLeftoverGroup(pgid int, pstart string) {
 	}
 	_ = signalGroup(pgid, true)
 }
+
+// openNoBlock opens path for reading without waiting for a writer (a FIFO
+// opens at once; the caller refuses what is not a regular file).
+func openNoBlock(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}

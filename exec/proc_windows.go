@@ -91,3 +91,8 @@ func KillLeftoverGroup(pgid int, pstart string) {
 		_ = signalGroup(pgid, true)
 	}
 }
+
+// openNoBlock opens path for reading (Windows has no FIFO to wait on).
+func openNoBlock(path string) (*os.File, error) {
+	return os.Open(path)
+}

@@ -403,13 +403,18 @@ func (b *builder) expandFanOuts() {
 		if len(needs) == 0 {
 			return deps
 		}
+		bases := needBases(needs)
 		out := make([]string, 0, len(deps)+len(needs))
+		have := make(map[string]bool, len(deps)+len(needs))
 		for _, d := range deps {
-			if b.plainNeed[s][d] || !hasBase(needs, d) {
+			b.ops++
+			if b.plainNeed[s][d] || !bases[d] {
 				out = append(out, d)
+				have[d] = true
 			}
 		}
 		for _, n := range needs {
+			b.ops++
 			key, err := subst.Expand(n.tmpl, vars)
 			if err != nil {
 				b.errorf(n.pos, "step %q: needs %s[%s]: %v", s.ID, n.base, n.tmpl, err)
@@ -420,7 +425,8 @@ func (b *builder) expandFanOuts() {
 				b.errorf(n.pos, "step %q: needs %s, which is not an item of step %q", s.ID, id, n.base)
 				continue
 			}
-			if !contains(out, id) {
+			if !have[id] {
+				have[id] = true
 				out = append(out, id)
 			}
 		}
@@ -474,17 +480,32 @@ func (b *builder) expandFanOuts() {
 // items named by a fixed key (base[key]).
 func ownNeeds(deps []string, needs []itemNeed, plain, itemIDs map[string]bool) []string {
 	out := []string{}
+	bases := needBases(needs)
+	have := map[string]bool{}
 	for _, d := range deps {
-		if plain[d] || !hasBase(needs, d) {
+		if plain[d] || !bases[d] {
 			out = append(out, d)
+			have[d] = true
 		}
 	}
 	for _, n := range needs {
-		if id := ItemID(n.base, n.tmpl); itemIDs[id] && !strings.Contains(n.tmpl, "{") && !contains(out, id) {
+		if id := ItemID(n.base, n.tmpl); itemIDs[id] && !strings.Contains(n.tmpl, "{") && !have[id] {
+			have[id] = true
 			out = append(out, id)
 		}
 	}
 	return out
+}
+
+// needBases is the set of the steps that item-wise needs name. Looked up
+// once per dependency: a step that needs each of 100,000 items by name
+// must not compare every need with every other.
+func needBases(needs []itemNeed) map[string]bool {
+	m := make(map[string]bool, 1)
+	for _, n := range needs {
+		m[n.base] = true
+	}
+	return m
 }
 
 // itemStep is the item step of fan-out step s (its template: its fields
@@ -636,13 +657,4 @@ func (p *Plan) SetItems(s *Step, values []string) {
 			p.byID[x.ID] = x
 		}
 	}
-}
-
-func hasBase(needs []itemNeed, id string) bool {
-	for _, n := range needs {
-		if n.base == id {
-			return true
-		}
-	}
-	return false
 }

@@ -1,0 +1,67 @@
+package spec
+
+import (
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// needsPlan is a plan of about 3n steps whose dependencies are all written
+// out: a chain of n steps (each needs the one before and the one three
+// before), a fan-out of n items, a second fan-out whose items each need
+// their item of the first (f[{item}]), and a step that needs each of the n
+// items of the second by name.
+func needsPlan(n int) []byte {
+	var b strings.Builder
+	b.WriteString("name: big\nsteps:\n")
+	for i := 0; i < n; i++ {
+		b.WriteString("  - id: c" + strconv.Itoa(i) + "\n    run: w\n")
+		if i > 2 {
+			b.WriteString("    needs: [c" + strconv.Itoa(i-1) + ", c" + strconv.Itoa(i-3) + "]\n")
+		}
+	}
+	b.WriteString("  - {id: f, foreach: {range: [1, " + strconv.Itoa(n) + "]}, run: 'w {item}'}\n")
+	b.WriteString("  - {id: g, foreach: {range: [1, " + strconv.Itoa(n) + "]}, run: 'w {item}', needs: ['f[{item}]', c0]}\n")
+	b.WriteString("  - id: z\n    run: w\n    needs: [c1")
+	for i := 1; i <= n; i++ {
+		b.WriteString(", 'g[" + strconv.Itoa(i) + "]'")
+	}
+	b.WriteString("]\n")
+	return []byte(b.String())
+}
+
+// TestNeedsLinear: resolving written needs, item-wise needs included,
+// takes steps linear in the steps and needs (counted, not timed). A step
+// needing n items by name used to compare each with those before: n².
+// So did a plan with n needs of unknown steps, each suggestion comparing
+// the name with every id.
+func TestNeedsLinear(t *testing.T) {
+	dir := t.TempDir()
+	ops := func(data []byte, valid bool) int {
+		p := &parser{file: filepath.Join(dir, "plan.yaml"), data: data, tables: map[reflect.Type]*fieldTable{}}
+		_, err := p.parse()
+		if (err == nil) != valid {
+			t.Fatalf("valid %v: %v", valid, err)
+		}
+		return p.ops
+	}
+	check := func(what string, gen func(int) []byte, valid bool) {
+		small, big := ops(gen(1000), valid), ops(gen(8000), valid)
+		// Linear: 8×; quadratic: 64×.
+		if big > 12*small {
+			t.Errorf("%s: %d steps for n=1000, %d for n=8000 (%.1f×; linear is 8×)", what, small, big, float64(big)/float64(small))
+		}
+		t.Logf("%s: %d steps for n=1000, %d for n=8000 (%.1f×)", what, small, big, float64(big)/float64(small))
+	}
+	check("written needs", needsPlan, true)
+	check("unknown needs", func(n int) []byte {
+		var b strings.Builder
+		b.WriteString("name: bad\nsteps:\n")
+		for i := 0; i < n; i++ {
+			b.WriteString("  - {id: s" + strconv.Itoa(i) + ", run: w, needs: [x" + strconv.Itoa(i) + "]}\n")
+		}
+		return []byte(b.String())
+	}, false)
+}

@@ -117,6 +117,7 @@ func (b *builder) foreach(fo *FanOut, n *yaml.Node, where string) {
 	switch n.Kind {
 	case yaml.SequenceNode:
 		fo.Kind = "list"
+		named := map[string]bool{} // fo.Names as a set
 		for i, e := range n.Content {
 			e = deref(e)
 			switch e.Kind {
@@ -136,7 +137,8 @@ func (b *builder) foreach(fo *FanOut, n *yaml.Node, where string) {
 					}
 					it.Fields[kv.key] = v.Value
 					it.Names = append(it.Names, kv.key)
-					if !contains(fo.Names, kv.key) {
+					if !named[kv.key] {
+						named[kv.key] = true
 						fo.Names = append(fo.Names, kv.key)
 					}
 				}
@@ -597,40 +599,62 @@ func (fo *FanOut) SourceText() string { return fo.Kind + " " + fo.Source }
 // index of the plan are updated. It is not safe while another goroutine
 // reads the plan's step list.
 func (p *Plan) SetItems(s *Step, values []string) {
-	fo := s.FanOut
-	items := make([]Item, len(values))
-	for i, v := range values {
-		items[i] = Item{Value: v, Index: i}
+	p.SetItemsAll(map[*Step][]string{s: values})
+}
+
+// SetItemsAll is SetItems for several join steps at once, in one pass over
+// the plan's steps (the dry run reads every dynamic fan-out: one pass
+// each would be fan-outs × steps).
+func (p *Plan) SetItemsAll(sets map[*Step][]string) {
+	if len(sets) == 0 {
+		return
 	}
-	keyItems(items)
-	old := make(map[string]*Step, len(fo.ItemIDs))
-	for _, id := range fo.ItemIDs {
-		if st := p.Step(id); st != nil && st.FanOutOf == s.ID {
-			old[id] = st
+	news := make(map[*Step][]*Step, len(sets)) // join -> its new item steps
+	joins := make(map[string]bool, len(sets))  // their ids
+	var gone []string
+	var added []*Step
+	for s, values := range sets {
+		fo := s.FanOut
+		items := make([]Item, len(values))
+		for i, v := range values {
+			items[i] = Item{Value: v, Index: i}
 		}
-	}
-	steps := make([]*Step, len(items))
-	ids := make([]string, len(items))
-	for i := range items {
-		it := &items[i]
-		id := ItemID(s.ID, it.Key)
-		if o := old[id]; o != nil && o.Item != nil && o.Item.Value == it.Value {
-			steps[i] = o
-		} else {
-			steps[i] = itemStep(s, it, append([]string{}, fo.Needs...))
+		keyItems(items)
+		old := make(map[string]*Step, len(fo.ItemIDs))
+		for _, id := range fo.ItemIDs {
+			if st := p.Step(id); st != nil && st.FanOutOf == s.ID {
+				old[id] = st
+			}
 		}
-		ids[i] = id
+		steps := make([]*Step, len(items))
+		ids := make([]string, len(items))
+		for i := range items {
+			it := &items[i]
+			id := ItemID(s.ID, it.Key)
+			if o := old[id]; o != nil && o.Item != nil && o.Item.Value == it.Value {
+				steps[i] = o
+			} else {
+				steps[i] = itemStep(s, it, append([]string{}, fo.Needs...))
+			}
+			ids[i] = id
+		}
+		fo.Items, fo.ItemIDs = items, ids
+		deps := make([]string, 0, len(fo.Needs)+len(ids))
+		s.Deps = append(append(deps, fo.Needs...), ids...)
+		news[s] = steps
+		joins[s.ID] = true
+		for id := range old {
+			gone = append(gone, id)
+		}
+		added = append(added, steps...)
 	}
-	fo.Items, fo.ItemIDs = items, ids
-	deps := make([]string, 0, len(fo.Needs)+len(ids))
-	s.Deps = append(append(deps, fo.Needs...), ids...)
 	splice := func(list []*Step) []*Step {
-		out := make([]*Step, 0, len(list)+len(steps))
+		out := make([]*Step, 0, len(list))
 		for _, x := range list {
-			if x.FanOutOf == s.ID {
+			if x.FanOutOf != "" && joins[x.FanOutOf] {
 				continue
 			}
-			if x == s {
+			if steps, ok := news[x]; ok {
 				out = append(out, steps...)
 			}
 			out = append(out, x)
@@ -639,7 +663,7 @@ func (p *Plan) SetItems(s *Step, values []string) {
 	}
 	for _, ph := range p.Phases {
 		for _, x := range ph.Steps {
-			if x == s {
+			if _, ok := news[x]; ok {
 				ph.Steps = splice(ph.Steps)
 				break
 			}
@@ -650,10 +674,10 @@ func (p *Plan) SetItems(s *Step, values []string) {
 		x.Index = i
 	}
 	if p.byID != nil {
-		for id := range old {
+		for _, id := range gone {
 			delete(p.byID, id)
 		}
-		for _, x := range steps {
+		for _, x := range added {
 			p.byID[x.ID] = x
 		}
 	}

@@ -65,3 +65,48 @@ func TestNeedsLinear(t *testing.T) {
 		return []byte(b.String())
 	}, false)
 }
+
+// TestSetItemsAllOnePass: giving several dynamic fan-outs their items at
+// once gives the plan that one SetItems after another gives.
+func TestSetItemsAllOnePass(t *testing.T) {
+	src := []byte("name: d\nphases:\n  - name: a\n    steps:\n      - {id: x, run: w}\n      - {id: g, foreach: {glob: '*.a'}, run: 'w {item}', needs: [x]}\n" +
+		"  - name: b\n    parallel: true\n    steps:\n      - {id: h, foreach: {lines: l.txt}, run: 'w {item}'}\n      - {id: y, run: w, needs: [g, h]}\n")
+	file := filepath.Join(t.TempDir(), "plan.yaml")
+	one, err := Parse(file, src, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _ := Parse(file, src, Options{})
+	vals := map[string][]string{"g": {"1.a", "2.a"}, "h": {"p", "q", "r"}}
+	for _, id := range []string{"g", "h"} {
+		one.SetItems(one.Step(id), vals[id])
+	}
+	all.SetItemsAll(map[*Step][]string{all.Step("g"): vals["g"], all.Step("h"): vals["h"]})
+	// and again, with items that change: kept ones stay, others go
+	vals2 := map[string][]string{"g": {"2.a", "3.a"}, "h": {"q"}}
+	for _, id := range []string{"g", "h"} {
+		one.SetItems(one.Step(id), vals2[id])
+	}
+	all.SetItemsAll(map[*Step][]string{all.Step("g"): vals2["g"], all.Step("h"): vals2["h"]})
+	shape := func(p *Plan) string {
+		var b strings.Builder
+		for i, s := range p.Steps {
+			if s.Index != i || p.Step(s.ID) != s {
+				t.Errorf("step %s: index %d at %d, or not found by id", s.ID, s.Index, i)
+			}
+			b.WriteString(s.ID + "<" + strings.Join(s.Deps, ",") + "> ")
+		}
+		for _, ph := range p.Phases {
+			b.WriteString("|")
+			for _, s := range ph.Steps {
+				b.WriteString(" " + s.ID)
+			}
+		}
+		return b.String()
+	}
+	if a, b := shape(one), shape(all); a != b {
+		t.Errorf("SetItems one by one:\n%s\nSetItemsAll:\n%s", a, b)
+	} else {
+		t.Log(a)
+	}
+}

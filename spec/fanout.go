@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -300,6 +301,7 @@ func (b *builder) matrix(fo *FanOut, n *yaml.Node, where string) {
 			return
 		}
 	}
+	ex := newExclusions(exclude)
 	idx := make([]int, len(names))
 	for c := 0; c < total; c++ {
 		f := make(map[string]string, len(names))
@@ -308,7 +310,8 @@ func (b *builder) matrix(fo *FanOut, n *yaml.Node, where string) {
 			f[nm] = values[i][idx[i]]
 			parts[i] = nm + "=" + f[nm]
 		}
-		if !excluded(f, exclude) {
+		b.ops += 1 + len(ex.groups)
+		if !excluded(f, ex) {
 			fo.Items = append(fo.Items, Item{Value: strings.Join(parts, ","), Fields: f, Names: names, Index: len(fo.Items)})
 		}
 		for i := len(idx) - 1; i >= 0; i-- { // the last name varies fastest
@@ -321,20 +324,66 @@ func (b *builder) matrix(fo *FanOut, n *yaml.Node, where string) {
 	}
 }
 
-func excluded(f map[string]string, exclude []map[string]string) bool {
-	for _, ex := range exclude {
-		all := len(ex) > 0
-		for k, v := range ex {
-			if f[k] != v {
-				all = false
-				break
-			}
-		}
-		if all {
+func excluded(f map[string]string, ex *exclusions) bool {
+	for _, g := range ex.groups {
+		if g.tuples[tuple(f, g.names)] {
 			return true
 		}
 	}
 	return false
+}
+
+// exclusions are a matrix's exclude: entries grouped by the names they
+// set, each group a set of value tuples, so that an item is checked with
+// one lookup per group rather than a comparison per entry (items ×
+// entries, both up to 100,000).
+type exclusions struct {
+	groups []exclusionGroup
+}
+
+type exclusionGroup struct {
+	names  []string // sorted
+	tuples map[string]bool
+}
+
+func newExclusions(exclude []map[string]string) *exclusions {
+	ex := &exclusions{}
+	at := map[string]int{} // names joined -> group
+	for _, m := range exclude {
+		if len(m) == 0 {
+			continue // excludes nothing
+		}
+		names := make([]string, 0, len(m))
+		for k := range m {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		key := tuple(nil, names)
+		i, ok := at[key]
+		if !ok {
+			i = len(ex.groups)
+			at[key] = i
+			ex.groups = append(ex.groups, exclusionGroup{names: names, tuples: map[string]bool{}})
+		}
+		ex.groups[i].tuples[tuple(m, names)] = true
+	}
+	return ex
+}
+
+// tuple encodes the values of names in m (each length-prefixed, so any
+// bytes may occur); with m nil, the names themselves.
+func tuple(m map[string]string, names []string) string {
+	var b strings.Builder
+	for _, n := range names {
+		v := n
+		if m != nil {
+			v = m[n]
+		}
+		b.WriteString(strconv.Itoa(len(v)))
+		b.WriteByte(':')
+		b.WriteString(v)
+	}
+	return b.String()
 }
 
 // keyItems gives each item its key: its value where that is short and made

@@ -36,7 +36,8 @@ func needsPlan(n int) []byte {
 // takes steps linear in the steps and needs (counted, not timed). A step
 // needing n items by name used to compare each with those before: n².
 // So did a plan with n needs of unknown steps, each suggestion comparing
-// the name with every id.
+// the name with every id, and a matrix of n items with n/2 exclude
+// entries, each item compared with each entry.
 func TestNeedsLinear(t *testing.T) {
 	dir := t.TempDir()
 	ops := func(data []byte, valid bool) int {
@@ -56,6 +57,18 @@ func TestNeedsLinear(t *testing.T) {
 		t.Logf("%s: %d steps for n=1000, %d for n=8000 (%.1f×)", what, small, big, float64(big)/float64(small))
 	}
 	check("written needs", needsPlan, true)
+	check("matrix exclude", func(n int) []byte {
+		var b strings.Builder
+		b.WriteString("name: m\nsteps:\n  - id: m\n    run: 'w {item.a}'\n    matrix:\n      a: [")
+		for i := 0; i < n; i++ {
+			b.WriteString(strconv.Itoa(i) + ", ")
+		}
+		b.WriteString("x]\n      exclude:\n")
+		for i := 0; i < n; i += 2 {
+			b.WriteString("        - {a: " + strconv.Itoa(i) + "}\n")
+		}
+		return []byte(b.String())
+	}, true)
 	check("unknown needs", func(n int) []byte {
 		var b strings.Builder
 		b.WriteString("name: bad\nsteps:\n")
@@ -108,5 +121,42 @@ func TestSetItemsAllOnePass(t *testing.T) {
 		t.Errorf("SetItems one by one:\n%s\nSetItemsAll:\n%s", a, b)
 	} else {
 		t.Log(a)
+	}
+}
+
+// TestMatrixExclude: an item is excluded when some exclude entry's every
+// name has the item's value, checked by lookups in groups of entries
+// (entries with the same names): the same as comparing each entry.
+func TestMatrixExclude(t *testing.T) {
+	old := func(f map[string]string, exclude []map[string]string) bool {
+		for _, ex := range exclude {
+			all := len(ex) > 0
+			for k, v := range ex {
+				if f[k] != v {
+					all = false
+					break
+				}
+			}
+			if all {
+				return true
+			}
+		}
+		return false
+	}
+	exclude := []map[string]string{
+		{"a": "1"}, {"a": "2", "b": "x"}, {"b": "y", "a": "3"}, {}, {"c": ""}, {"a": "1:2"}, {"b": "x\x00"},
+	}
+	ex := newExclusions(exclude)
+	if len(ex.groups) != 4 {
+		t.Errorf("%d groups, want 4 (a; a,b; c; b)", len(ex.groups))
+	}
+	for _, a := range []string{"1", "2", "3", "1:2", "", "12"} {
+		for _, b := range []string{"x", "y", "", "x\x00"} {
+			for _, f := range []map[string]string{{"a": a, "b": b}, {"a": a, "b": b, "c": "z"}} {
+				if got, want := excluded(f, ex), old(f, exclude); got != want {
+					t.Errorf("%q: excluded %v, want %v", f, got, want)
+				}
+			}
+		}
 	}
 }

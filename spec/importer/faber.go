@@ -207,6 +207,9 @@ func faberBuiltins() map[string]bool {
 		"error": true, "exit_code": true, "stdout_file": true, "stderr_file": true}
 }
 
+// maxItemCells bounds items × fields of a FABER plan's items.
+const maxItemCells = 1 << 20
+
 // faberItems reads items[]: each a mapping, flattened to scalar fields
 // (issue.number becomes issue_number). Every item gets every field (""
 // where it has none), so that each field is a variable of every step.
@@ -240,6 +243,13 @@ func (c *conv) faberItems(n *yaml.Node, fp *faberPlan) {
 		fp.items = append(fp.items, m)
 	}
 	if len(fp.items) == 0 {
+		return
+	}
+	if cells := len(fp.items) * len(fp.fields); cells > maxItemCells {
+		// Every item gets every field: items with different fields would
+		// make a plan the square of the file's size.
+		c.errorf(n, "items: %d items with %d distinct fields make %d values, more than %d (every item gets every field); give the items the same fields", len(fp.items), len(fp.fields), cells, maxItemCells)
+		fp.items = nil
 		return
 	}
 	for _, m := range fp.items {

@@ -63,3 +63,22 @@ func TestTorcDepsLinear(t *testing.T) {
 	}
 	t.Logf("dependency steps: %d for 1000 jobs, %d for 8000 (%.1f×)", small, big, float64(big)/float64(small))
 }
+
+// TestFaberItemsBounded: every item gets every field, so items with
+// distinct fields would make a plan the square of the file: more than
+// maxItemCells values is an error naming items.
+func TestFaberItemsBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"id": "p", "workflow": {"phases": {"build": {"steps": [{"id": "a", "prompt": "do {work_id}"}]}}}, "items": [`)
+	for i := 0; i < 1100; i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(`{"work_id": "` + strconv.Itoa(i) + `", "f` + strconv.Itoa(i) + `": "x"}`)
+	}
+	b.WriteString("]}")
+	_, _, err := Convert(FormatFaber, "plan.json", []byte(b.String()), Options{})
+	if err == nil || !strings.Contains(err.Error(), "items: 1100 items with 1101 distinct fields make 1211100 values, more than 1048576") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -3,9 +3,7 @@ package exec
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -58,17 +56,8 @@ func TestReadResultBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := map[string]string{"big": big, "ok": ok}
-	if runtime.GOOS != "windows" {
-		fifo := filepath.Join(dir, "fifo")
-		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cases["fifo"] = fifo
-		zero := filepath.Join(dir, "zero")
-		if err := os.Symlink("/dev/zero", zero); err != nil {
-			t.Fatal(err)
-		}
-		cases["zero"] = zero
+	for name, path := range specialFiles(t, dir) {
+		cases[name] = path
 	}
 	for name, path := range cases {
 		type res struct{ status, msg string }

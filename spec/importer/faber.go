@@ -18,6 +18,8 @@ func faberPhases() []string {
 // steps: which phases and step run, for which items, with which agent.
 type faberPlan struct {
 	items        []map[string]string // flattened work items
+	written      int                 // item values written so far (all steps)
+	tooMany      bool                // written passed maxItemCells, reported
 	fields       []string            // the names of the items' fields, in file order
 	itemsN       *yaml.Node
 	itemArg      string // --work-id or --target
@@ -534,6 +536,17 @@ func (c *conv) faberStep(phase string, sn *yaml.Node, fp *faberPlan, stepFound *
 	}
 	set(s, at, "run", newStr(at, line))
 	if len(fp.items) > 1 {
+		// Every step writes every item's every field: bound the total, as
+		// for one step (a few thousand steps over a few thousand items
+		// would otherwise be gigabytes of nodes).
+		fp.written += len(fp.items) * len(fp.fields)
+		if fp.written > maxItemCells {
+			if !fp.tooMany {
+				fp.tooMany = true
+				c.errorf(fp.itemsN, "items: %d items with %d fields, written for each step, make more than %d values; convert fewer steps (phases_to_run, step_to_run) or items", len(fp.items), len(fp.fields), maxItemCells)
+			}
+			return s
+		}
 		l := newSeq(fp.itemsN, false)
 		for _, it := range fp.items {
 			m := newMap(fp.itemsN)

@@ -82,3 +82,32 @@ func TestFaberItemsBounded(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestFaberItemsPerStepBounded: each step of a plan with several items
+// writes every item, so the bound is on the values of all steps: 2,000
+// steps over 2,000 items (a 150 KB file) would be 4 million.
+func TestFaberItemsPerStepBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"id": "p", "workflow": {"phases": {"build": {"steps": [`)
+	for i := 0; i < 2000; i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(`{"id": "s` + strconv.Itoa(i) + `", "prompt": "x"}`)
+	}
+	b.WriteString(`]}}}, "items": [`)
+	for i := 0; i < 2000; i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(`{"work_id": "` + strconv.Itoa(i) + `"}`)
+	}
+	b.WriteString("]}")
+	_, _, err := Convert(FormatFaber, "plan.json", []byte(b.String()), Options{})
+	if err == nil || !strings.Contains(err.Error(), "items: 2000 items with 1 fields, written for each step, make more than 1048576 values") {
+		t.Fatalf("err = %v", err)
+	}
+	if e := err.(*Errors); len(e.Diags) != 1 {
+		t.Errorf("%d errors, want 1: %v", len(e.Diags), e.Diags)
+	}
+}

@@ -17,8 +17,13 @@ import (
 // step per item, <id>[<key>], and a join step <id> that needs them all and
 // succeeds when every item did.
 
-// MaxItems is the most items one fan-out may have.
-const MaxItems = 100000
+// MaxItems is the most items one fan-out may have, MaxPlanItems the most
+// all the fan-outs of a plan may have together (a small plan of many
+// fan-outs must not make millions of steps).
+const (
+	MaxItems     = 100000
+	MaxPlanItems = 1000000
+)
 
 // maxKey is the longest item key kept as written; longer ones, and ones
 // with characters outside keyChars, are cleaned (see itemKey).
@@ -107,6 +112,15 @@ func (b *builder) fanOut(s *Step, rs *rawStep) {
 	}
 	if len(fo.Items) > MaxItems {
 		b.errorf(rs.Foreach.Pos, "%s: %d items; at most %d", where, len(fo.Items), MaxItems)
+		return
+	}
+	if b.items += len(fo.Items); b.items > MaxPlanItems {
+		if !b.tooManyItems {
+			b.tooManyItems = true
+			b.errorf(s.Pos, "%s: the plan's fan-outs have more than %d items in all; at most %d (each item is a step)", where, MaxPlanItems, MaxPlanItems)
+		}
+		fo.Items = nil // still a fan-out (its {item} is known), of nothing
+		s.FanOut = fo
 		return
 	}
 	keyItems(fo.Items)

@@ -160,3 +160,18 @@ func TestMatrixExclude(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanItemsBounded: a few lines of fan-outs must not make millions of
+// steps: MaxPlanItems in all, one error.
+func TestPlanItemsBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: many\nsteps:\n")
+	for i := 0; i < 12; i++ {
+		b.WriteString("  - {id: f" + strconv.Itoa(i) + ", foreach: {range: [1, 100000]}, run: 'w {item}'}\n")
+	}
+	_, err := Parse(filepath.Join(t.TempDir(), "plan.yaml"), []byte(b.String()), Options{})
+	inv, ok := err.(*Invalid)
+	if !ok || len(inv.Errors) != 1 || !strings.Contains(inv.Errors[0].Message, `step "f10": the plan's fan-outs have more than 1000000 items in all; at most 1000000`) {
+		t.Fatalf("err = %v", err)
+	}
+}

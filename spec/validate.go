@@ -80,6 +80,9 @@ type builder struct {
 	// counts the needs of unknown steps (maxSuggested get a suggestion).
 	knownIDs     []string
 	unknownNeeds int
+	// items counts the items of the plan's fan-outs (MaxPlanItems).
+	items        int
+	tooManyItems bool
 }
 
 // build converts raw into a Plan, recording every problem found.

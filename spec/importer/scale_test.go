@@ -111,3 +111,21 @@ func TestFaberItemsPerStepBounded(t *testing.T) {
 		t.Errorf("%d errors, want 1: %v", len(e.Diags), e.Diags)
 	}
 }
+
+// TestTorcInstancesBounded: a workflow parameter of 100,000 values used by
+// twelve jobs would be 1.2 million instances from a few lines: past
+// maxNames, an error, once (here 100 values, a bound of 1,000).
+func TestTorcInstancesBounded(t *testing.T) {
+	defer func(n int) { maxNames = n }(maxNames)
+	maxNames = 1000 // the rule at a thousandth of its size
+	var b strings.Builder
+	b.WriteString("name: many\nparameters: {i: '1:100'}\njobs:\n")
+	for k := 0; k < 12; k++ {
+		b.WriteString("  - {name: 'j" + strconv.Itoa(k) + "_{i}', command: 'w {i}', use_parameters: [i]}\n")
+	}
+	_, _, err := Convert(FormatTorc, "w.yaml", []byte(b.String()), Options{})
+	e, ok := err.(*Errors)
+	if !ok || len(e.Diags) != 1 || !strings.Contains(e.Diags[0].Message, `job "j10_{i}": the jobs' parameters make more than 1000 instances in all`) {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -268,6 +268,10 @@ func (c *conv) params(n *yaml.Node, where string) []param {
 
 const maxValues = 100000
 
+// maxNames bounds the instances of all parameterized jobs together, as
+// spec.MaxPlanItems bounds a plan's fan-out items (a variable for tests).
+var maxNames = 1000000
+
 // expandParam expands a Torc parameter string: "1:5" and "0:10:2"
 // (inclusive integer ranges), "0.0:1.0:0.25" (float range), "[a,b,c]"
 // (a list), or a single value.
@@ -379,6 +383,22 @@ func (c *conv) combos(params []param, mode string, at *yaml.Node) []map[string]s
 	return out
 }
 
+// comboCount is how many combinations combos makes (before checking
+// them), at most maxValues+1.
+func comboCount(params []param, mode string) int {
+	if mode == "zip" {
+		return len(params[0].values)
+	}
+	n := 1
+	for _, p := range params {
+		n *= len(p.values)
+		if n > maxValues {
+			return maxValues + 1
+		}
+	}
+	return n
+}
+
 // expand substitutes {param} and {param:spec} in a Torc name template.
 func expand(tmpl string, combo map[string]string) (string, error) {
 	var err error
@@ -431,6 +451,7 @@ func formatValue(v, spec string) (string, error) {
 func (c *conv) torcJobs(n *yaml.Node, wf map[string]param) []*torcJob {
 	var jobs []*torcJob
 	ids := map[string]*torcJob{}
+	names, tooMany := 0, false // instances of parameterized jobs so far
 	for _, jn := range n.Content {
 		jn = deref(jn)
 		j := &torcJob{node: jn, fields: map[string]field{}, needSet: map[int]bool{}, mode: "product"}
@@ -470,7 +491,18 @@ func (c *conv) torcJobs(n *yaml.Node, wf map[string]param) []*torcJob {
 		}
 		base := j.name
 		if len(j.params) > 0 {
-			j.combos = c.combos(j.params, j.mode, jn)
+			if names += comboCount(j.params, j.mode); names <= maxNames {
+				j.combos = c.combos(j.params, j.mode, jn)
+			}
+			if names > maxNames {
+				// use_parameters of a big workflow parameter on many
+				// jobs: a few lines, millions of instances.
+				if !tooMany {
+					tooMany = true
+					c.errorf(nf.v, "%s: the jobs' parameters make more than %d instances in all; at most %d (each is a step)", where, maxNames, maxNames)
+				}
+				continue
+			}
 			for _, combo := range j.combos {
 				cn, err := expand(j.name, combo)
 				if err != nil {

@@ -129,3 +129,20 @@ func TestTorcInstancesBounded(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestTorcFileNamesBounded: the same bound for parameterized files.
+func TestTorcFileNamesBounded(t *testing.T) {
+	defer func(n int) { maxNames = n }(maxNames)
+	maxNames = 1000
+	var b strings.Builder
+	b.WriteString("name: many\nfiles:\n")
+	for k := 0; k < 12; k++ {
+		b.WriteString("  - {name: 'f" + strconv.Itoa(k) + "_{i}', path: 'p/{i}', parameters: {i: '1:100'}}\n")
+	}
+	b.WriteString("jobs:\n  - {name: a, command: x}\n")
+	_, _, err := Convert(FormatTorc, "w.yaml", []byte(b.String()), Options{})
+	e, ok := err.(*Errors)
+	if !ok || len(e.Diags) != 1 || !strings.Contains(e.Diags[0].Message, `the files' parameters make more than 1000 names in all`) {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -195,6 +195,7 @@ type torcFile struct {
 func (c *conv) torcFiles(n *yaml.Node, files map[string]torcFile) {
 	m := map[string]*yaml.Node{}
 	c.named(n, "files", m)
+	total := 0 // instances of parameterized files, bounded as jobs' are
 	for name, fn := range m {
 		f := torcFile{node: fn}
 		var params []param
@@ -219,6 +220,10 @@ func (c *conv) torcFiles(n *yaml.Node, files map[string]torcFile) {
 		}
 		files[name] = f
 		if len(params) > 0 {
+			if total += comboCount(params, mode); total > maxNames {
+				c.errorf(fn, "files: %s: the files' parameters make more than %d names in all; at most %d", name, maxNames, maxNames)
+				return
+			}
 			for _, combo := range c.combos(params, mode, fn) {
 				cn, err := expand(name, combo)
 				if err != nil {

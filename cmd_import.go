@@ -48,6 +48,7 @@ func (c *ImportCmd) Run(g *Globals) error {
 	if err != nil {
 		return withCode(exitUsage, fmt.Errorf("cannot read %s: %w", c.File, unwrapPath(err)))
 	}
+	tuneGCReader(int64(len(data)))
 	format := importer.FormatTorc
 	if c.Format == "faber" {
 		format = importer.FormatFaber

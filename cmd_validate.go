@@ -60,6 +60,9 @@ func (c *ValidateCmd) Run(g *Globals) error {
 }
 
 func (c *ValidateCmd) one(g *Globals, path string, opts spec.Options) error {
+	if fi, err := os.Stat(path); err == nil {
+		tuneGCReader(fi.Size())
+	}
 	plan, err := spec.Load(path, opts)
 	var inv *spec.Invalid
 	if err != nil && !errors.As(err, &inv) {

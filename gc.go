@@ -87,3 +87,19 @@ func tuneGC(planBytes int64) {
 	gcTune.percent = p
 	debug.SetGCPercent(p)
 }
+
+// tuneGCReader sets the pace for a command that reads a plan of planBytes
+// and ends (validate, import): Go's default as soon as the plan is not
+// short. Its heap is the plan's node trees, all live until it ends; at the
+// start-up pace a 100,000-job Torc workflow (16 MB) peaked at 1.3 GB
+// instead of 1.0, and at +25% (tuneGC's big plans) import took 1.6× the
+// CPU for 0.8 GB.
+func tuneGCReader(planBytes int64) {
+	if planBytes < shortPlan || userGC() {
+		return
+	}
+	gcTune.Lock()
+	defer gcTune.Unlock()
+	gcTune.percent = 100
+	debug.SetGCPercent(100)
+}

@@ -74,3 +74,27 @@ func TestStartGCUserWins(t *testing.T) {
 		t.Fatalf("GOGC = %d with GOGC=100 in the environment, want 100", got)
 	}
 }
+
+// TestGCReader: validate and import leave the start-up pace at once for a
+// plan that is not short (their heap is the plan's trees), and keep it for
+// a short one.
+func TestGCReader(t *testing.T) {
+	if userGC() {
+		t.Skip("GOGC or GOMEMLIMIT is set")
+	}
+	defer func() {
+		gcTune.Lock()
+		gcTune.percent = 100
+		gcTune.Unlock()
+		debug.SetGCPercent(100)
+	}()
+	tuneStartGC()
+	tuneGCReader(1 << 10)
+	if got := gogc(); got != startGCPercent {
+		t.Fatalf("a short plan: GOGC %d, want %d until the first collection", got, startGCPercent)
+	}
+	tuneGCReader(bigPlan)
+	if got := gogc(); got != 100 {
+		t.Fatalf("a big plan: GOGC %d, want 100 at once", got)
+	}
+}

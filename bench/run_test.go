@@ -90,6 +90,39 @@ func TestFanoutScript(t *testing.T) {
 	}
 }
 
+// TestImportScript runs bench/import.sh on tiny workflows: the shape of
+// its tables, not their figures.
+func TestImportScript(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds faber and runs the benchmark script")
+	}
+	if _, err := os.Stat("/usr/bin/time"); err != nil {
+		t.Skip("no GNU time at /usr/bin/time (bench/import.sh installs it; a test does not)")
+	}
+	cmd := exec.Command("bash", "import.sh")
+	cmd.Env = append(os.Environ(), "JOBS=20 200", "REPS=1", "STATE_BASE="+t.TempDir())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bench/import.sh: %v\nstderr:\n%s\nstdout:\n%s", err, stderr.Bytes(), out)
+	}
+	for _, want := range []string{
+		`(?m)^\| 200 \| faber import torc w.yaml -o plan.yaml \| [0-9.]+ \| [0-9.]+ \| [0-9]+ \|$`,
+		`(?m)^\| 20 \| faber validate w.yaml \(the Torc file\) \| [0-9.]+ \| [0-9.]+ \| [0-9]+ \|$`,
+		`(?m)^\| 200 \| faber run plan.yaml --dry-run \| [0-9.]+ \| [0-9.]+ \| [0-9]+ \|$`,
+		`(?m)^\| faber import torc w.yaml -o plan.yaml: 200 jobs, wall under 20 s \| [0-9.]+ s \| (PASS|FAIL) \|$`,
+		`(?m)^\| faber run plan.yaml --dry-run: CPU for 200 jobs ≤ 1.5 × 10 × for 20 \(linear: 10×\) \| [0-9.]+× \| (PASS|FAIL) \|$`,
+	} {
+		if !regexp.MustCompile(want).Match(out) {
+			t.Errorf("no match for %s in:\n%s", want, out)
+		}
+	}
+	if bytes.Contains(out, []byte("nan")) {
+		t.Errorf("a figure is missing (nan):\n%s", out)
+	}
+}
+
 // TestCacheScript runs bench/cache.sh on a few megabytes: the shape of its
 // table, not its figures.
 func TestCacheScript(t *testing.T) {

@@ -564,10 +564,17 @@ func runProcLogs(ps procSpec, ctrl *procCtrl, logs procLogs) (o outcome) {
 	return o
 }
 
+// maxResult bounds the result file faber reads: a status and a one-line
+// message need a few bytes, and a step must not make faber read gigabytes
+// (or /dev/zero, or wait on a FIFO) after it ends.
+const maxResult = 1 << 20
+
 // readResult reads {"status": ..., "message": ...} from a result file, and
 // makes the file private (0600) like every file of the run: the step wrote
-// it with its own umask. Only a regular file is read; anything else at the
-// path (a FIFO would block faber forever, a device never end) is no result.
+// it with its own umask. Only a regular file of at most maxResult bytes is
+// read (opened without blocking: a FIFO would block faber forever, a
+// device never end); anything else, or what is not such JSON, counts as no
+// result file: the exit code decides.
 func readResult(path string) (status, message string) {
 	f, err := openResult(path)
 	if err != nil {
@@ -581,8 +588,20 @@ func readResult(path string) (status, message string) {
 	if fi.Mode().Perm()&0o077 != 0 {
 		privateResult(f, fi, path)
 	}
-	b, err := io.ReadAll(f)
-	if err != nil || len(bytes.TrimSpace(b)) == 0 {
+	if fi.Size() > maxResult {
+		return "", ""
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxResult+1))
+	if err != nil || len(b) > maxResult {
+		return "", ""
+	}
+	return parseResult(b)
+}
+
+// parseResult is readResult on the file's bytes. Invalid UTF-8 in the
+// message becomes U+FFFD (encoding/json's rule).
+func parseResult(b []byte) (status, message string) {
+	if len(b) > maxResult || len(bytes.TrimSpace(b)) == 0 {
 		return "", ""
 	}
 	var r struct {

@@ -41,6 +41,9 @@ func (b *builder) resolveDeps() {
 	}
 }
 
+// maxSuggested is how many unknown needs get a "did you mean" hint.
+const maxSuggested = 20
+
 // needs resolves a step's explicit needs into Deps (plan order, no repeats).
 func (b *builder) needs(s *Step, ids map[string]*Step) []string {
 	written := s.writtenNeeds()
@@ -59,6 +62,7 @@ func (b *builder) needs(s *Step, ids map[string]*Step) []string {
 		}
 	}
 	for _, item := range items {
+		b.ops++
 		n, pos := item.V, item.Pos
 		d := ids[n]
 		if base, key, ok := SplitItemID(n); ok && d == nil {
@@ -94,12 +98,22 @@ func (b *builder) needs(s *Step, ids map[string]*Step) []string {
 			b.errorf(pos, "step %q: needs the end step, which always runs last", s.ID)
 			continue
 		case d == nil:
-			known := make([]string, 0, len(ids))
-			for id := range ids {
-				known = append(known, id)
+			// A suggestion compares the name with every id: only the
+			// first few unknown needs get one, so that a plan with
+			// thousands of them is not steps × needs.
+			hint := ""
+			if b.unknownNeeds++; b.unknownNeeds <= maxSuggested {
+				if b.knownIDs == nil {
+					b.knownIDs = make([]string, 0, len(ids))
+					for id := range ids {
+						b.knownIDs = append(b.knownIDs, id)
+					}
+					sort.Strings(b.knownIDs)
+				}
+				hint = suggest(n, b.knownIDs)
+				b.ops += len(b.knownIDs)
 			}
-			sort.Strings(known)
-			b.errorf(pos, "step %q: needs unknown step %q%s", s.ID, n, suggest(n, known))
+			b.errorf(pos, "step %q: needs unknown step %q%s", s.ID, n, hint)
 			continue
 		case seen[n]:
 			continue

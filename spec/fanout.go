@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -16,8 +17,13 @@ import (
 // step per item, <id>[<key>], and a join step <id> that needs them all and
 // succeeds when every item did.
 
-// MaxItems is the most items one fan-out may have.
-const MaxItems = 100000
+// MaxItems is the most items one fan-out may have, MaxPlanItems the most
+// all the fan-outs of a plan may have together (a small plan of many
+// fan-outs must not make millions of steps).
+const (
+	MaxItems     = 100000
+	MaxPlanItems = 1000000
+)
 
 // maxKey is the longest item key kept as written; longer ones, and ones
 // with characters outside keyChars, are cleaned (see itemKey).
@@ -108,6 +114,15 @@ func (b *builder) fanOut(s *Step, rs *rawStep) {
 		b.errorf(rs.Foreach.Pos, "%s: %d items; at most %d", where, len(fo.Items), MaxItems)
 		return
 	}
+	if b.items += len(fo.Items); b.items > MaxPlanItems {
+		if !b.tooManyItems {
+			b.tooManyItems = true
+			b.errorf(s.Pos, "%s: the plan's fan-outs have more than %d items in all; at most %d (each item is a step)", where, MaxPlanItems, MaxPlanItems)
+		}
+		fo.Items = nil // still a fan-out (its {item} is known), of nothing
+		s.FanOut = fo
+		return
+	}
 	keyItems(fo.Items)
 	s.FanOut = fo
 }
@@ -117,6 +132,7 @@ func (b *builder) foreach(fo *FanOut, n *yaml.Node, where string) {
 	switch n.Kind {
 	case yaml.SequenceNode:
 		fo.Kind = "list"
+		named := map[string]bool{} // fo.Names as a set
 		for i, e := range n.Content {
 			e = deref(e)
 			switch e.Kind {
@@ -136,7 +152,8 @@ func (b *builder) foreach(fo *FanOut, n *yaml.Node, where string) {
 					}
 					it.Fields[kv.key] = v.Value
 					it.Names = append(it.Names, kv.key)
-					if !contains(fo.Names, kv.key) {
+					if !named[kv.key] {
+						named[kv.key] = true
 						fo.Names = append(fo.Names, kv.key)
 					}
 				}
@@ -298,6 +315,7 @@ func (b *builder) matrix(fo *FanOut, n *yaml.Node, where string) {
 			return
 		}
 	}
+	ex := newExclusions(exclude)
 	idx := make([]int, len(names))
 	for c := 0; c < total; c++ {
 		f := make(map[string]string, len(names))
@@ -306,7 +324,8 @@ func (b *builder) matrix(fo *FanOut, n *yaml.Node, where string) {
 			f[nm] = values[i][idx[i]]
 			parts[i] = nm + "=" + f[nm]
 		}
-		if !excluded(f, exclude) {
+		b.ops += 1 + len(ex.groups)
+		if !excluded(f, ex) {
 			fo.Items = append(fo.Items, Item{Value: strings.Join(parts, ","), Fields: f, Names: names, Index: len(fo.Items)})
 		}
 		for i := len(idx) - 1; i >= 0; i-- { // the last name varies fastest
@@ -319,20 +338,66 @@ func (b *builder) matrix(fo *FanOut, n *yaml.Node, where string) {
 	}
 }
 
-func excluded(f map[string]string, exclude []map[string]string) bool {
-	for _, ex := range exclude {
-		all := len(ex) > 0
-		for k, v := range ex {
-			if f[k] != v {
-				all = false
-				break
-			}
-		}
-		if all {
+func excluded(f map[string]string, ex *exclusions) bool {
+	for _, g := range ex.groups {
+		if g.tuples[tuple(f, g.names)] {
 			return true
 		}
 	}
 	return false
+}
+
+// exclusions are a matrix's exclude: entries grouped by the names they
+// set, each group a set of value tuples, so that an item is checked with
+// one lookup per group rather than a comparison per entry (items ×
+// entries, both up to 100,000).
+type exclusions struct {
+	groups []exclusionGroup
+}
+
+type exclusionGroup struct {
+	names  []string // sorted
+	tuples map[string]bool
+}
+
+func newExclusions(exclude []map[string]string) *exclusions {
+	ex := &exclusions{}
+	at := map[string]int{} // names joined -> group
+	for _, m := range exclude {
+		if len(m) == 0 {
+			continue // excludes nothing
+		}
+		names := make([]string, 0, len(m))
+		for k := range m {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		key := tuple(nil, names)
+		i, ok := at[key]
+		if !ok {
+			i = len(ex.groups)
+			at[key] = i
+			ex.groups = append(ex.groups, exclusionGroup{names: names, tuples: map[string]bool{}})
+		}
+		ex.groups[i].tuples[tuple(m, names)] = true
+	}
+	return ex
+}
+
+// tuple encodes the values of names in m (each length-prefixed, so any
+// bytes may occur); with m nil, the names themselves.
+func tuple(m map[string]string, names []string) string {
+	var b strings.Builder
+	for _, n := range names {
+		v := n
+		if m != nil {
+			v = m[n]
+		}
+		b.WriteString(strconv.Itoa(len(v)))
+		b.WriteByte(':')
+		b.WriteString(v)
+	}
+	return b.String()
 }
 
 // keyItems gives each item its key: its value where that is short and made
@@ -403,13 +468,18 @@ func (b *builder) expandFanOuts() {
 		if len(needs) == 0 {
 			return deps
 		}
+		bases := needBases(needs)
 		out := make([]string, 0, len(deps)+len(needs))
+		have := make(map[string]bool, len(deps)+len(needs))
 		for _, d := range deps {
-			if b.plainNeed[s][d] || !hasBase(needs, d) {
+			b.ops++
+			if b.plainNeed[s][d] || !bases[d] {
 				out = append(out, d)
+				have[d] = true
 			}
 		}
 		for _, n := range needs {
+			b.ops++
 			key, err := subst.Expand(n.tmpl, vars)
 			if err != nil {
 				b.errorf(n.pos, "step %q: needs %s[%s]: %v", s.ID, n.base, n.tmpl, err)
@@ -420,7 +490,8 @@ func (b *builder) expandFanOuts() {
 				b.errorf(n.pos, "step %q: needs %s, which is not an item of step %q", s.ID, id, n.base)
 				continue
 			}
-			if !contains(out, id) {
+			if !have[id] {
+				have[id] = true
 				out = append(out, id)
 			}
 		}
@@ -474,17 +545,32 @@ func (b *builder) expandFanOuts() {
 // items named by a fixed key (base[key]).
 func ownNeeds(deps []string, needs []itemNeed, plain, itemIDs map[string]bool) []string {
 	out := []string{}
+	bases := needBases(needs)
+	have := map[string]bool{}
 	for _, d := range deps {
-		if plain[d] || !hasBase(needs, d) {
+		if plain[d] || !bases[d] {
 			out = append(out, d)
+			have[d] = true
 		}
 	}
 	for _, n := range needs {
-		if id := ItemID(n.base, n.tmpl); itemIDs[id] && !strings.Contains(n.tmpl, "{") && !contains(out, id) {
+		if id := ItemID(n.base, n.tmpl); itemIDs[id] && !strings.Contains(n.tmpl, "{") && !have[id] {
+			have[id] = true
 			out = append(out, id)
 		}
 	}
 	return out
+}
+
+// needBases is the set of the steps that item-wise needs name. Looked up
+// once per dependency: a step that needs each of 100,000 items by name
+// must not compare every need with every other.
+func needBases(needs []itemNeed) map[string]bool {
+	m := make(map[string]bool, 1)
+	for _, n := range needs {
+		m[n.base] = true
+	}
+	return m
 }
 
 // itemStep is the item step of fan-out step s (its template: its fields
@@ -576,40 +662,62 @@ func (fo *FanOut) SourceText() string { return fo.Kind + " " + fo.Source }
 // index of the plan are updated. It is not safe while another goroutine
 // reads the plan's step list.
 func (p *Plan) SetItems(s *Step, values []string) {
-	fo := s.FanOut
-	items := make([]Item, len(values))
-	for i, v := range values {
-		items[i] = Item{Value: v, Index: i}
+	p.SetItemsAll(map[*Step][]string{s: values})
+}
+
+// SetItemsAll is SetItems for several join steps at once, in one pass over
+// the plan's steps (the dry run reads every dynamic fan-out: one pass
+// each would be fan-outs × steps).
+func (p *Plan) SetItemsAll(sets map[*Step][]string) {
+	if len(sets) == 0 {
+		return
 	}
-	keyItems(items)
-	old := make(map[string]*Step, len(fo.ItemIDs))
-	for _, id := range fo.ItemIDs {
-		if st := p.Step(id); st != nil && st.FanOutOf == s.ID {
-			old[id] = st
+	news := make(map[*Step][]*Step, len(sets)) // join -> its new item steps
+	joins := make(map[string]bool, len(sets))  // their ids
+	var gone []string
+	var added []*Step
+	for s, values := range sets {
+		fo := s.FanOut
+		items := make([]Item, len(values))
+		for i, v := range values {
+			items[i] = Item{Value: v, Index: i}
 		}
-	}
-	steps := make([]*Step, len(items))
-	ids := make([]string, len(items))
-	for i := range items {
-		it := &items[i]
-		id := ItemID(s.ID, it.Key)
-		if o := old[id]; o != nil && o.Item != nil && o.Item.Value == it.Value {
-			steps[i] = o
-		} else {
-			steps[i] = itemStep(s, it, append([]string{}, fo.Needs...))
+		keyItems(items)
+		old := make(map[string]*Step, len(fo.ItemIDs))
+		for _, id := range fo.ItemIDs {
+			if st := p.Step(id); st != nil && st.FanOutOf == s.ID {
+				old[id] = st
+			}
 		}
-		ids[i] = id
+		steps := make([]*Step, len(items))
+		ids := make([]string, len(items))
+		for i := range items {
+			it := &items[i]
+			id := ItemID(s.ID, it.Key)
+			if o := old[id]; o != nil && o.Item != nil && o.Item.Value == it.Value {
+				steps[i] = o
+			} else {
+				steps[i] = itemStep(s, it, append([]string{}, fo.Needs...))
+			}
+			ids[i] = id
+		}
+		fo.Items, fo.ItemIDs = items, ids
+		deps := make([]string, 0, len(fo.Needs)+len(ids))
+		s.Deps = append(append(deps, fo.Needs...), ids...)
+		news[s] = steps
+		joins[s.ID] = true
+		for id := range old {
+			gone = append(gone, id)
+		}
+		added = append(added, steps...)
 	}
-	fo.Items, fo.ItemIDs = items, ids
-	deps := make([]string, 0, len(fo.Needs)+len(ids))
-	s.Deps = append(append(deps, fo.Needs...), ids...)
 	splice := func(list []*Step) []*Step {
-		out := make([]*Step, 0, len(list)+len(steps))
+		out := make([]*Step, 0, len(list))
 		for _, x := range list {
-			if x.FanOutOf == s.ID {
+			if x.FanOutOf != "" && joins[x.FanOutOf] {
 				continue
 			}
-			if x == s {
+			if steps, ok := news[x]; ok {
 				out = append(out, steps...)
 			}
 			out = append(out, x)
@@ -618,7 +726,7 @@ func (p *Plan) SetItems(s *Step, values []string) {
 	}
 	for _, ph := range p.Phases {
 		for _, x := range ph.Steps {
-			if x == s {
+			if _, ok := news[x]; ok {
 				ph.Steps = splice(ph.Steps)
 				break
 			}
@@ -629,20 +737,11 @@ func (p *Plan) SetItems(s *Step, values []string) {
 		x.Index = i
 	}
 	if p.byID != nil {
-		for id := range old {
+		for _, id := range gone {
 			delete(p.byID, id)
 		}
-		for _, x := range steps {
+		for _, x := range added {
 			p.byID[x.ID] = x
 		}
 	}
-}
-
-func hasBase(needs []itemNeed, id string) bool {
-	for _, n := range needs {
-		if n.base == id {
-			return true
-		}
-	}
-	return false
 }

@@ -91,6 +91,11 @@ const MaxPlanSize = 16 << 20
 // .faber/commands directory). On failure the error is an *Invalid.
 func Parse(file string, data []byte, opts Options) (plan *Plan, err error) {
 	p := &parser{file: file, data: data, opts: opts, tables: map[reflect.Type]*fieldTable{}}
+	return p.parse()
+}
+
+func (p *parser) parse() (plan *Plan, err error) {
+	data := p.data
 	if len(data) > MaxPlanSize {
 		p.errorf(Pos{}, "the plan is %d bytes; a plan file may be at most %d bytes (%d MiB): every run keeps a copy of its plan", len(data), MaxPlanSize, MaxPlanSize>>20)
 		return nil, p.invalid()
@@ -169,6 +174,10 @@ type parser struct {
 
 	subPlans   map[string]error  // sub-plan validation results by path and context keys
 	childNames map[string]string // sub-plan names by the same key
+
+	// ops counts the steps of the dependency loops (resolveDeps, needs,
+	// expandFanOuts), for TestNeedsLinear: they must grow linearly.
+	ops int
 }
 
 func (p *parser) errorf(pos Pos, format string, args ...any) {

@@ -76,6 +76,13 @@ type builder struct {
 	plainNeed map[*Step]map[string]bool
 	// itemVars are the {item...} names of the fan-out step being checked.
 	itemVars map[string]bool
+	// knownIDs are the step ids, sorted, for suggestions; unknownNeeds
+	// counts the needs of unknown steps (maxSuggested get a suggestion).
+	knownIDs     []string
+	unknownNeeds int
+	// items counts the items of the plan's fan-outs (MaxPlanItems).
+	items        int
+	tooManyItems bool
 }
 
 // build converts raw into a Plan, recording every problem found.

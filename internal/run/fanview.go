@@ -48,7 +48,8 @@ type FanOut struct {
 // dry run and the graph show what they would be now, and FanOut.String
 // says so. A source that cannot be read now leaves the fan-out with none.
 func ReadItemsNow(p *spec.Plan) {
-	for _, s := range append([]*spec.Step{}, p.Steps...) {
+	sets := map[*spec.Step][]string{}
+	for _, s := range p.Steps {
 		if !s.Join || s.FanOut == nil || !s.FanOut.Dynamic {
 			continue
 		}
@@ -56,8 +57,9 @@ func ReadItemsNow(p *spec.Plan) {
 		if err != nil {
 			continue
 		}
-		p.SetItems(s, values)
+		sets[s] = values
 	}
+	p.SetItemsAll(sets) // one pass over the steps for all of them
 }
 
 // FanOutOf describes the fan-out of join step s; nil when s is no join.

@@ -18,6 +18,8 @@ func faberPhases() []string {
 // steps: which phases and step run, for which items, with which agent.
 type faberPlan struct {
 	items        []map[string]string // flattened work items
+	written      int                 // item values written so far (all steps)
+	tooMany      bool                // written passed maxItemCells, reported
 	fields       []string            // the names of the items' fields, in file order
 	itemsN       *yaml.Node
 	itemArg      string // --work-id or --target
@@ -207,6 +209,9 @@ func faberBuiltins() map[string]bool {
 		"error": true, "exit_code": true, "stdout_file": true, "stderr_file": true}
 }
 
+// maxItemCells bounds items × fields of a FABER plan's items.
+const maxItemCells = 1 << 20
+
 // faberItems reads items[]: each a mapping, flattened to scalar fields
 // (issue.number becomes issue_number). Every item gets every field (""
 // where it has none), so that each field is a variable of every step.
@@ -240,6 +245,13 @@ func (c *conv) faberItems(n *yaml.Node, fp *faberPlan) {
 		fp.items = append(fp.items, m)
 	}
 	if len(fp.items) == 0 {
+		return
+	}
+	if cells := len(fp.items) * len(fp.fields); cells > maxItemCells {
+		// Every item gets every field: items with different fields would
+		// make a plan the square of the file's size.
+		c.errorf(n, "items: %d items with %d distinct fields make %d values, more than %d (every item gets every field); give the items the same fields", len(fp.items), len(fp.fields), cells, maxItemCells)
+		fp.items = nil
 		return
 	}
 	for _, m := range fp.items {
@@ -524,6 +536,17 @@ func (c *conv) faberStep(phase string, sn *yaml.Node, fp *faberPlan, stepFound *
 	}
 	set(s, at, "run", newStr(at, line))
 	if len(fp.items) > 1 {
+		// Every step writes every item's every field: bound the total, as
+		// for one step (a few thousand steps over a few thousand items
+		// would otherwise be gigabytes of nodes).
+		fp.written += len(fp.items) * len(fp.fields)
+		if fp.written > maxItemCells {
+			if !fp.tooMany {
+				fp.tooMany = true
+				c.errorf(fp.itemsN, "items: %d items with %d fields, written for each step, make more than %d values; convert fewer steps (phases_to_run, step_to_run) or items", len(fp.items), len(fp.fields), maxItemCells)
+			}
+			return s
+		}
 		l := newSeq(fp.itemsN, false)
 		for _, it := range fp.items {
 			m := newMap(fp.itemsN)

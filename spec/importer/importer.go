@@ -163,14 +163,58 @@ func Convert(f Format, file string, data []byte, opts Options) (out []byte, warn
 		return nil, warnings, err
 	}
 	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(plan); err != nil {
+	fmt.Fprintf(&buf, "# faber plan converted from %s (%s) by faber import\n", file, f)
+	if err := encodePlan(&buf, plan); err != nil {
 		return nil, warnings, &Errors{File: file, Diags: []Diagnostic{{Message: "cannot write the plan: " + err.Error()}}}
 	}
-	_ = enc.Close()
-	header := fmt.Sprintf("# faber plan converted from %s (%s) by faber import\n", file, f)
-	return append([]byte(header), buf.Bytes()...), warnings, nil
+	return buf.Bytes(), warnings, nil
+}
+
+// encodePlan writes the root mapping as YAML, a top-level pair at a time
+// and a block list (steps:) an item at a time. The text is what one Encode
+// of the whole plan writes, but yaml.v3's emitter keeps every event of an
+// Encode until it ends: one Encode of 100,000 steps held 2 GB.
+func encodePlan(buf *bytes.Buffer, plan *yaml.Node) error {
+	one := func(n *yaml.Node) ([]byte, error) {
+		var b bytes.Buffer
+		enc := yaml.NewEncoder(&b)
+		enc.SetIndent(2)
+		if err := enc.Encode(n); err != nil {
+			return nil, err
+		}
+		if err := enc.Close(); err != nil {
+			return nil, err
+		}
+		return b.Bytes(), nil
+	}
+	pair := func(k, v *yaml.Node) *yaml.Node {
+		return &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{k, v}}
+	}
+	for i := 0; i+1 < len(plan.Content); i += 2 {
+		k, v := plan.Content[i], plan.Content[i+1]
+		if v.Kind != yaml.SequenceNode || v.Style&yaml.FlowStyle != 0 || len(v.Content) < 2 {
+			b, err := one(pair(k, v))
+			if err != nil {
+				return err
+			}
+			buf.Write(b)
+			continue
+		}
+		for j, it := range v.Content {
+			seq := *v
+			seq.Content = []*yaml.Node{it}
+			b, err := one(pair(k, &seq))
+			if err != nil {
+				return err
+			}
+			if j > 0 { // the key's line was written with the first item
+				nl := bytes.IndexByte(b, '\n')
+				b = b[nl+1:]
+			}
+			buf.Write(b)
+		}
+	}
+	return nil
 }
 
 // ConvertNode converts a parsed document (or its root mapping) into the
@@ -222,6 +266,7 @@ type conv struct {
 	warns  []Diagnostic
 	cloned int  // nodes copied so far (YAML alias bombs)
 	tooBig bool // the copy limit was reported
+	ops    int  // steps of the dependency loops (TestTorcDepsLinear)
 }
 
 // maxCloned bounds the nodes copied from the source: aliases could

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -24,8 +25,10 @@ type torcJob struct {
 	combos  []map[string]string
 	names   []string // the concrete names (one per combination)
 	fields  map[string]field
-	needs   []string
-	needSet map[string]bool
+	idx     int      // position among the jobs kept (needs are listed in this order)
+	needs   []string // ids of the jobs it needs, in job order
+	needSet map[int]bool
+	needIdx []int // needSet's keys, in the order found
 }
 
 // param is one Torc parameter with its expanded values.
@@ -192,6 +195,7 @@ type torcFile struct {
 func (c *conv) torcFiles(n *yaml.Node, files map[string]torcFile) {
 	m := map[string]*yaml.Node{}
 	c.named(n, "files", m)
+	total := 0 // instances of parameterized files, bounded as jobs' are
 	for name, fn := range m {
 		f := torcFile{node: fn}
 		var params []param
@@ -216,6 +220,10 @@ func (c *conv) torcFiles(n *yaml.Node, files map[string]torcFile) {
 		}
 		files[name] = f
 		if len(params) > 0 {
+			if total += comboCount(params, mode); total > maxNames {
+				c.errorf(fn, "files: %s: the files' parameters make more than %d names in all; at most %d", name, maxNames, maxNames)
+				return
+			}
 			for _, combo := range c.combos(params, mode, fn) {
 				cn, err := expand(name, combo)
 				if err != nil {
@@ -264,6 +272,10 @@ func (c *conv) params(n *yaml.Node, where string) []param {
 }
 
 const maxValues = 100000
+
+// maxNames bounds the instances of all parameterized jobs together, as
+// spec.MaxPlanItems bounds a plan's fan-out items (a variable for tests).
+var maxNames = 1000000
 
 // expandParam expands a Torc parameter string: "1:5" and "0:10:2"
 // (inclusive integer ranges), "0.0:1.0:0.25" (float range), "[a,b,c]"
@@ -376,6 +388,22 @@ func (c *conv) combos(params []param, mode string, at *yaml.Node) []map[string]s
 	return out
 }
 
+// comboCount is how many combinations combos makes (before checking
+// them), at most maxValues+1.
+func comboCount(params []param, mode string) int {
+	if mode == "zip" {
+		return len(params[0].values)
+	}
+	n := 1
+	for _, p := range params {
+		n *= len(p.values)
+		if n > maxValues {
+			return maxValues + 1
+		}
+	}
+	return n
+}
+
 // expand substitutes {param} and {param:spec} in a Torc name template.
 func expand(tmpl string, combo map[string]string) (string, error) {
 	var err error
@@ -428,9 +456,10 @@ func formatValue(v, spec string) (string, error) {
 func (c *conv) torcJobs(n *yaml.Node, wf map[string]param) []*torcJob {
 	var jobs []*torcJob
 	ids := map[string]*torcJob{}
+	names, tooMany := 0, false // instances of parameterized jobs so far
 	for _, jn := range n.Content {
 		jn = deref(jn)
-		j := &torcJob{node: jn, fields: map[string]field{}, needSet: map[string]bool{}, mode: "product"}
+		j := &torcJob{node: jn, fields: map[string]field{}, needSet: map[int]bool{}, mode: "product"}
 		for _, f := range c.fields(jn, "job") {
 			j.fields[f.key] = f
 		}
@@ -467,7 +496,18 @@ func (c *conv) torcJobs(n *yaml.Node, wf map[string]param) []*torcJob {
 		}
 		base := j.name
 		if len(j.params) > 0 {
-			j.combos = c.combos(j.params, j.mode, jn)
+			if names += comboCount(j.params, j.mode); names <= maxNames {
+				j.combos = c.combos(j.params, j.mode, jn)
+			}
+			if names > maxNames {
+				// use_parameters of a big workflow parameter on many
+				// jobs: a few lines, millions of instances.
+				if !tooMany {
+					tooMany = true
+					c.errorf(nf.v, "%s: the jobs' parameters make more than %d instances in all; at most %d (each is a step)", where, maxNames, maxNames)
+				}
+				continue
+			}
 			for _, combo := range j.combos {
 				cn, err := expand(j.name, combo)
 				if err != nil {
@@ -490,6 +530,7 @@ func (c *conv) torcJobs(n *yaml.Node, wf map[string]param) []*torcJob {
 			continue
 		}
 		ids[j.id] = j
+		j.idx = len(jobs)
 		jobs = append(jobs, j)
 	}
 	return jobs
@@ -497,6 +538,12 @@ func (c *conv) torcJobs(n *yaml.Node, wf map[string]param) []*torcJob {
 
 // torcDeps computes each job's needs: depends_on, depends_on_regexes, and
 // the files it reads that another job writes.
+//
+// The work is linear in the jobs, their names, files and dependencies
+// (map lookups, and a sort of each job's own needs), except
+// depends_on_regexes: each pattern is tried against every job's names, so
+// that part is jobs × patterns, linear in the jobs for each pattern.
+// c.ops counts the steps of the loops (tests check it grows linearly).
 func (c *conv) torcDeps(jobs []*torcJob, files map[string]torcFile) {
 	byName := map[string]*torcJob{}
 	for _, j := range jobs {
@@ -516,8 +563,10 @@ func (c *conv) torcDeps(jobs []*torcJob, files map[string]torcFile) {
 			c.errorf(at, "job %q: %s: depends on itself (a fan-out's instances cannot depend on each other)", j.name, what)
 			return
 		}
-		if !j.needSet[d.id] {
-			j.needSet[d.id] = true
+		c.ops++
+		if !j.needSet[d.idx] {
+			j.needSet[d.idx] = true
+			j.needIdx = append(j.needIdx, d.idx)
 		}
 	}
 	for _, j := range jobs {
@@ -552,6 +601,7 @@ func (c *conv) torcDeps(jobs []*torcJob, files map[string]torcFile) {
 				found := false
 				for _, o := range jobs {
 					for _, n := range o.names {
+						c.ops++
 						if re.MatchString(n) && o != j {
 							need(j, o, d, "depends_on_regexes")
 							found = true
@@ -569,10 +619,10 @@ func (c *conv) torcDeps(jobs []*torcJob, files map[string]torcFile) {
 				need(j, p, j.nameN, "input file")
 			}
 		}
-		for _, o := range jobs { // in job order: deterministic
-			if j.needSet[o.id] {
-				j.needs = append(j.needs, o.id)
-			}
+		sort.Ints(j.needIdx) // in job order: deterministic
+		for _, i := range j.needIdx {
+			c.ops++
+			j.needs = append(j.needs, jobs[i].id)
 		}
 	}
 }
@@ -906,8 +956,10 @@ func (c *conv) subst(s string, params map[string]bool) string {
 	return b.String()
 }
 
+var braces = strings.NewReplacer("{", "{{", "}", "}}")
+
 func escapeBraces(s string) string {
-	return strings.NewReplacer("{", "{{", "}", "}}").Replace(s)
+	return braces.Replace(s)
 }
 
 var isoRe = lazyre.New(`^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$`)

@@ -196,7 +196,11 @@ func runSession(g *Globals, a sessionArgs) error {
 		return withCode(exitState, resumableStateErr(g, a.runID, runErr))
 	}
 	if closeErr != nil {
-		fmt.Fprintf(g.stderr, "faber: warning: closing the store: %v\n", closeErr)
+		// A store that cannot be written (a read-only or vanished run
+		// directory, I/O errors) is a state problem: its commits are in
+		// its log, which the next opening replays.
+		msg := strings.ReplaceAll(closeErr.Error(), "\n", "; ")
+		return withCode(exitState, fmt.Errorf("%s; what was committed is kept: fix the state dir, then faber status %s", msg, a.runID))
 	}
 	code := exitCodeFor(status)
 	if a.parentRun != "" && status != exec.RunSuccess {

@@ -334,7 +334,11 @@ func loadPlan(g *Globals, file string, sets []string) (*spec.Plan, []byte, spec.
 	if err != nil {
 		return nil, nil, opts, withCode(exitUsage, err)
 	}
-	data, err := os.ReadFile(file)
+	data, err := spec.ReadPlanFile(file)
+	var inv *spec.Invalid
+	if errors.As(err, &inv) {
+		return nil, nil, opts, withCode(exitUsage, planError(inv))
+	}
 	if err != nil {
 		return nil, nil, opts, withCode(exitUsage, fmt.Errorf("cannot read plan: %w", unwrapPath(err)))
 	}

@@ -552,8 +552,10 @@ func runProcLogs(ps procSpec, ctrl *procCtrl, logs procLogs) (o outcome) {
 }
 
 // readResult reads {"status": ..., "message": ...} from a result file.
+// Only a regular file of at most maxResultFile bytes is read: anything
+// else (a FIFO, a device, a huge file) counts as no result file.
 func readResult(path string) (status, message string) {
-	b, err := os.ReadFile(path)
+	b, err := readRegular(path, maxResultFile)
 	if err != nil || len(bytes.TrimSpace(b)) == 0 {
 		return "", ""
 	}

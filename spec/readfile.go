@@ -13,6 +13,18 @@ import (
 // *Invalid, as Parse would say, without reading it; one that grows past it
 // while read is cut at MaxPlanSize+1 bytes, which Parse refuses.
 func ReadPlanFile(path string) ([]byte, error) {
+	return readRegular(path, MaxPlanSize, func(size int64) error {
+		return &Invalid{Errors: []Diagnostic{{File: path, Message: sizeMessage(size)}}}
+	})
+}
+
+// maxLinesFile bounds a foreach lines: file: MaxItems lines of up to some
+// 2.5 KiB each.
+const maxLinesFile = 256 << 20
+
+// readRegular reads a regular file of at most max bytes; tooBig makes the
+// error for a bigger one. One that grows while read is cut at max+1 bytes.
+func readRegular(path string, max int64, tooBig func(size int64) error) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|oNonblock, 0)
 	if err != nil {
 		return nil, err
@@ -25,10 +37,10 @@ func ReadPlanFile(path string) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("not a regular file (%s)", fileKind(fi.Mode()))}
 	}
-	if fi.Size() > MaxPlanSize {
-		return nil, &Invalid{Errors: []Diagnostic{{File: path, Message: sizeMessage(fi.Size())}}}
+	if fi.Size() > max {
+		return nil, tooBig(fi.Size())
 	}
-	return io.ReadAll(io.LimitReader(f, MaxPlanSize+1))
+	return io.ReadAll(io.LimitReader(f, max+1))
 }
 
 func sizeMessage(n int64) string {

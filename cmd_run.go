@@ -198,9 +198,10 @@ func runSession(g *Globals, a sessionArgs) error {
 	if closeErr != nil {
 		// A store that cannot be written (a read-only or vanished run
 		// directory, I/O errors) is a state problem: its commits are in
-		// its log, which the next opening replays.
+		// its log (if the directory is still there), which the next
+		// opening replays.
 		msg := strings.ReplaceAll(closeErr.Error(), "\n", "; ")
-		return withCode(exitState, fmt.Errorf("%s; what was committed is kept: fix the state dir, then faber status %s", msg, a.runID))
+		return withCode(exitState, fmt.Errorf("%s; fix the state dir, then see what was recorded: faber status %s", msg, a.runID))
 	}
 	code := exitCodeFor(status)
 	if a.parentRun != "" && status != exec.RunSuccess {

@@ -124,3 +124,49 @@ func waitFor(t *testing.T, path string, done <-chan struct{}) {
 	}
 	t.Fatalf("%s did not appear within 20s", path)
 }
+
+// TestRunDirVanished removes the run directory while a step runs: faber
+// used to loop for good in the store's close; now it ends with one
+// `faber:` line and exit 4 in bounded time.
+func TestRunDirVanished(t *testing.T) {
+	work := t.TempDir()
+	stateDir := filepath.Join(work, ".faber")
+	plan := `name: gone
+steps:
+  - id: a
+    run: 'rm -rf "$FABER_STATE_DIR/runs/$FABER_RUN_ID"'
+  - id: b
+    needs: [a]
+    run: echo b
+`
+	if err := os.WriteFile(filepath.Join(work, "plan.yaml"), []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := osexec.Command(self, "run", "plan.yaml", "--ui", "plain")
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "FABER_TEST_AS_FABER=1", "FABER_STATE_DIR="+stateDir, "NO_COLOR=1", "CI=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("faber still runs a minute after its run dir was removed; stderr:\n%s", &stderr)
+	}
+	if code := cmd.ProcessState.ExitCode(); code != exitState {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitState, &stderr)
+	}
+	if s := stderr.String(); !strings.HasPrefix(s, "faber: ") || strings.Count(s, "\n") != 1 || !strings.Contains(s, "no such file or directory") {
+		t.Fatalf("stderr %q: want one faber: line naming the missing directory", s)
+	}
+}

@@ -843,7 +843,8 @@ func (s *Store) Close() error {
 		}
 	}
 	if s.lock != nil {
-		if err := os.Remove(filepath.Join(s.dir, fileOwner)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		// (A store whose directory cannot be written has said so already.)
+		if err := os.Remove(filepath.Join(s.dir, fileOwner)); err != nil && !errors.Is(err, os.ErrNotExist) && len(errs) == 0 {
 			errs = append(errs, fmt.Errorf("remove owner.json: %w", err))
 		}
 		if err := unlock(s.lock); err != nil {

@@ -56,10 +56,12 @@ func (r *Runner) probeCache(sr *stepRun) bool {
 		needs[d.def.ID] = NeedKey(d.st, r.Plan, d.def)
 	}
 	var entry *CacheEntry
+	unreadable := false
 	forced := r.forced(sr)
 	if !r.NoCache && !forced {
 		e, err := r.Cache.Get(r.Plan.Name, sr.def.ID)
 		if err != nil {
+			unreadable = true
 			// A miss, not a stop: the step runs, and its success replaces
 			// the entry.
 			r.warn(sr, "cache: cannot read the entry, the step runs: "+err.Error())
@@ -97,6 +99,8 @@ func (r *Runner) probeCache(sr *stepRun) bool {
 			why = "forced (--force)"
 		case r.NoCache:
 			why = "cache not read (--no-cache)"
+		case unreadable:
+			why = "cache entry unreadable"
 		default:
 			why = KeyMiss(entry, pr)
 			if why == "" {

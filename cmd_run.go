@@ -235,7 +235,12 @@ func runSession(g *Globals, a sessionArgs) error {
 		return withCode(exitState, resumableStateErr(g, a.runID, runErr))
 	}
 	if closeErr != nil {
-		fmt.Fprintf(g.stderr, "faber: warning: closing the store: %v\n", closeErr)
+		// A store that cannot be written (a read-only or vanished run
+		// directory, I/O errors) is a state problem: its commits are in
+		// its log (if the directory is still there), which the next
+		// opening replays.
+		msg := strings.ReplaceAll(closeErr.Error(), "\n", "; ")
+		return withCode(exitState, fmt.Errorf("%s; fix the state dir, then see what was recorded: faber status %s", msg, a.runID))
 	}
 	code := exitCodeFor(status)
 	if a.parentRun != "" && status != exec.RunSuccess {
@@ -390,7 +395,11 @@ func loadPlan(g *Globals, file string, src setSources) (*spec.Plan, []byte, spec
 	if err != nil {
 		return nil, nil, opts, withCode(exitUsage, err)
 	}
-	data, err := os.ReadFile(file)
+	data, err := spec.ReadPlanFile(file)
+	var inv *spec.Invalid
+	if errors.As(err, &inv) {
+		return nil, nil, opts, withCode(exitUsage, planError(inv))
+	}
 	if err != nil {
 		return nil, nil, opts, withCode(exitUsage, fmt.Errorf("cannot read plan: %w", unwrapPath(err)))
 	}

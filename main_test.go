@@ -347,7 +347,7 @@ func fabertest(args []string) int {
 	// Arguments each command needs at least: a script that passes fewer
 	// gets a usage error, not a Go panic in the middle of a step's output.
 	need := map[string]int{"exit": 1, "sleep": 1, "argv-to": 1, "waitfile": 1, "alloc": 1, "fail-until": 3,
-		"ticker": 2, "alive": 1, "kill": 1, "stamp": 1, "onterm": 2, "exitcode": 2, "gone": 2, "abspaths": 1, "result": 1}
+		"ticker": 2, "alive": 1, "kill": 1, "stamp": 1, "onterm": 2, "exitcode": 2, "gone": 2, "sparse": 2, "abspaths": 1, "result": 1}
 	if n := need[args[0]]; len(args)-1 < n {
 		fmt.Fprintf(os.Stderr, "fabertest %s: needs %d argument(s), got %d\n", args[0], n, len(args)-1)
 		return 2
@@ -522,6 +522,21 @@ func fabertest(args []string) int {
 			fmt.Fprintf(&b, "%s=%s: %s\n", v, val, kind)
 		}
 		if err := os.WriteFile(args[1], []byte(b.String()), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		return 0
+	case "sparse":
+		// sparse FILE GiB: a file that reads as that many zero bytes and
+		// takes no room (hashing it takes a long while).
+		n, err := strconv.ParseInt(args[2], 10, 64)
+		if err == nil {
+			err = os.WriteFile(args[1], nil, 0o644)
+		}
+		if err == nil {
+			err = os.Truncate(args[1], n<<30)
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2
 		}

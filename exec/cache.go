@@ -3,6 +3,7 @@ package exec
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	osexec "os/exec"
 	"reflect"
@@ -56,11 +57,15 @@ func (r *Runner) probeCache(sr *stepRun) bool {
 		needs[d.def.ID] = NeedKey(d.st, r.Plan, d.def)
 	}
 	var entry *CacheEntry
+	unreadable := false
 	forced := r.forced(sr)
 	if !r.NoCache && !forced {
 		e, err := r.Cache.Get(r.Plan.Name, sr.def.ID)
 		if err != nil {
-			r.warn(sr, "cache: "+err.Error())
+			unreadable = true
+			// A miss, not a stop: the step runs, and its success replaces
+			// the entry.
+			r.warn(sr, "cache: cannot read the entry, the step runs: "+err.Error())
 		}
 		entry = e
 	}
@@ -69,6 +74,11 @@ func (r *Runner) probeCache(sr *stepRun) bool {
 	p, def := r.Plan, sr.def
 	vars := r.vars(sr, sr.st.Attempt+1, nil)
 	env := r.env(sr, sr.st.Attempt+1, vars, "", nil, nil)
+	// The probe's blocking work (cache_key commands, hashing) takes the
+	// session's stop context: an interrupt, a halt or a failed commit ends
+	// it within one read of a file or the kill of a cache_key process
+	// group, and the step stays pending (cacheProbed).
+	ctx := r.workCtx()
 	go func() {
 		var m msg
 		keyOut, err := KeyCommandsDigest(def.Cache.KeyCmds, func(cmd string) ([]byte, error) {
@@ -76,24 +86,11 @@ func (r *Runner) probeCache(sr *stepRun) bool {
 			if err != nil {
 				return nil, err
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			c := osexec.CommandContext(ctx, argv[0], argv[1:]...)
-			c.Dir = WorkDir(p, def, vars)
-			c.Env = append(append([]string{}, env...), extra...)
-			var stderr bytes.Buffer
-			c.Stderr = &stderr
-			out, err := c.Output()
-			if err != nil {
-				if line := lastLine(stderr.Bytes(), nil); line != "" {
-					err = fmt.Errorf("%w: %s", err, line)
-				}
-			}
-			return out, err
+			return runKeyCmd(ctx, argv, WorkDir(p, def, vars), append(append([]string{}, env...), extra...))
 		})
 		var pr *CacheProbe
 		if err == nil {
-			pr, err = ProbeCache(p, def, needs, keyOut)
+			pr, err = ProbeCache(ctx, p, def, needs, keyOut)
 		}
 		why := ""
 		switch {
@@ -103,10 +100,12 @@ func (r *Runner) probeCache(sr *stepRun) bool {
 			why = "forced (--force)"
 		case r.NoCache:
 			why = "cache not read (--no-cache)"
+		case unreadable:
+			why = "cache entry unreadable"
 		default:
 			why = KeyMiss(entry, pr)
 			if why == "" {
-				why = OutputsMiss(p, def, entry)
+				why = OutputsMiss(ctx, p, def, entry)
 			}
 		}
 		m = msg{kind: mCacheProbed, sr: sr, probe: pr, entry: entry, why: why}
@@ -181,7 +180,7 @@ func (r *Runner) hashOutputs(sr *stepRun, out *outcome) {
 	if sr.cache.probe == nil || out.failed() || out.stoppedBy != "" {
 		return
 	}
-	out.cacheOuts, out.cacheErr = HashOutputs(r.Plan, sr.def)
+	out.cacheOuts, out.cacheErr = HashOutputs(r.workCtx(), r.Plan, sr.def)
 	if out.cacheOuts == nil && out.cacheErr == nil {
 		out.cacheOuts = map[string]string{}
 	}
@@ -240,4 +239,80 @@ func (r *Runner) dropEntry(sr *stepRun) {
 
 func (r *Runner) warn(sr *stepRun, text string) {
 	r.commit(nil, Event{Type: EvWarning, StepID: sr.st.ID, Data: &Warning{Message: text}})
+}
+
+// keyCmdLimit bounds one cache_key command: its time (a command that hangs
+// must not hold the step forever) and its output (it is kept in memory to
+// be hashed).
+const (
+	keyCmdTime   = time.Minute
+	keyCmdOutput = 16 << 20
+)
+
+// keyCmdWait bounds the wait for a cache_key command's output pipes once
+// it has exited or been killed (a process it left behind may hold them).
+const keyCmdWait = 2 * time.Second
+
+// runKeyCmd runs one cache_key command and returns its stdout. Like a
+// step, it runs in a process group of its own, and the whole group is
+// killed when ctx is done, when it takes longer than keyCmdTime, and once
+// it has exited: no process of it outlives the probe.
+func runKeyCmd(ctx context.Context, argv []string, dir string, env []string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, keyCmdTime)
+	defer cancel()
+	c := osexec.Command(argv[0], argv[1:]...)
+	c.Dir = dir
+	c.Env = env
+	out := &capped{max: keyCmdOutput}
+	stderr := &capped{max: 64 << 10}
+	c.Stdout, c.Stderr = out, stderr
+	c.WaitDelay = keyCmdWait
+	setGroup(c)
+	if err := c.Start(); err != nil {
+		return nil, err
+	}
+	g := newGroup(c)
+	defer g.release()
+	waited := make(chan error, 1)
+	go func() { waited <- c.Wait() }()
+	var err error
+	select {
+	case err = <-waited:
+	case <-ctx.Done():
+		_ = g.signal(true)
+		<-waited
+		err = ctx.Err()
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("killed after %s", keyCmdTime)
+		}
+	}
+	_ = g.signal(true) // what it left running
+	if err == nil && out.over {
+		err = fmt.Errorf("its output is over %d MiB", keyCmdOutput>>20)
+	}
+	if err != nil {
+		if line := lastLine(stderr.Bytes(), nil); line != "" {
+			err = fmt.Errorf("%w: %s", err, line)
+		}
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// capped keeps the first max bytes written to it and drops the rest.
+type capped struct {
+	bytes.Buffer
+	max  int
+	over bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - c.Len(); len(p) > room {
+		c.over = true
+		if room > 0 {
+			c.Buffer.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return c.Buffer.Write(p)
 }

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -105,8 +106,9 @@ func CacheVars(p *spec.Plan, s *spec.Step) map[string]string {
 }
 
 // ProbeCache computes the step's key from its input files now. keyOut is
-// the cache_key commands' output digest ("" when it has none).
-func ProbeCache(p *spec.Plan, s *spec.Step, needs map[string]string, keyOut string) (*CacheProbe, error) {
+// the cache_key commands' output digest ("" when it has none). Hashing
+// stops with ctx's error once ctx is done.
+func ProbeCache(ctx context.Context, p *spec.Plan, s *spec.Step, needs map[string]string, keyOut string) (*CacheProbe, error) {
 	c := s.Cache
 	vars := CacheVars(p, s)
 	dir := WorkDir(p, s, vars)
@@ -114,7 +116,7 @@ func ProbeCache(p *spec.Plan, s *spec.Step, needs map[string]string, keyOut stri
 	if err != nil {
 		return nil, err
 	}
-	digests, err := digestFiles(dir, files, c.Mode)
+	digests, err := digestFiles(ctx, dir, files, c.Mode)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +200,7 @@ func mapDiff(what string, old, now map[string]string) string {
 
 // OutputsMiss checks the outputs an entry recorded against the files now:
 // "output missing: P" or "output changed: P", or "" when all are there.
-func OutputsMiss(p *spec.Plan, s *spec.Step, e *CacheEntry) string {
+func OutputsMiss(ctx context.Context, p *spec.Plan, s *spec.Step, e *CacheEntry) string {
 	dir := WorkDir(p, s, CacheVars(p, s))
 	names := sortedKeys(e.Outputs)
 	for _, name := range names {
@@ -206,7 +208,7 @@ func OutputsMiss(p *spec.Plan, s *spec.Step, e *CacheEntry) string {
 			return "output missing: " + name
 		}
 	}
-	now, err := digestFiles(dir, names, e.Mode)
+	now, err := digestFiles(ctx, dir, names, e.Mode)
 	if err != nil {
 		return "output unreadable: " + err.Error()
 	}
@@ -220,14 +222,14 @@ func OutputsMiss(p *spec.Plan, s *spec.Step, e *CacheEntry) string {
 
 // HashOutputs digests the step's declared outputs after a successful
 // attempt. Every declared path or glob must match at least one file.
-func HashOutputs(p *spec.Plan, s *spec.Step) (map[string]string, error) {
+func HashOutputs(ctx context.Context, p *spec.Plan, s *spec.Step) (map[string]string, error) {
 	vars := CacheVars(p, s)
 	dir := WorkDir(p, s, vars)
 	files, err := expandPaths(dir, s.Cache.Outputs, vars, true)
 	if err != nil {
 		return nil, err
 	}
-	return digestFiles(dir, files, s.Cache.Mode)
+	return digestFiles(ctx, dir, files, s.Cache.Mode)
 }
 
 // KeyCommandsDigest runs the cache_key commands with run (which returns a
@@ -328,8 +330,11 @@ func rel(dir, path string) string {
 }
 
 // digestFiles digests files (names relative to dir) in mode, several at
-// once: hashing is bounded by the disk and the CPUs, not by one core.
-func digestFiles(dir string, names []string, mode string) (map[string]string, error) {
+// once: hashing is bounded by the disk and the CPUs, not by one core. Only
+// regular files are read (a FIFO, a device or a socket is an error naming
+// it: reading one may never end), and every worker stops within one
+// buffer's read once ctx is done.
+func digestFiles(ctx context.Context, dir string, names []string, mode string) (map[string]string, error) {
 	out := make(map[string]string, len(names))
 	workers := runtime.GOMAXPROCS(0)
 	if workers > len(names) {
@@ -348,7 +353,10 @@ func digestFiles(dir string, names []string, mode string) (map[string]string, er
 			defer wg.Done()
 			buf := make([]byte, 1<<20)
 			for name := range jobs {
-				d, err := digestFile(abs(dir, name), mode, buf)
+				d, err := digestFile(ctx, abs(dir, name), mode, buf)
+				if errors.Is(err, errNotRegular) {
+					err = fmt.Errorf("%s %w", name, err)
+				}
 				results <- res{name, d, err}
 			}
 		}()
@@ -375,28 +383,102 @@ func digestFiles(dir string, names []string, mode string) (map[string]string, er
 	return out, first
 }
 
-func digestFile(path, mode string, buf []byte) (string, error) {
+func digestFile(ctx context.Context, path, mode string, buf []byte) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
 	if mode == spec.CacheMtime {
 		fi, err := os.Stat(path)
 		if err != nil {
 			return "", err
 		}
+		if !fi.Mode().IsRegular() {
+			return "", notRegular(fi.Mode())
+		}
 		return "m:" + strconv.FormatInt(fi.Size(), 10) + ":" + strconv.FormatInt(fi.ModTime().UnixNano(), 10), nil
 	}
-	f, err := os.Open(path)
+	// Opened without waiting (a FIFO's open would wait for a writer), then
+	// refused unless it is a regular file.
+	f, err := os.OpenFile(path, os.O_RDONLY|oNonblock, 0)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", notRegular(fi.Mode())
+	}
 	h := sha256.New()
-	if _, err := io.CopyBuffer(h, onlyReader{f}, buf); err != nil {
+	if _, err := io.CopyBuffer(h, ctxReader{ctx, f}, buf); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// onlyReader hides WriterTo/ReaderFrom so that CopyBuffer uses the buffer.
-type onlyReader struct{ io.Reader }
+// maxResultFile bounds a step's result file (a status and a message).
+const maxResultFile = 1 << 20
+
+// readRegular reads a regular file of at most max bytes, opened without
+// waiting: a FIFO, device or socket is an error, never a read that blocks
+// or does not end.
+func readRegular(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|oNonblock, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s %w", path, notRegular(fi.Mode()))
+	}
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%s is %d bytes, more than %d", path, fi.Size(), max)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(b)) > max {
+		err = fmt.Errorf("%s grew past %d bytes", path, max)
+	}
+	return b, err
+}
+
+// errNotRegular is digestFile's error for a file that is not a regular
+// file; digestFiles puts the file's name before it.
+var errNotRegular = errors.New("is not a regular file")
+
+func notRegular(m fs.FileMode) error {
+	kind := "not a file"
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		kind = "a FIFO"
+	case m&fs.ModeSocket != 0:
+		kind = "a socket"
+	case m&fs.ModeDevice != 0:
+		kind = "a device"
+	case m.IsDir():
+		kind = "a directory"
+	}
+	return fmt.Errorf("%w (%s)", errNotRegular, kind)
+}
+
+// ctxReader reads until ctx is done; it also hides WriterTo/ReaderFrom so
+// that CopyBuffer uses the buffer (so ctx is checked at least every 1 MiB).
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
 
 func sortedKeys(m map[string]string) []string {
 	out := make([]string, 0, len(m))

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -37,7 +38,7 @@ func TestCacheKey(t *testing.T) {
 	s := p.Step("a")
 	write(t, filepath.Join(dir, "in", "x.csv"), "1")
 	write(t, filepath.Join(dir, "in", "sub", "y.csv"), "2")
-	base, err := ProbeCache(p, s, map[string]string{"up": "k1"}, "")
+	base, err := ProbeCache(context.Background(), p, s, map[string]string{"up": "k1"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestCacheKey(t *testing.T) {
 		t.Fatalf("inputs: %v", base.Inputs)
 	}
 	entry := &CacheEntry{Key: base.Key, DefHash: base.DefHash, Mode: base.Mode, Inputs: base.Inputs, Needs: base.Needs}
-	same, _ := ProbeCache(p, s, map[string]string{"up": "k1"}, "")
+	same, _ := ProbeCache(context.Background(), p, s, map[string]string{"up": "k1"}, "")
 	if same.Key != base.Key || KeyMiss(entry, same) != "" {
 		t.Fatalf("same files, different key: %s", KeyMiss(entry, same))
 	}
@@ -69,7 +70,7 @@ func TestCacheKey(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.setup()
-			pr, err := ProbeCache(p, s, tc.needs, tc.out)
+			pr, err := ProbeCache(context.Background(), p, s, tc.needs, tc.out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,24 +93,24 @@ func TestOutputs(t *testing.T) {
 	dir := t.TempDir()
 	p := cachePlan(t, dir)
 	s := p.Step("a")
-	if _, err := HashOutputs(p, s); !IsOutputMissing(err) {
+	if _, err := HashOutputs(context.Background(), p, s); !IsOutputMissing(err) {
 		t.Fatalf("missing output: %v", err)
 	}
 	write(t, filepath.Join(dir, "out.txt"), "o")
-	outs, err := HashOutputs(p, s)
+	outs, err := HashOutputs(context.Background(), p, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := &CacheEntry{Mode: spec.CacheContent, Outputs: outs}
-	if why := OutputsMiss(p, s, e); why != "" {
+	if why := OutputsMiss(context.Background(), p, s, e); why != "" {
 		t.Fatal(why)
 	}
 	write(t, filepath.Join(dir, "out.txt"), "p")
-	if why := OutputsMiss(p, s, e); why != "output changed: out.txt" {
+	if why := OutputsMiss(context.Background(), p, s, e); why != "output changed: out.txt" {
 		t.Fatal(why)
 	}
 	os.Remove(filepath.Join(dir, "out.txt"))
-	if why := OutputsMiss(p, s, e); why != "output missing: out.txt" {
+	if why := OutputsMiss(context.Background(), p, s, e); why != "output missing: out.txt" {
 		t.Fatal(why)
 	}
 }

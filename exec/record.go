@@ -113,6 +113,7 @@ func (r *Runner) commitWith(run *RunState, steps []*StepState, evs []Event) {
 			}
 		}
 		r.intr = true
+		r.stopWork()
 		return
 	}
 	for _, st := range steps {

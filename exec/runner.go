@@ -114,6 +114,11 @@ type Runner struct {
 	endFailed []string
 	// gone: records of items a dynamic fan-out no longer has (Prior.Gone).
 	gone map[string]*StepState
+	// stopCtx is done once the session stops everything it runs (an
+	// interrupt, a halt, a failed commit): the work of faber's own that
+	// may block (a cache probe's cache_key commands and hashing) takes it.
+	stopCtx context.Context
+	stopAll context.CancelFunc
 	// later is what commitLater holds for the next commit.
 	later struct {
 		steps []*StepState
@@ -196,6 +201,8 @@ func (r *Runner) now() time.Time {
 // and evaluates the run once. It returns the run status. ctx cancellation is
 // an interrupt: running steps are terminated and become interrupted.
 func (r *Runner) Run(ctx context.Context, prior *Prior) (string, error) {
+	r.stopCtx, r.stopAll = context.WithCancel(context.Background())
+	defer r.stopAll()
 	r.setup(prior)
 	if r.fatal != nil {
 		return RunInterrupted, r.fatal
@@ -392,4 +399,19 @@ func (r *Runner) States() []*StepState {
 		out = append(out, sr.st)
 	}
 	return out
+}
+
+// stopWork ends the blocking work of faber's own that takes stopCtx.
+func (r *Runner) stopWork() {
+	if r.stopAll != nil {
+		r.stopAll()
+	}
+}
+
+// workCtx is stopCtx, or a context that is never done outside Run.
+func (r *Runner) workCtx() context.Context {
+	if r.stopCtx == nil {
+		return context.Background()
+	}
+	return r.stopCtx
 }

@@ -326,6 +326,7 @@ func (r *Runner) release(sr *stepRun) {
 // interrupt terminates everything running (SIGTERM, or SIGKILL when hard).
 func (r *Runner) interrupt(hard bool) {
 	r.intr = true
+	r.stopWork()
 	r.hard = r.hard || hard
 	for _, sr := range r.all() {
 		if sr.ctrl != nil {

@@ -2,7 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -633,7 +632,12 @@ func (p *Plan) ReadItems(s *Step, vars map[string]string) ([]string, error) {
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(p.Dir, path)
 		}
-		data, err := os.ReadFile(path)
+		data, err := readRegular(path, maxLinesFile, func(size int64) error {
+			return fmt.Errorf("%s is %d bytes; a lines: file may be at most %d MiB", path, size, maxLinesFile>>20)
+		})
+		if err == nil && len(data) > maxLinesFile {
+			err = fmt.Errorf("%s grew past %d MiB while read", path, maxLinesFile>>20)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("foreach.lines: %v", err)
 		}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -69,7 +68,11 @@ func (e *Invalid) Error() string {
 // Load reads, parses and validates the plan at path. On failure the error is
 // an *Invalid.
 func Load(path string, opts Options) (*Plan, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadPlanFile(path)
+	var inv *Invalid
+	if errors.As(err, &inv) {
+		return nil, err
+	}
 	if err != nil {
 		msg := err.Error()
 		var pe *fs.PathError
@@ -97,7 +100,7 @@ func Parse(file string, data []byte, opts Options) (plan *Plan, err error) {
 func (p *parser) parse() (plan *Plan, err error) {
 	data := p.data
 	if len(data) > MaxPlanSize {
-		p.errorf(Pos{}, "the plan is %d bytes; a plan file may be at most %d bytes (%d MiB): every run keeps a copy of its plan", len(data), MaxPlanSize, MaxPlanSize>>20)
+		p.errorf(Pos{}, "%s", sizeMessage(int64(len(data))))
 		return nil, p.invalid()
 	}
 	defer func() {

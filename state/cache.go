@@ -30,12 +30,17 @@ func cacheFile(stateDir, plan, step string) string {
 
 // CacheGet returns the entry of a plan's step, or ErrNotFound.
 func CacheGet(stateDir, plan, step string) ([]byte, error) {
-	b, err := os.ReadFile(cacheFile(stateDir, plan, step))
+	b, err := readRegular(cacheFile(stateDir, plan, step), MaxCacheEntry)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, ErrNotFound
 	}
 	return b, err
 }
+
+// MaxCacheEntry bounds a cache entry file: an entry holds a digest per
+// input and output file, some 100 bytes each, so 64 MiB is half a million
+// files; anything bigger is not an entry faber wrote.
+const MaxCacheEntry = 64 << 20
 
 // CachePut replaces the entry of a plan's step.
 func CachePut(stateDir, plan, step string, data []byte) error {
@@ -98,7 +103,7 @@ func CacheList(stateDir string) ([]CacheEntryFile, error) {
 			continue
 		}
 		p := filepath.Join(CacheDir(stateDir), e.Name())
-		b, err := os.ReadFile(p)
+		b, err := readRegular(p, MaxCacheEntry)
 		if err != nil {
 			return nil, err
 		}

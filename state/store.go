@@ -851,7 +851,8 @@ func (s *Store) Close() error {
 		}
 	}
 	if s.lock != nil {
-		if err := os.Remove(filepath.Join(s.dir, fileOwner)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		// (A store whose directory cannot be written has said so already.)
+		if err := os.Remove(filepath.Join(s.dir, fileOwner)); err != nil && !errors.Is(err, os.ErrNotExist) && len(errs) == 0 {
 			errs = append(errs, fmt.Errorf("remove owner.json: %w", err))
 		}
 		if err := unlock(s.lock); err != nil {
@@ -887,7 +888,45 @@ func (s *Store) closeDB() error {
 		s.leftOpen = true
 		return nil
 	}
-	return s.db.Close()
+	// Badger's Close flushes the memtable and, when a write of that fails,
+	// retries it forever: a run directory made read-only (or gone, or
+	// failing with I/O errors) would keep faber here for good. So the
+	// directory is tried first, and the close is given closeLimit; either
+	// failing leaves the store as a crash would (its log holds every
+	// commit) and is reported.
+	if err := tryWrite(s.dbDir()); err != nil {
+		s.logf("store left for its next owner: %v", err)
+		s.leftOpen = true
+		return fmt.Errorf("the run's directory cannot be written: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- guard(s.db.Close) }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(closeLimit):
+		s.logf("store left for its next owner: Badger did not close within %s", closeLimit)
+		s.leftOpen = true
+		return fmt.Errorf("the store did not close within %s (its files cannot be written; the debug log says why)", closeLimit)
+	}
+}
+
+// closeLimit bounds closing Badger: writing out a memtable of at most
+// memTableSize takes well under a second on any disk that still works.
+var closeLimit = 10 * time.Second
+
+// tryWrite checks that a file can be created in dir (then removes it).
+func tryWrite(dir string) error {
+	f, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	err = f.Close()
+	if rerr := os.Remove(name); err == nil {
+		err = rerr
+	}
+	return err
 }
 
 // releaseWAL gives back the part of the memtable log's reservation that no

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -390,7 +391,7 @@ func dryCacheOf(stateDir string, p *spec.Plan, dp *DryPlan, noCache bool, force 
 			}
 		}
 		ds.Cache = c
-		pr, err := exec.ProbeCache(p, s, needs, keyOut)
+		pr, err := exec.ProbeCache(context.Background(), p, s, needs, keyOut)
 		if err != nil {
 			c.Reason = "cannot compute the key: " + err.Error()
 			continue
@@ -405,7 +406,7 @@ func dryCacheOf(stateDir string, p *spec.Plan, dp *DryPlan, noCache bool, force 
 		default:
 			c.Reason = exec.KeyMiss(e, pr)
 			if c.Reason == "" {
-				c.Reason = exec.OutputsMiss(p, s, e)
+				c.Reason = exec.OutputsMiss(context.Background(), p, s, e)
 			}
 		}
 		if c.Reason == "" {

@@ -56,7 +56,11 @@ func Resume(stateDir, runID string, opt state.Options, o ResumeOptions) (res *Re
 	}
 	file, data := snap.Meta.PlanFile, snap.Plan
 	if o.PlanFile != "" {
-		if data, err = os.ReadFile(o.PlanFile); err != nil {
+		if data, err = spec.ReadPlanFile(o.PlanFile); err != nil {
+			var inv *spec.Invalid
+			if errors.As(err, &inv) {
+				return nil, err
+			}
 			var pe *os.PathError
 			if errors.As(err, &pe) {
 				err = fmt.Errorf("%s: %w", pe.Path, pe.Err)

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package exec
+
+const oNonblock = 0

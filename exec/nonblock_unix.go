@@ -1,0 +1,9 @@
+//go:build unix
+
+package exec
+
+import "syscall"
+
+// oNonblock opens a FIFO without waiting for a writer (openRegular then
+// refuses it): an open never blocks.
+const oNonblock = syscall.O_NONBLOCK

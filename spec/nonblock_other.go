@@ -1,0 +1,5 @@
+//go:build !unix
+
+package spec
+
+const oNonblock = 0

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package state
+
+const oNonblock = 0

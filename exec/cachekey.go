@@ -418,35 +418,6 @@ func digestFile(ctx context.Context, path, mode string, buf []byte) (string, err
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// maxResultFile bounds a step's result file (a status and a message).
-const maxResultFile = 1 << 20
-
-// readRegular reads a regular file of at most max bytes, opened without
-// waiting: a FIFO, device or socket is an error, never a read that blocks
-// or does not end.
-func readRegular(path string, max int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|oNonblock, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s %w", path, notRegular(fi.Mode()))
-	}
-	if fi.Size() > max {
-		return nil, fmt.Errorf("%s is %d bytes, more than %d", path, fi.Size(), max)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err == nil && int64(len(b)) > max {
-		err = fmt.Errorf("%s grew past %d bytes", path, max)
-	}
-	return b, err
-}
-
 // errNotRegular is digestFile's error for a file that is not a regular
 // file; digestFiles puts the file's name before it.
 var errNotRegular = errors.New("is not a regular file")

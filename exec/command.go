@@ -181,6 +181,19 @@ type ChildValues struct {
 	Secrets [][]byte `json:"secrets,omitempty"`
 }
 
+// RemoveChildContexts removes the context files of a run's sub-plan steps
+// (logs/<step>/attempt-N.context) that are still there. A child run
+// removes its own as it reads it, so one that is left was written by a
+// faber that died before its child read it: it holds the step's context,
+// secrets included. The caller owns the run and has ended its leftover
+// processes (resume).
+func RemoveChildContexts(runDir string) {
+	paths, _ := filepath.Glob(filepath.Join(runDir, "logs", "*", "attempt-*.context"))
+	for _, p := range paths {
+		_ = os.Remove(p)
+	}
+}
+
 // WriteChildValues writes cv to a new file at path, readable by its owner
 // only.
 func WriteChildValues(path string, cv *ChildValues) error {

@@ -93,6 +93,9 @@ func Resume(stateDir, runID string, opt state.Options, o ResumeOptions) (res *Re
 	exec.KillRunProcesses(runID)
 	// ... and the cgroups of its attempts, whatever still ran in them killed.
 	exec.RemoveRunCgroups(runID)
+	// ... and a sub-plan's context file that it wrote for a child that
+	// never read it.
+	exec.RemoveChildContexts(state.RunDir(stateDir, runID))
 	if exec.PlanUsesSlurm(plan) {
 		res.SlurmCanceled = exec.CancelLeftoverSlurmJobs(runID)
 	}

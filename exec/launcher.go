@@ -11,8 +11,10 @@ type launcher interface {
 	// means faber signals the process group itself.
 	terminate() bool
 	// finish reads, once the attempt has ended, how the executor ended it:
-	// a reason for {error}, or "". It may correct the outcome.
-	finish(argv []string, o *outcome) string
+	// a reason for {error}, or "". It may correct the outcome. hard is
+	// closed by a hard stop (a second Ctrl-C): what finish waits for (a
+	// job leaving a cluster's queue) must then not be waited for.
+	finish(argv []string, o *outcome, hard <-chan struct{}) string
 	// ownLine reports a stderr line that is the executor's rather than the
 	// step's, so {error} skips it; stopped says faber stopped the attempt.
 	ownLine(line []byte, stopped bool) bool

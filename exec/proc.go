@@ -556,7 +556,7 @@ func runProcLogs(ps procSpec, ctrl *procCtrl, logs procLogs) (o outcome) {
 	}
 	if ps.launch != nil {
 		o.launch = ps.launch
-		o.launchReason = ps.launch.finish(ps.argv, &o)
+		o.launchReason = ps.launch.finish(ps.argv, &o, ctrl.kill)
 	}
 	if ps.resultPath != "" {
 		o.resultStatus, o.resultMessage = readResult(ps.resultPath)

@@ -65,7 +65,7 @@ func TestGrow(t *testing.T) {
 
 func TestSlurmOOMAndUsage(t *testing.T) {
 	o := &outcome{exitCode: 137, stderrTail: []byte("slurmstepd: error: Detected 1 oom-kill event(s) in StepId=12.0. Some of your processes may have been killed by the cgroup out-of-memory handler.\nsrun: error: node1: task 0: Out Of Memory\n")}
-	slurmFinish("job", nil, o, func(string) (string, string) { return "OUT_OF_MEMORY", "node1" })
+	slurmFinish("job", nil, o, func(string) (string, string) { return "OUT_OF_MEMORY", "node1" }, nil)
 	if attemptCause(o) != spec.CauseOOM {
 		t.Errorf("slurm oom not recognised")
 	}

@@ -61,8 +61,8 @@ func (l *slurmLauncher) wrap(argv []string) []string {
 
 func (l *slurmLauncher) terminate() bool { return slurmTerminate(l.job) }
 
-func (l *slurmLauncher) finish(argv []string, o *outcome) string {
-	reason := slurmFinish(l.job, argv, o, slurmJobState)
+func (l *slurmLauncher) finish(argv []string, o *outcome, hard <-chan struct{}) string {
+	reason := slurmFinish(l.job, argv, o, slurmJobState, hard)
 	slurmUsage(l.job, o, slurmAcct)
 	return reason
 }
@@ -172,10 +172,16 @@ func slurmJobs() (map[string]string, error) {
 }
 
 // waitGone waits (bounded) until none of the jobs for which keep reports
-// true is in the queue any more.
-func waitGone(keep func(id, name string) bool) {
+// true is in the queue any more, or until hard is closed (a hard stop:
+// the next resume cancels what is left, CancelLeftoverSlurmJobs).
+func waitGone(keep func(id, name string) bool, hard <-chan struct{}) {
 	deadline := time.Now().Add(slurmGoneWait)
 	for {
+		select {
+		case <-hard:
+			return
+		default:
+		}
 		jobs, err := slurmJobs()
 		if err != nil {
 			return
@@ -189,7 +195,11 @@ func waitGone(keep func(id, name string) bool) {
 		if !left || time.Now().After(deadline) {
 			return
 		}
-		time.Sleep(200 * time.Millisecond)
+		select {
+		case <-hard:
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
 
@@ -212,10 +222,10 @@ func slurmTerminate(job string) bool {
 // killed, a queued job is withdrawn, and it waits (bounded) until the job
 // has left the queue. srun cancels the job when it gets SIGTERM, but a srun
 // killed with SIGKILL leaves a queued job behind.
-func slurmCancel(job string) {
+func slurmCancel(job string, hard <-chan struct{}) {
 	_, _ = slurmCmd("scancel", append([]string{"--signal=KILL", "--state=RUNNING", "--name=" + job}, slurmUser()...)...)
 	_, _ = slurmCmd("scancel", append([]string{"--name=" + job}, slurmUser()...)...)
-	waitGone(func(_, name string) bool { return name == job })
+	waitGone(func(_, name string) bool { return name == job }, hard)
 }
 
 // PlanUsesSlurm reports whether a step of p (the end step included) runs
@@ -254,7 +264,7 @@ func CancelLeftoverSlurmJobs(runID string) int {
 	}
 	// An error may only mean that some ended meanwhile: wait for the rest.
 	_, _ = slurmCmd("scancel", ids...)
-	waitGone(mine)
+	waitGone(mine, nil)
 	return len(ids)
 }
 
@@ -303,12 +313,12 @@ var (
 // arrives before srun exits, which it sometimes does not; when srun failed
 // and its stderr does not say why, jobState (slurmJobState outside tests)
 // asks the controller how the job ended.
-func slurmFinish(job string, argv []string, o *outcome, jobState func(job string) (state, node string)) (reason string) {
+func slurmFinish(job string, argv []string, o *outcome, jobState func(job string) (state, node string), hard <-chan struct{}) (reason string) {
 	if o.startErr != nil {
 		return ""
 	}
 	if o.timedOut || o.stoppedBy != "" || o.signal != 0 {
-		slurmCancel(job)
+		slurmCancel(job, hard)
 	}
 
 	var (

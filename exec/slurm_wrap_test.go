@@ -213,7 +213,7 @@ func TestSlurmFinish(t *testing.T) {
 				}
 				return states[c.name], "vm"
 			}
-			got := slurmFinish("j", argv, &o, state)
+			got := slurmFinish("j", argv, &o, state, nil)
 			if got != c.want || o.exitCode != c.wantCode {
 				t.Fatalf("got exit %d %q\nwant exit %d %q", o.exitCode, got, c.wantCode, c.want)
 			}

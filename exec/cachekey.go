@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/faber-run/faber/internal/regfile"
 	"github.com/faber-run/faber/spec"
 	"github.com/faber-run/faber/spec/subst"
 )
@@ -354,8 +355,8 @@ func digestFiles(ctx context.Context, dir string, names []string, mode string) (
 			buf := make([]byte, 1<<20)
 			for name := range jobs {
 				d, err := digestFile(ctx, abs(dir, name), mode, buf)
-				if errors.Is(err, errNotRegular) {
-					err = fmt.Errorf("%s %w", name, err)
+				if nr := (*regfile.NotRegular)(nil); errors.As(err, &nr) {
+					err = fmt.Errorf("%s is %w", name, err)
 				}
 				results <- res{name, d, err}
 			}
@@ -393,48 +394,22 @@ func digestFile(ctx context.Context, path, mode string, buf []byte) (string, err
 			return "", err
 		}
 		if !fi.Mode().IsRegular() {
-			return "", notRegular(fi.Mode())
+			return "", &regfile.NotRegular{Mode: fi.Mode()}
 		}
 		return "m:" + strconv.FormatInt(fi.Size(), 10) + ":" + strconv.FormatInt(fi.ModTime().UnixNano(), 10), nil
 	}
 	// Opened without waiting (a FIFO's open would wait for a writer), then
 	// refused unless it is a regular file.
-	f, err := os.OpenFile(path, os.O_RDONLY|oNonblock, 0)
+	f, _, err := regfile.Open(path)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	if !fi.Mode().IsRegular() {
-		return "", notRegular(fi.Mode())
-	}
 	h := sha256.New()
 	if _, err := io.CopyBuffer(h, ctxReader{ctx, f}, buf); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// errNotRegular is digestFile's error for a file that is not a regular
-// file; digestFiles puts the file's name before it.
-var errNotRegular = errors.New("is not a regular file")
-
-func notRegular(m fs.FileMode) error {
-	kind := "not a file"
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		kind = "a FIFO"
-	case m&fs.ModeSocket != 0:
-		kind = "a socket"
-	case m&fs.ModeDevice != 0:
-		kind = "a device"
-	case m.IsDir():
-		kind = "a directory"
-	}
-	return fmt.Errorf("%w (%s)", errNotRegular, kind)
 }
 
 // ctxReader reads until ctx is done; it also hides WriterTo/ReaderFrom so

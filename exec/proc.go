@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/faber-run/faber/internal/regfile"
 	"github.com/faber-run/faber/spec"
 )
 
@@ -576,15 +577,11 @@ const maxResult = 1 << 20
 // device never end); anything else, or what is not such JSON, counts as no
 // result file: the exit code decides.
 func readResult(path string) (status, message string) {
-	f, err := openResult(path)
+	f, fi, err := regfile.Open(path)
 	if err != nil {
 		return "", ""
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return "", ""
-	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		privateResult(f, fi, path)
 	}

@@ -107,12 +107,6 @@ func KillLeftoverGroup(pgid int, pstart string) {
 	_ = signalGroup(pgid, true)
 }
 
-// openResult opens a result file for reading without blocking on a FIFO
-// (readResult then sees it is no regular file).
-func openResult(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-}
-
 // privateResult makes the result file f (opened at path, fi its Stat) 0600:
 // only when path itself is that file, with no other name, so that a step
 // that put a symlink or a hard link there never has faber change another

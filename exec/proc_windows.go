@@ -92,8 +92,5 @@ func KillLeftoverGroup(pgid int, pstart string) {
 	}
 }
 
-// openResult opens a result file for reading.
-func openResult(path string) (*os.File, error) { return os.Open(path) }
-
 // privateResult does nothing: no Unix modes on Windows.
 func privateResult(f *os.File, fi os.FileInfo, path string) {}

@@ -1,10 +1,12 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
+
+	"github.com/faber-run/faber/internal/regfile"
 )
 
 // ReadPlanFile reads a plan file. Only a regular file (after symlinks) is
@@ -25,18 +27,15 @@ const maxLinesFile = 256 << 20
 // readRegular reads a regular file of at most max bytes; tooBig makes the
 // error for a bigger one. One that grows while read is cut at max+1 bytes.
 func readRegular(path string, max int64, tooBig func(size int64) error) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|oNonblock, 0)
+	f, fi, err := regfile.Open(path)
+	var nr *regfile.NotRegular
+	if errors.As(err, &nr) {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: nr}
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("not a regular file (%s)", fileKind(fi.Mode()))}
-	}
 	if fi.Size() > max {
 		return nil, tooBig(fi.Size())
 	}
@@ -45,18 +44,4 @@ func readRegular(path string, max int64, tooBig func(size int64) error) ([]byte,
 
 func sizeMessage(n int64) string {
 	return fmt.Sprintf("the plan is %d bytes; a plan file may be at most %d bytes (%d MiB): every run keeps a copy of its plan", n, MaxPlanSize, MaxPlanSize>>20)
-}
-
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m.IsDir():
-		return "a directory"
-	}
-	return "not a file"
 }

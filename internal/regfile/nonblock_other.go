@@ -1,5 +1,5 @@
 //go:build !unix
 
-package spec
+package regfile
 
 const oNonblock = 0

@@ -1,5 +1,0 @@
-//go:build !unix
-
-package exec
-
-const oNonblock = 0

@@ -1,9 +1,0 @@
-//go:build unix
-
-package exec
-
-import "syscall"
-
-// oNonblock opens a FIFO without waiting for a writer (openRegular then
-// refuses it): an open never blocks.
-const oNonblock = syscall.O_NONBLOCK

@@ -1,5 +1,0 @@
-//go:build !unix
-
-package state
-
-const oNonblock = 0

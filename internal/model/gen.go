@@ -599,6 +599,12 @@ func (c *Case) StepIDs() []string {
 // case to be cut down to one that still fails.
 func (c *Case) Shrinks() []*Case {
 	var out []*Case
+	// variant adds c changed by change.
+	variant := func(change func(d *Case)) {
+		d := c.clone()
+		change(d)
+		out = append(out, d)
+	}
 	// Drop a step (and every needs: of it).
 	for pi, ph := range c.Phases {
 		for si := range ph.Steps {
@@ -623,66 +629,46 @@ func (c *Case) Shrinks() []*Case {
 		}
 	}
 	if c.End {
-		d := c.clone()
-		d.End = false
-		out = append(out, d)
+		variant(func(d *Case) { d.End = false })
 	}
 	if c.Kill > 0 {
-		d := c.clone()
-		d.Kill = 0
-		out = append(out, d)
+		variant(func(d *Case) { d.Kill = 0 })
 	}
 	if c.Rerun {
-		d := c.clone()
-		d.Rerun = false
-		out = append(out, d)
+		variant(func(d *Case) { d.Rerun = false })
 	}
 	if c.Grow {
-		d := c.clone()
-		d.Grow = false
-		out = append(out, d)
+		variant(func(d *Case) { d.Grow = false })
 	}
 	if c.Sessions > 1 {
-		d := c.clone()
-		d.Sessions--
-		out = append(out, d)
+		variant(func(d *Case) { d.Sessions-- })
 	}
 	// Fewer items, rules, attempts; simpler handling.
 	for pi, ph := range c.Phases {
 		for si, s := range ph.Steps {
 			if len(s.Items) > 1 {
-				d := c.clone()
-				d.Phases[pi].Steps[si].Items = s.Items[:len(s.Items)-1]
-				out = append(out, d)
+				variant(func(d *Case) { d.Phases[pi].Steps[si].Items = s.Items[:len(s.Items)-1] })
 			}
 			if s.Handler != "" {
-				d := c.clone()
-				d.Phases[pi].Steps[si].Handler = ""
-				out = append(out, d)
+				variant(func(d *Case) { d.Phases[pi].Steps[si].Handler = "" })
 			}
 			if s.Cache {
-				d := c.clone()
-				d.Phases[pi].Steps[si].Cache = false
-				out = append(out, d)
+				variant(func(d *Case) { d.Phases[pi].Steps[si].Cache = false })
 			}
 			if s.On.Kind != "" {
-				d := c.clone()
-				d.Phases[pi].Steps[si].On = GOn{MaxRetries: -1, RetryOnSuccess: -1}
-				out = append(out, d)
+				variant(func(d *Case) { d.Phases[pi].Steps[si].On = GOn{MaxRetries: -1, RetryOnSuccess: -1} })
 			}
 			if ph.Parallel {
-				d := c.clone()
-				d.Phases[pi].Parallel = false
-				out = append(out, d)
+				variant(func(d *Case) { d.Phases[pi].Parallel = false })
 			}
 		}
 	}
 	for hi, h := range c.Handlers {
 		if len(h.Rules) > 1 {
 			for ri := range h.Rules {
-				d := c.clone()
-				d.Handlers[hi].Rules = append(d.Handlers[hi].Rules[:ri:ri], d.Handlers[hi].Rules[ri+1:]...)
-				out = append(out, d)
+				variant(func(d *Case) {
+					d.Handlers[hi].Rules = append(d.Handlers[hi].Rules[:ri:ri], d.Handlers[hi].Rules[ri+1:]...)
+				})
 			}
 		}
 	}
@@ -693,14 +679,10 @@ func (c *Case) Shrinks() []*Case {
 	sort.Strings(ids)
 	for _, id := range ids {
 		if xs := c.Codes[id]; len(xs) > 1 {
-			d := c.clone()
-			d.Codes[id] = xs[:len(xs)-1]
-			out = append(out, d)
+			variant(func(d *Case) { d.Codes[id] = xs[:len(xs)-1] })
 		}
 		if xs := c.Codes[id]; len(xs) > 0 && c.Sleep[id] > 0 {
-			d := c.clone()
-			d.Sleep[id] = 0
-			out = append(out, d)
+			variant(func(d *Case) { d.Sleep[id] = 0 })
 		}
 	}
 	return out
@@ -755,11 +737,4 @@ func (c *Case) clone() *Case {
 		d.Sleep[k] = v
 	}
 	return &d
-}
-
-// Unkilled is c without its kill.
-func (c *Case) Unkilled() *Case {
-	d := c.clone()
-	d.Kill = 0
-	return d
 }

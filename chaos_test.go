@@ -44,9 +44,7 @@ func TestChaosKillResume(t *testing.T) {
 	}
 	stateDir := filepath.Join(dir, ".faber")
 	faber := func(args ...string) *osexec.Cmd {
-		cmd := osexec.Command(self, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "FABER_TEST_AS_FABER=1", "FABER_STATE_DIR="+stateDir, "NO_COLOR=1", "CI=1")
+		cmd := faberCmd(self, dir, stateDir, args...)
 		return cmd
 	}
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))

@@ -147,9 +147,7 @@ func checkCase(t *testing.T, self string, c *model.Case, allowed map[string]mode
 	// faber runs faber; with kill > 0 it kills it (SIGKILL) once it has
 	// printed that many lines, and reports exit code -9.
 	faber := func(kill int, args ...string) (int, string) {
-		cmd := osexec.Command(self, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "FABER_TEST_AS_FABER=1", "FABER_STATE_DIR="+stateDir, "NO_COLOR=1", "CI=1")
+		cmd := faberCmd(self, dir, stateDir, args...)
 		out := &lineCounter{kill: kill, killed: make(chan struct{})}
 		cmd.Stdout, cmd.Stderr = out, out
 		done := make(chan error, 1)
@@ -362,9 +360,7 @@ type statusOut struct {
 }
 
 func readStatus(self, dir, stateDir, runID string) (*statusOut, error) {
-	cmd := osexec.Command(self, "status", runID, "--json")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "FABER_TEST_AS_FABER=1", "FABER_STATE_DIR="+stateDir)
+	cmd := faberCmd(self, dir, stateDir, "status", runID, "--json")
 	b, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("faber status: %v", err)

@@ -69,9 +69,7 @@ steps:
 	}
 	faber := func(args ...string) (stdout, stderr string, code int) {
 		t.Helper()
-		cmd := osexec.Command(self, args...)
-		cmd.Dir = work
-		cmd.Env = append(os.Environ(), "FABER_TEST_AS_FABER=1", "FABER_STATE_DIR="+stateDir, "NO_COLOR=1", "CI=1")
+		cmd := faberCmd(self, work, stateDir, args...)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		err := cmd.Run()

@@ -52,9 +52,7 @@ func TestLeftoversAfterKill(t *testing.T) {
 	}
 	stateDir := filepath.Join(dir, ".faber")
 	faber := func(args ...string) *osexec.Cmd {
-		cmd := osexec.Command(self, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "FABER_TEST_AS_FABER=1", "FABER_STATE_DIR="+stateDir, "NO_COLOR=1", "CI=1")
+		cmd := faberCmd(self, dir, stateDir, args...)
 		return cmd
 	}
 	// waitFor polls cond, failing the test after a generous bound.

@@ -39,6 +39,16 @@ func TestMain(m *testing.M) {
 	})
 }
 
+// faberCmd is a command that runs prog (this test binary, or a shell that
+// execs it) as faber, in dir, with stateDir as its state dir and no colour
+// or terminal (see TestMain).
+func faberCmd(prog, dir, stateDir string, args ...string) *osexec.Cmd {
+	cmd := osexec.Command(prog, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "FABER_TEST_AS_FABER=1", "FABER_STATE_DIR="+stateDir, "NO_COLOR=1", "CI=1")
+	return cmd
+}
+
 // TestScripts runs testdata/script/*.txtar: one CLI behaviour per script.
 func TestScripts(t *testing.T) {
 	// The Slurm scripts share one single-node cluster: they run one at a

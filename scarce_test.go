@@ -148,9 +148,7 @@ func limitedFaber(t *testing.T, dir string) func(nofile int, args ...string) (st
 		if nofile > 0 {
 			argv = append([]string{"sh", "-c", `ulimit -n ` + strconv.Itoa(nofile) + ` && exec "$0" "$@"`}, argv...)
 		}
-		cmd := osexec.Command(argv[0], argv[1:]...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "FABER_TEST_AS_FABER=1", "FABER_STATE_DIR="+stateDir, "NO_COLOR=1", "CI=1")
+		cmd := faberCmd(argv[0], dir, stateDir, argv[1:]...)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		err := cmd.Run()

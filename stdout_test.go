@@ -18,9 +18,7 @@ func fabercmd(t *testing.T, dir string, args ...string) *osexec.Cmd {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := osexec.Command(self, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "FABER_TEST_AS_FABER=1", "FABER_STATE_DIR="+filepath.Join(dir, ".faber"), "NO_COLOR=1", "CI=1")
+	cmd := faberCmd(self, dir, filepath.Join(dir, ".faber"), args...)
 	return cmd
 }
 

@@ -41,9 +41,7 @@ steps:
 		t.Fatal(err)
 	}
 	faber := func(args ...string) (*osexec.Cmd, *bytes.Buffer) {
-		cmd := osexec.Command(self, args...)
-		cmd.Dir = work
-		cmd.Env = append(os.Environ(), "FABER_TEST_AS_FABER=1", "FABER_STATE_DIR="+stateDir, "NO_COLOR=1", "CI=1")
+		cmd := faberCmd(self, work, stateDir, args...)
 		var errb bytes.Buffer
 		cmd.Stderr = &errb
 		return cmd, &errb
@@ -146,9 +144,7 @@ steps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := osexec.Command(self, "run", "plan.yaml", "--ui", "plain")
-	cmd.Dir = work
-	cmd.Env = append(os.Environ(), "FABER_TEST_AS_FABER=1", "FABER_STATE_DIR="+stateDir, "NO_COLOR=1", "CI=1")
+	cmd := faberCmd(self, work, stateDir, "run", "plan.yaml", "--ui", "plain")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {

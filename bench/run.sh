@@ -345,17 +345,7 @@ if [[ -n $LIST ]]; then
 	R=$WORK/results/list
 	mkdir -p "$R"
 	LISTST=$WORK/disk/list
-	# BenchmarkList (list_bench_test.go, internal/runtest) makes the runs: copies of one real
-	# run, each with its own meta.json and summary, started a minute apart.
-	(cd "$REPO" && BENCH_LIST_N=$LIST BENCH_LIST_DIR=$LISTST go test -run '^$' -bench '^BenchmarkList$' -benchtime 1x . >"$WORK/listbench.txt" 2>&1) || {
-		say "building the runs for list failed:"
-		cat "$WORK/listbench.txt" >&2
-		exit 1
-	}
-	# The runs were just written: let the kernel write them back first, so
-	# that list is not timed against that writeback (one run measured 0.31 s
-	# that way, against 0.22 s after a sync).
-	sync
+	make_runs "$LISTST" "$LIST"
 	"$FABER" --state-dir "$LISTST" list >/dev/null # warm the cache, as a second list would be
 	for _ in $(seq "$REPS"); do
 		run_floor "$R/all" "'$FABER' --state-dir '$LISTST' list"

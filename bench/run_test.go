@@ -154,6 +154,62 @@ func TestCacheScript(t *testing.T) {
 	}
 }
 
+// TestGoals28Script runs bench/goals28.sh on tiny sizes, every goal: the
+// shape of its tables (each goal's rows, PASS or FAIL, the load average at
+// its start and end), not its figures.
+func TestGoals28Script(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds faber and runs the benchmark script")
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	if _, err := os.Stat("/usr/bin/time"); err != nil {
+		t.Skip("no GNU time at /usr/bin/time (bench/goals28.sh installs it; a test does not)")
+	}
+	cmd := exec.Command("bash", "goals28.sh")
+	cmd.Env = append(os.Environ(), "N=30", "SMALL=10", "LIST=20", "REPS=2", "PAIRS=2", "CHAINS=5 10", "SETTLE_S=0", "STATE_BASE="+t.TempDir())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bench/goals28.sh: %v\nstderr:\n%s\nstdout:\n%s", err, stderr.Bytes(), out)
+	}
+	const result = ` \| (PASS|FAIL) \|$`
+	for _, want := range []string{
+		`(?m)^[0-9]+ CPUs, .*; N=30 SMALL=10 LIST=20 J=8 REPS=2 PAIRS=2; load average at the start [0-9.]+ [0-9.]+ [0-9.]+\. `,
+		`(?m)^### 1\. A fully cached fan-out of 30 items, one input file each$`,
+		`(?m)^Load average at the start: [0-9.]+ [0-9.]+ [0-9.]+; state dirs on [a-z0-9]+ \(read-ahead ([0-9]+ KiB|none|unknown)\), creating a file took [0-9]+ µs before the rounds\.$`,
+		`(?m)^\| items a cached run's output says were cached \(fewest of 4 runs\) \| 30 of 30 \| PASS \|$`,
+		`(?m)^\| 1\. cached run ≤ 3× ` + "`cat`" + ` of its inputs \(4 pairs, [0-9.]+–[0-9.]+\) \| [0-9.]+×` + result,
+		`(?m)^\| 1\. cached run: peak RSS ≤ 100 MB \([0-9]+–[0-9]+\) \| [0-9]+ MB` + result,
+		`(?m)^\| 1\. first run: peak RSS ≤ 150 MB \([0-9]+–[0-9]+\) \| [0-9]+ MB` + result,
+		`(?m)^### 2\. A fan-out of 30 items without inputs next to the same 30 steps listed$`,
+		`(?m)^\| 2\. foreach of 30 items, no inputs: peak RSS ≤ the steps listed \(median of 2 rounds' ratios, [0-9.]+–[0-9.]+\) \| [0-9.]+×` + result,
+		`(?m)^\| 2\. foreach of 30 items: peak RSS ≤ 80 MB \([0-9]+–[0-9]+\) \| [0-9]+ MB` + result,
+		`(?m)^\| 2\. memory per item: \(peak at 30 − peak at 10\) / 20 items \(median of 2 rounds, -?[0-9.]+–-?[0-9.]+\) \| -?[0-9.]+ KB \| info \|$`,
+		`(?m)^\| 3\. a one-step run ≤ 2× ` + "`faber version`" + ` \(2 pairs, [0-9.]+–[0-9.]+\) \| [0-9.]+×` + result,
+		`(?m)^\| 3\. chain of 5 ≤ 1\.2× ` + regexp.QuoteMeta("`for i in $(seq 5); do sh -c true; done`") + `, state on [a-z0-9]+ \(40 pairs, [0-9.]+–[0-9.]+; faber [0-9.]+ ms\) \| [0-9.]+×` + result,
+		`(?m)^\| 3\. chain of 10 ≤ 1\.2× .* \(20 pairs, .*\) \| [0-9.]+×` + result,
+		`(?m)^\| 4\. ` + "`faber status RUN`" + ` of a finished 30-step run ≤ 50 ms \(2 runs, [0-9.]+–[0-9.]+; [0-9.]+× ` + "`faber version`" + `\) \| [0-9.]+ ms` + result,
+		`(?m)^\| 4\. ` + "`faber status --json RUN`" + ` of it ≤ 50 ms \([0-9.]+–[0-9.]+; [0-9.]+× ` + "`faber version`" + `\) \| [0-9.]+ ms` + result,
+		`(?m)^\| 4\. ` + "`faber list`" + ` of 20 runs ≤ 0\.15 s \(2 runs, [0-9.]+–[0-9.]+; [0-9.]+× ` + "`faber version`" + `\) \| [0-9.]+ s` + result,
+	} {
+		if !regexp.MustCompile(want).Match(out) {
+			t.Errorf("output does not match %s:\n%s", want, out)
+		}
+	}
+	// Each goal's table starts and ends with the load average.
+	for _, want := range []string{`(?m)^Load average at the start: `, `(?m)^Load average at the end: [0-9.]+ [0-9.]+ [0-9.]+\.$`} {
+		if n := len(regexp.MustCompile(want).FindAll(out, -1)); n != 4 {
+			t.Errorf("%d lines match %s, want one per goal (4):\n%s", n, want, out)
+		}
+	}
+	if bytes.Contains(out, []byte("nan")) {
+		t.Errorf("a figure is missing (nan):\n%s", out)
+	}
+}
+
 // TestSettle: settle (bench/lib.sh) waits while creating a file costs more
 // than SETTLE_US, for at most SETTLE_S, each probe in a fresh directory,
 // and says how long it waited and what the cost was at first.

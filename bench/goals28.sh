@@ -71,13 +71,36 @@ cd "$WORK"
 # ---------------------------------------------------------------- figures before
 
 # The figures of faber at 521f449 (main before issue 28's work), measured by
-# this script with its defaults on 2026-11-27 (2 vCPUs, load average 4–6 from
-# other jobs): shown in the "before" column when N, LIST and J are the
-# defaults.
+# this script with its defaults on 2026-11-27 11:22–11:30 UTC, at a load
+# average of 9–12 on the 2 vCPUs (other jobs): shown in the "before" column
+# when N, LIST and J are the defaults. The load inflates the times and the
+# ratios (the run before, at 11:12 UTC and a load of 6–12: cached run 26.0× cat,
+# one-step run 2.51× version, chains 1.68/1.60/0.76×, status 728 ms, list
+# 0.651 s); the peaks move less.
+BEFORE_WHEN="faber at 521f449 (before issue 28's work), this script with its defaults, 2026-11-27 11:22 UTC, load average 9–12"
 declare -A BEFORE=(
-	[1.ratio]="11.5×"
-	[1.cached_rss]="615 MB"
-	[1.first_rss]="285 MB"
+	[1.first_wall]="49.37 s"
+	[1.cached_wall]="8701.3 ms"
+	[1.cat]="267.8 ms"
+	[1.ncached]="10000 of 10000"
+	[1.ratio]="23.51×"
+	[1.cached_rss]="739 MB"
+	[1.first_rss]="310 MB"
+	[2.listed_rss]="80 MB"
+	[2.ratio]="2.36×"
+	[2.rss]="188 MB"
+	[2.per_item]="16.77 KB"
+	[2.per_step]="4.66 KB"
+	[3.one_ms]="52.3 ms"
+	[3.version_ms]="14.4 ms"
+	[3.one]="3.32×"
+	[3.chain100]="1.65×"
+	[3.chain300]="1.63×"
+	[3.chain1000]="1.11×"
+	[4.version_ms]="16.3 ms"
+	[4.status]="485.0 ms"
+	[4.status_json]="366.1 ms"
+	[4.list]="0.534 s"
 )
 DEFAULTS=0
 [[ $N == 10000 && $LIST == 10000 && $J == 8 ]] && DEFAULTS=1
@@ -211,7 +234,7 @@ echo
 echo "$(nproc) CPUs, $CPU; faber: $COMMIT; N=$N SMALL=$SMALL LIST=$LIST J=$J REPS=$REPS PAIRS=$PAIRS; load average at the start $(load). Times are medians, ratios the median of each pair's own ratio, peaks the largest of the rounds (with their range)."
 echo
 if ((DEFAULTS)); then
-	echo "\"before\": faber at 521f449, this script with its defaults, 2026-11-27."
+	echo "\"before\": $BEFORE_WHEN."
 	echo
 fi
 

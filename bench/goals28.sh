@@ -6,7 +6,7 @@
 # when the sizes are the defaults. Prints markdown on stdout, progress on
 # stderr. State dirs are on disk, in the repository (bench/.work).
 #
-#   bash bench/goals28.sh                     # N=10000 REPS=3, ~5 min on 2 idle cores
+#   bash bench/goals28.sh                     # N=10000 REPS=3, 6–8 min at a load of 4–12
 #   GOALS="3" REPS=5 bash bench/goals28.sh    # only the fixed cost and the chains
 #   N=200 REPS=1 CHAINS="10" bash bench/goals28.sh   # a quick look
 #
@@ -71,36 +71,38 @@ cd "$WORK"
 # ---------------------------------------------------------------- figures before
 
 # The figures of faber at 521f449 (main before issue 28's work), measured by
-# this script with its defaults on 2026-11-27 11:22–11:30 UTC, at a load
-# average of 9–12 on the 2 vCPUs (other jobs): shown in the "before" column
-# when N, LIST and J are the defaults. The load inflates the times and the
-# ratios (the run before, at 11:12 UTC and a load of 6–12: cached run 26.0× cat,
-# one-step run 2.51× version, chains 1.68/1.60/0.76×, status 728 ms, list
-# 0.651 s); the peaks move less.
-BEFORE_WHEN="faber at 521f449 (before issue 28's work), this script with its defaults, 2026-11-27 11:22 UTC, load average 9–12"
+# this script with its defaults on 2026-11-27 11:37–11:44 UTC, at a load
+# average of 6–11 on the 2 vCPUs (other jobs): shown in the "before" column
+# when N, LIST and J are the defaults. The load inflates the times and moves
+# the ratios: two runs before it (11:22 and 11:30 UTC, loads 9–12 and 4–10)
+# gave the cached run 23.5× and 20.4× cat, the one-step run 3.32× and 3.07×
+# version, the chains 1.65/1.63/1.11× and 1.51/1.45/1.35×, status 485 and
+# 351 ms, list 0.534 and 0.226 s; the peaks moved less (cached run 739 and
+# 970 MB, foreach 188 and 186 MB).
+BEFORE_WHEN="faber at 521f449 (before issue 28's work), this script with its defaults, 2026-11-27 11:37 UTC, load average 6–11"
 declare -A BEFORE=(
-	[1.first_wall]="49.37 s"
-	[1.cached_wall]="8701.3 ms"
-	[1.cat]="267.8 ms"
+	[1.first_wall]="46.08 s"
+	[1.cached_wall]="4410.6 ms"
+	[1.cat]="150.9 ms"
 	[1.ncached]="10000 of 10000"
-	[1.ratio]="23.51×"
-	[1.cached_rss]="739 MB"
-	[1.first_rss]="310 MB"
-	[2.listed_rss]="80 MB"
-	[2.ratio]="2.36×"
-	[2.rss]="188 MB"
-	[2.per_item]="16.77 KB"
-	[2.per_step]="4.66 KB"
-	[3.one_ms]="52.3 ms"
-	[3.version_ms]="14.4 ms"
-	[3.one]="3.32×"
-	[3.chain100]="1.65×"
-	[3.chain300]="1.63×"
-	[3.chain1000]="1.11×"
-	[4.version_ms]="16.3 ms"
-	[4.status]="485.0 ms"
-	[4.status_json]="366.1 ms"
-	[4.list]="0.534 s"
+	[1.ratio]="23.80×"
+	[1.cached_rss]="749 MB"
+	[1.first_rss]="314 MB"
+	[2.listed_rss]="79 MB"
+	[2.ratio]="2.37×"
+	[2.rss]="192 MB"
+	[2.per_item]="16.53 KB"
+	[2.per_step]="4.65 KB"
+	[3.one_ms]="50.1 ms"
+	[3.version_ms]="15.9 ms"
+	[3.one]="3.40×"
+	[3.chain100]="1.52×"
+	[3.chain300]="1.30×"
+	[3.chain1000]="1.49×"
+	[4.version_ms]="9.5 ms"
+	[4.status]="551.0 ms"
+	[4.status_json]="245.4 ms"
+	[4.list]="0.426 s"
 )
 DEFAULTS=0
 [[ $N == 10000 && $LIST == 10000 && $J == 8 ]] && DEFAULTS=1

@@ -348,6 +348,11 @@ func openStore(stateDir, runID string, opt Options, first *storeSizes) (_ *Store
 	if err := needSpace(stateDir, dir, sizes.openReserve()+replay+tablesSize(dbDir), "opening run "+runID); err != nil {
 		return nil, err
 	}
+	if !exists && !opt.Sync {
+		if err := seedStore(dbDir); err != nil {
+			return nil, fmt.Errorf("run %q: create store: %w", runID, err)
+		}
+	}
 	before := dirNames(dbDir)
 	if err := guard(s.openDB); err != nil {
 		// Badger may return a half-closed DB with its error: never use it.

@@ -64,6 +64,7 @@ Examples:
 
 // Run validates the plan, creates the run and runs it.
 func (c *RunCmd) Run(g *Globals) error {
+	go warmProcessStart()
 	if err := checkUI(g, c.UI); err != nil {
 		return err
 	}
@@ -453,4 +454,14 @@ func scarceErr(runID string, err error) error {
 		fix = "memory ran out: raise the limit (ulimit -v) or lower --jobs"
 	}
 	return fmt.Errorf("%v; %s, then: faber resume %s", err, fix, runID)
+}
+
+// warmProcessStart makes Go's one check of how it may wait for processes
+// (on Linux: pidfd, which it tests by starting a child that exits at once)
+// now, beside the plan's parse and the store's opening, rather than in the
+// first step's start, where a run's first process would wait for it.
+func warmProcessStart() {
+	if p, err := os.FindProcess(os.Getpid()); err == nil {
+		p.Release()
+	}
 }

@@ -53,6 +53,11 @@ type procSpec struct {
 	// (direct.go), is the same script through the shell: what runs if
 	// argv cannot start.
 	shellArgv []string
+	// freshResult says no result file can be there yet (attempt 1 of a
+	// step that never started): openLogs need not remove one.
+	freshResult bool
+	// afterStart, if set, is called once the process runs.
+	afterStart func()
 	// lim is the attempt's memory and CPU limit (its timeout is timeout);
 	// cgName names its cgroup when a limit is set and it runs here.
 	lim    limits
@@ -277,6 +282,17 @@ type procLogs struct {
 // openLogs creates the log files of ps (never truncating one) and removes a
 // stale result file: all a process needs before it starts.
 func openLogs(ps procSpec) (l procLogs) {
+	if ps.freshResult && aheadFiles {
+		// Attempt 1 of a step that never started: its files may have
+		// been made ahead (makeLogsAhead). They take their names unless
+		// something is there already (then that is opened, as always,
+		// and the file made ahead goes).
+		for _, p := range [...]string{ps.stdoutPath, ps.stderrPath} {
+			if err := renameNoReplace(aheadName(p), p); errors.Is(err, os.ErrExist) {
+				_ = os.Remove(aheadName(p))
+			}
+		}
+	}
 	out, newDir, err := openLog(ps.stdoutPath)
 	if err != nil {
 		l.fail = err
@@ -288,7 +304,7 @@ func openLogs(ps procSpec) (l procLogs) {
 		l.fail = err
 		return l
 	}
-	if ps.resultPath != "" && !newDir {
+	if ps.resultPath != "" && !newDir && !ps.freshResult {
 		// A fresh path each attempt; never trust a stale one (a new log
 		// directory holds none).
 		_ = os.Remove(ps.resultPath)
@@ -427,6 +443,9 @@ func runProcLogs(ps procSpec, ctrl *procCtrl, logs procLogs) (o outcome) {
 	}
 	grp := newGroup(cmd)
 	defer grp.release()
+	if ps.afterStart != nil {
+		ps.afterStart()
+	}
 	pgid := grp.id
 	// The group is recorded for resume to kill if faber dies meanwhile. An
 	// attempt that ends within groupRecordDelay is never recorded: on Linux

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/faber-run/faber/spec"
@@ -119,6 +120,9 @@ type Runner struct {
 	// may block (a cache probe's cache_key commands and hashing) takes it.
 	stopCtx context.Context
 	stopAll context.CancelFunc
+	// ahead counts the goroutines making log files ahead (makeLogsAhead),
+	// which dropAhead waits for.
+	ahead sync.WaitGroup
 	// later is what commitLater holds for the next commit.
 	later struct {
 		steps []*StepState
@@ -216,6 +220,7 @@ func (r *Runner) Run(ctx context.Context, prior *Prior) (string, error) {
 		}
 	}
 	status := r.finish()
+	r.dropAhead()
 	if r.fatal != nil {
 		return status, r.fatal
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 )
 
 // The scheduler (SPEC §2, §3): dependencies, job slots, starting attempts and
@@ -143,6 +144,10 @@ func (r *Runner) freeSlot(sr *stepRun) {
 // startAttempt records the step in_progress, then starts its process.
 func (r *Runner) startAttempt(sr *stepRun) {
 	st := sr.st
+	// An attempt 1 of a step that never started has no result file left
+	// from an earlier process: every start is committed before its
+	// process runs, so a step whose record has no attempt ran none.
+	fresh := st.Status != StatusRetrying && st.Attempt == 0
 	if st.Status != StatusRetrying {
 		st.Attempt++
 	}
@@ -161,22 +166,39 @@ func (r *Runner) startAttempt(sr *stepRun) {
 	}
 	r.takeSlot(sr)
 	ps, err := r.attemptSpec(sr)
+	ps.freshResult = fresh
 	ctrl := newCtrl()
 	// The attempt's log files are made while its start is committed (with
 	// FABER_SYNC=1, while the device flushes): they are no action of the
 	// step's, and the process itself starts only once the start is stored.
 	// If the commit fails, the files stay empty and unrecorded; the attempt
 	// runs again on resume, with the same number, and appends to them.
-	var gate chan bool
+	var gate chan startGate
 	if err == nil {
-		gate = make(chan bool, 1)
+		gate = make(chan startGate, 1)
 		go func() {
 			logs := openLogs(ps)
-			if !<-gate {
+			g := <-gate
+			if !g.ok {
 				logs.close()
 				return
 			}
+			ahead := len(g.ahead) > 0
+			if ahead {
+				// Only once the process runs: run earlier, on this
+				// goroutine's processor, the files would delay its start.
+				ps.afterStart = func() {
+					ahead = false
+					go func() {
+						defer r.ahead.Done()
+						makeLogsAhead(g.ahead)
+					}()
+				}
+			}
 			out := runProcLogs(ps, ctrl, logs)
+			if ahead {
+				r.ahead.Done() // the process did not start
+			}
 			r.hashOutputs(sr, &out)
 			r.msgs <- msg{kind: mAttemptDone, sr: sr, out: out}
 		}()
@@ -184,7 +206,7 @@ func (r *Runner) startAttempt(sr *stepRun) {
 	r.commit([]*StepState{st}, r.statusEvent(sr))
 	if r.fatal != nil {
 		if gate != nil {
-			gate <- false
+			gate <- startGate{}
 		}
 		r.freeSlot(sr)
 		return
@@ -199,22 +221,27 @@ func (r *Runner) startAttempt(sr *stepRun) {
 		}()
 		return
 	}
-	gate <- true
-	r.logDirsAhead(sr)
+	g := startGate{ok: true, ahead: r.logDirsAhead(sr)}
+	if len(g.ahead) > 0 {
+		r.ahead.Add(1)
+	}
+	gate <- g
+}
+
+// startGate lets an attempt's process start once its start is committed
+// (ok), and names the log directories to make ahead once it runs.
+type startGate struct {
+	ok    bool
+	ahead []string
 }
 
 // maxDirsAhead bounds the log directories made ahead for one step's start.
 const maxDirsAhead = 8
 
-// logDirsAhead makes, in the background while sr runs, the log directories
-// of the dependents that sr's success would make ready: on a file system
-// where inodes churn a mkdir costs more than a no-op step (about 0.5 ms
-// here), and on a chain it would otherwise sit between one step's end and
-// the next one's start. A directory made for a step that then does not run
-// stays empty; `faber logs` says the step has no log, as it would without
-// it. openLog makes any directory that is not there yet, so nothing waits
-// for these.
-func (r *Runner) logDirsAhead(sr *stepRun) {
+// logDirsAhead picks the log directories to make ahead of the start of
+// the dependents that sr's success would make ready (makeLogsAhead), and
+// marks those steps so that each is picked once.
+func (r *Runner) logDirsAhead(sr *stepRun) []string {
 	var dirs []string
 	for _, d := range sr.dependents {
 		if len(dirs) == maxDirsAhead {
@@ -226,14 +253,52 @@ func (r *Runner) logDirsAhead(sr *stepRun) {
 		d.dirAhead = true
 		dirs = append(dirs, logDir(r.RunDir, d.def.ID))
 	}
-	if len(dirs) == 0 {
-		return
-	}
-	go func() {
-		for _, dir := range dirs {
-			_ = os.MkdirAll(dir, 0o700)
+	return dirs
+}
+
+// makeLogsAhead makes, in the background while a step runs, the log
+// directory of each dependent that the step's success would make ready
+// (logDirsAhead), and in it the two empty files that become its attempt-1
+// logs, under hidden names (aheadName): on a file system where inodes
+// churn (ext4 after many deletions) creating a file costs more than a no-op
+// step (0.1-0.5 ms each), and on a chain it would otherwise sit between one
+// step's end and the next one's start, three times; openLogs renames them
+// into place, which allocates nothing. A step that then does not run keeps
+// an empty directory (dropAhead removes its files); openLog makes whatever
+// is not there, so nothing waits for these.
+func makeLogsAhead(dirs []string) {
+	for _, dir := range dirs {
+		if os.MkdirAll(dir, 0o700) != nil {
+			continue
 		}
-	}()
+		for _, stream := range [...]string{"out", "err"} {
+			if !aheadFiles {
+				break
+			}
+			if f, err := os.OpenFile(aheadName(filepath.Join(dir, "attempt-1."+stream)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
+				f.Close()
+			}
+		}
+	}
+}
+
+// aheadName is the name a log file made ahead has until its attempt starts:
+// ".ahead-" before its own name, in its directory.
+func aheadName(path string) string {
+	return filepath.Join(filepath.Dir(path), ".ahead-"+filepath.Base(path))
+}
+
+// dropAhead removes, once the session's last process ended, the log files
+// made ahead for steps that did not start.
+func (r *Runner) dropAhead() {
+	r.ahead.Wait()
+	for _, sr := range r.steps {
+		if aheadFiles && sr.dirAhead && sr.st.Attempt == 0 {
+			for _, stream := range [...]string{"out", "err"} {
+				_ = os.Remove(aheadName(LogPath(r.RunDir, sr.def.ID, "attempt", 1, stream)))
+			}
+		}
+	}
 }
 
 func (r *Runner) attemptDone(sr *stepRun, out outcome) {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // spareFiles fails with EMFILE when fewer than n file descriptors are free
@@ -28,4 +30,14 @@ func spareFiles(n int) error {
 		return fmt.Errorf("%d file descriptors free, %d needed: %w", max(free, 0), n, syscall.EMFILE)
 	}
 	return nil
+}
+
+// writableDir asks the kernel whether dir can be written (faccessat with
+// the effective ids): EROFS for a read-only mount, ENOENT for a directory
+// gone, EACCES for one this process may not write. ok is always true here.
+func writableDir(dir string) (ok bool, err error) {
+	if err := unix.Faccessat(unix.AT_FDCWD, dir, unix.W_OK, unix.AT_EACCESS); err != nil {
+		return true, &os.PathError{Op: "access", Path: dir, Err: err}
+	}
+	return true, nil
 }

@@ -348,6 +348,11 @@ func openStore(stateDir, runID string, opt Options, first *storeSizes) (_ *Store
 	if err := needSpace(stateDir, dir, sizes.openReserve()+replay+tablesSize(dbDir), "opening run "+runID); err != nil {
 		return nil, err
 	}
+	if !exists && !opt.Sync {
+		if err := seedStore(dbDir); err != nil {
+			return nil, fmt.Errorf("run %q: create store: %w", runID, err)
+		}
+	}
 	before := dirNames(dbDir)
 	if err := guard(s.openDB); err != nil {
 		// Badger may return a half-closed DB with its error: never use it.
@@ -915,8 +920,20 @@ func (s *Store) closeDB() error {
 // memTableSize takes well under a second on any disk that still works.
 var closeLimit = 10 * time.Second
 
-// tryWrite checks that a file can be created in dir (then removes it).
+// tryWrite checks that files can be created in dir: on Linux by asking
+// the kernel (writableDir: a read-only mount, a directory gone or not
+// writable), elsewhere by creating one (then removing it). Creating a file
+// costs an inode, on ext4 after many deletions more than a short step; an
+// I/O error that only a write would meet is bounded by closeLimit instead.
 func tryWrite(dir string) error {
+	if ok, err := writableDir(dir); ok {
+		return err
+	}
+	return probeWrite(dir)
+}
+
+// probeWrite checks that a file can be created in dir (then removes it).
+func probeWrite(dir string) error {
 	f, err := os.CreateTemp(dir, ".probe-*")
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -108,25 +109,37 @@ func ReadSummary(stateDir, runID string) (s Summary, ok bool) {
 	if !validRunID(runID) {
 		return Summary{}, false
 	}
-	dir := RunDir(stateDir, runID)
-	b, err := readSmall(filepath.Join(dir, fileSummary))
+	r, err := openRunFiles(RunDir(stateDir, runID))
 	if err != nil {
 		return Summary{}, false
 	}
-	if err := json.Unmarshal(b, &s); err != nil || s.RunID != runID || len(s.Files) < 2 {
+	defer r.close()
+	return readSummary(r, runID)
+}
+
+// readSummary is ReadSummary of the run whose directory r reads.
+func readSummary(r runFiles, runID string) (s Summary, ok bool) {
+	buf := summaryBufs.Get().(*[]byte)
+	defer summaryBufs.Put(buf)
+	b, err := r.read(fileSummary, *buf)
+	if err != nil {
+		return Summary{}, false
+	}
+	*buf = b[:0] // kept, grown if it had to
+	if s, err = parseSummary(b); err != nil || s.RunID != runID || len(s.Files) < 2 {
 		return Summary{}, false
 	}
 	for _, f := range s.Files {
-		if !filepath.IsLocal(f.Name) {
-			return Summary{}, false
-		}
-		fi, err := os.Lstat(filepath.Join(dir, f.Name))
-		if err != nil || !fi.Mode().IsRegular() || fi.Size() != f.Size || fi.ModTime().UnixNano() != f.MTime {
+		if !filepath.IsLocal(f.Name) || !r.matches(f) {
 			return Summary{}, false
 		}
 	}
 	return s, true
 }
+
+// summaryBufs are ReadSummary's buffers: a listing reads thousands of
+// summaries, each parsed into strings of its own at once.
+var summaryBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
 // readSmall reads a small file with fewer system calls than os.ReadFile,
 // as a listing does for thousands of them: no stat for its size, and the

@@ -1,6 +1,8 @@
 package state
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -304,5 +306,53 @@ func TestViewLifecycle(t *testing.T) {
 	wantView(t, dir, id, "")
 	if _, ok := ReadSummary(dir, id); !ok {
 		t.Fatal("the summary is still current for list")
+	}
+}
+
+// parseSummary reads what json.Unmarshal reads, whether a summary as
+// writeSummary writes it (the quick way) or anything else.
+func TestParseSummary(t *testing.T) {
+	fin := time.Date(2026, 1, 2, 3, 4, 5, 600, time.FixedZone("", -3600))
+	base := Summary{RunID: "p-1", Plan: "p", StartedAt: time.Date(2026, 1, 1, 0, 0, 0, 1, time.UTC), Created: 42,
+		Outcome: Outcome{Status: "success", FinishedAt: &fin}, LastSeq: 7,
+		Files: []FileStamp{{Name: "db/000001.sst", Size: 514, MTime: 1764236420123456789}, {Name: "meta.json", Size: 0, MTime: -5}},
+		View:  &FileStamp{Name: "view", Size: 10, MTime: 3}}
+	var cases []Summary
+	for i := range 8 {
+		s := base
+		if i&1 != 0 {
+			s.ParentRunID = "q-2"
+		}
+		if i&2 != 0 {
+			s.FinishedAt, s.View = nil, nil
+		}
+		if i&4 != 0 {
+			s.Plan = `a "plan" <&> ü` // escapes and non-ASCII: json.Unmarshal's
+		}
+		cases = append(cases, s)
+	}
+	var inputs [][]byte
+	for _, s := range cases {
+		b, _ := json.Marshal(s)
+		inputs = append(inputs, b)
+		if _, ok := scanSummary(b); !ok && s.Plan == base.Plan {
+			t.Errorf("the quick way did not read %s", b)
+		}
+	}
+	inputs = append(inputs, []byte(`{"run_id":"p-1","files":[{"name":"a","size":01,"mtime":1}]}`), []byte(`{"RUN_ID":"x"}`),
+		[]byte(`{"run_id":"p-1","plan":"p","started_at":"2026-01-01T00:00:00Z","created":1,"status":"s","finished_at":null,"last_seq":1,"files":[{"name":"a","size":1,"mtime":1}],"x":1}`))
+	for _, b := range inputs {
+		var want Summary
+		werr := json.Unmarshal(b, &want)
+		got, err := parseSummary(b)
+		if (err != nil) != (werr != nil) {
+			t.Errorf("%s: error %v, json.Unmarshal's %v", b, err, werr)
+			continue
+		}
+		gb, _ := json.Marshal(got)
+		wb, _ := json.Marshal(want)
+		if !bytes.Equal(gb, wb) {
+			t.Errorf("%s:\nread  %s\nwant %s", b, gb, wb)
+		}
 	}
 }

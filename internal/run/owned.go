@@ -133,12 +133,14 @@ func (a Recorder) Commit(run *exec.RunState, steps []*exec.StepState, events []e
 			c.Outcome = &o
 		}
 	}
-	// The run's view takes in what is committed, and only that.
+	// The run's view takes in what is committed, and only that: it is
+	// made of what was committed before.
 	v := viewerOf(a.Store)
+	<-v.ready
 	if err := a.Store.Commit(c); err != nil {
 		return err
 	}
-	if v != nil {
+	if v.rep != nil {
 		v.rep.Committed(events)
 	}
 	return nil

@@ -27,51 +27,66 @@ import (
 const viewMagic = "faber-view 1\n"
 
 // viewer is the state.Viewer of a run's owner: an exec.Replayer that the
-// Recorder tells of every commit.
-type viewer struct{ rep *exec.Replayer }
+// Recorder tells of every commit. It is made in the background (PrepareView)
+// and ready before the first commit: rep is then set, or nil if no view
+// could be had (the last owner's did not read back, the log did not
+// replay), and the store leaves none.
+type viewer struct {
+	ready chan struct{}
+	rep   *exec.Replayer
+}
 
-func (v *viewer) LastSeq() int64 { return v.rep.LastSeq() }
+func (v *viewer) LastSeq() int64 {
+	<-v.ready
+	if v.rep == nil {
+		return -1
+	}
+	return v.rep.LastSeq()
+}
 
 func (v *viewer) WriteView(w io.Writer) error {
+	<-v.ready
+	if v.rep == nil {
+		return errors.New("no view")
+	}
 	return writeView(w, v.rep.View(), v.rep.EndAt())
 }
 
-// noViewer stands for a view that could not be had (the last owner's did
-// not read back, the log did not replay): the store then leaves none.
-type noViewer struct{}
-
-func (noViewer) LastSeq() int64            { return -1 }
-func (noViewer) WriteView(io.Writer) error { return errors.New("no view") }
+// PrepareView starts making the run's view for the commits to come (see
+// viewerOf) while the caller does other work: a resumed run of 10,000
+// steps reads its last view (4 MB of JSON) meanwhile.
+func PrepareView(store *state.Store) { viewerOf(store) }
 
 // viewerOf returns the store's viewer, giving it one first if it has none:
-// the view its last owner left, if current, else a replay of its log (after
-// a crash, or a run of a faber without views). nil if it could have none.
+// from the view its last owner left, if current, else from a replay of its
+// log (after a crash, or a run of a faber without views). The caller waits
+// for it to be ready before it commits.
 func viewerOf(store *state.Store) *viewer {
-	switch v := store.Viewer().(type) {
-	case *viewer:
+	if v, ok := store.Viewer().(*viewer); ok {
 		return v
-	case nil:
-	default:
-		return nil
 	}
-	var rep *exec.Replayer
+	v := &viewer{ready: make(chan struct{})}
+	store.SetViewer(v)
+	go func() {
+		defer close(v.ready)
+		v.rep = replayerOf(store)
+	}()
+	return v
+}
+
+func replayerOf(store *state.Store) *exec.Replayer {
 	if b, seq, ok := store.PriorView(); ok {
 		if f, err := parseView(b); err == nil && f.lastSeq == seq {
 			if v, err := f.full(); err == nil {
-				rep = exec.ReplayerOf(v, f.endAt)
+				return exec.ReplayerOf(v, f.endAt)
 			}
 		}
 	}
-	if rep == nil {
-		rep = exec.NewReplayer()
-		if err := store.Events(0, rep.Read); err != nil {
-			store.SetViewer(noViewer{})
-			return nil
-		}
+	rep := exec.NewReplayer()
+	if err := store.Events(0, rep.Read); err != nil {
+		return nil
 	}
-	v := &viewer{rep: rep}
-	store.SetViewer(v)
-	return v
+	return rep
 }
 
 // writeView writes a view file of v.

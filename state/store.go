@@ -845,6 +845,9 @@ func setEvents(txn *wtxn, evs []Event, last int64) error {
 // finds the lock free and no owner.json knows the owner closed cleanly.
 // Close is idempotent.
 func (s *Store) Close() error {
+	if v := s.Viewer(); v != nil {
+		v.LastSeq() // it may still be reading the store: see Viewer
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var errs []error

@@ -222,7 +222,9 @@ const fileView = "view"
 // Whoever commits tells the Viewer of each commit; the store only checks,
 // by LastSeq, that it was told of all of them.
 type Viewer interface {
-	// LastSeq is the seq of the last event the view has taken in.
+	// LastSeq is the seq of the last event the view has taken in. It may
+	// wait for the Viewer to be made, which may read the store (PriorView,
+	// Events): Close calls it before it takes the store's lock.
 	LastSeq() int64
 	// WriteView writes the view file's content.
 	WriteView(w io.Writer) error

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -111,25 +112,45 @@ type StatusCmd struct {
 // maxItemRows is how many items of one fan-out faber status lists.
 const maxItemRows = 20
 
-// Run prints the run's status.
+// Run prints the run's status. A run closed cleanly is read from the view
+// its owner left (run.LoadBrief, run.StatusJSON), any other from its log.
 func (c *StatusCmd) Run(g *Globals) error {
-	v, err := c.view(g)
+	if err := c.resolve(g); err != nil {
+		return err
+	}
+	if c.JSON {
+		b, de, err := run.StatusJSON(g.StateDir, c.RunID)
+		if err != nil {
+			return err
+		}
+		warnDamaged(g, de)
+		out := run.IndentJSON(make([]byte, 0, len(b)+len(b)/2), b)
+		_, err = g.stdout.Write(append(out, '\n'))
+		return err
+	}
+	v, de, err := run.LoadBrief(g.StateDir, c.RunID)
 	if err != nil {
 		return err
 	}
+	warnDamaged(g, de)
+	return printStatus(g, v, c.All)
+}
+
+// printStatus prints the status table of a view: every field of a step it
+// shows must be one that run.LoadBrief keeps.
+func printStatus(g *Globals, v *exec.View, all bool) error {
 	out := run.StatusOf(v)
-	if c.JSON {
-		return printJSON(g.stdout, out)
-	}
 	steps := out.Steps
 	s := tui.NewStyles(useColor(g, g.stdout))
-	fmt.Fprintf(g.stdout, "run %s  plan %s  %s %s\n", out.RunID, out.Plan, s.Glyph(out.Status), s.Status(out.Status))
-	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	// tabwriter writes cell by cell: buffered, as list does.
+	buf := bufio.NewWriter(g.stdout)
+	fmt.Fprintf(buf, "run %s  plan %s  %s %s\n", out.RunID, out.Plan, s.Glyph(out.Status), s.Status(out.Status))
+	tw := tabwriter.NewWriter(buf, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STEP\tPHASE\tSTATUS\tATTEMPT\tEXIT\tDURATION\tPEAK MEM\tERROR")
 	row := func(indent string, st *exec.StepState, errText string) {
 		exit := "-"
 		if st.ExitCode != nil {
-			exit = fmt.Sprint(*st.ExitCode)
+			exit = strconv.Itoa(*st.ExitCode)
 		}
 		dur := "-"
 		if st.FinishedAt != nil {
@@ -160,7 +181,7 @@ func (c *StatusCmd) Run(g *Globals) error {
 		shown, hidden := 0, 0
 		for _, it := range items[st.ID] {
 			switch {
-			case c.All:
+			case all:
 			case exec.Status(it.Status).Succeeded():
 				continue
 			case shown == maxItemRows:
@@ -174,7 +195,10 @@ func (c *StatusCmd) Run(g *Globals) error {
 			fmt.Fprintf(tw, "  … %d more (faber status --all)\n", hidden)
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return buf.Flush()
 }
 
 // EventsCmd prints the audit trail.
@@ -339,7 +363,7 @@ func stepNote(st *exec.StepState) string {
 
 // childSummary is one line about a child run: its status and step counts.
 func childSummary(g *Globals, runID string) string {
-	v, err := run.View(g.StateDir, runID)
+	v, _, err := run.LoadBrief(g.StateDir, runID)
 	if err != nil {
 		return "not started"
 	}

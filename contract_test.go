@@ -10,6 +10,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -178,6 +179,7 @@ func checkCase(t *testing.T, self string, c *model.Case, allowed map[string]mode
 	var runID string
 	var transcript strings.Builder
 	killed, grown := false, false
+	closedClean := false // the last session closed the run: it left a view
 	for session := 0; ; session++ {
 		kill := 0
 		if session == 0 && !killed {
@@ -185,6 +187,12 @@ func checkCase(t *testing.T, self string, c *model.Case, allowed map[string]mode
 		}
 		code, out := faber(kill, args...)
 		fmt.Fprintf(&transcript, "$ faber %s  -> exit %d\n", strings.Join(args, " "), code)
+		// Whatever view is current, killed or not, shows what a replay
+		// of the log shows (a crash must never leave one that does not).
+		if _, vp := checkViews(stateDir); len(vp) > 0 {
+			return transcript.String() + strings.Join(vp, "\n")
+		}
+		closedClean = code != -9
 		if code == -9 {
 			// Killed: resume, as a user would, without counting a session.
 			killed = true
@@ -204,6 +212,7 @@ func checkCase(t *testing.T, self string, c *model.Case, allowed map[string]mode
 		if killed && code == 4 && strings.Contains(out, "already succeeded") {
 			// The kill came after the run's last commit: nothing to resume.
 			code = 0
+			closedClean = false // no session closed it after the kill
 		}
 		if code != 0 && code != 1 && code != 3 {
 			return fmt.Sprintf("faber exited %d:\n%s", code, out)
@@ -267,6 +276,17 @@ func checkCase(t *testing.T, self string, c *model.Case, allowed map[string]mode
 			return "the second run was not created:\n" + out
 		}
 		runs = append(runs, second)
+	}
+	// Each run that a session closed cleanly is read from its view, which
+	// shows what a replay of its log shows.
+	checked, vp := checkViews(stateDir)
+	if len(vp) > 0 {
+		return transcript.String() + strings.Join(vp, "\n")
+	}
+	for i, id := range runs {
+		if (i > 0 || closedClean) && !slices.Contains(checked, id) {
+			return transcript.String() + fmt.Sprintf("run %s was closed cleanly but has no current view", id)
+		}
 	}
 	trace, _ := os.ReadFile(filepath.Join(dir, "trace.log"))
 	got := model.Outcome{Codes: codes}

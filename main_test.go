@@ -66,6 +66,13 @@ func TestScripts(t *testing.T) {
 				}
 			}
 			env.Setenv("FABER_STATE_DIR", filepath.Join(env.WorkDir, ".faber"))
+			// At the end, every run left with a view shows from it what a
+			// replay of its log shows (checkViews).
+			env.Defer(func() {
+				if _, problems := checkViews(filepath.Join(env.WorkDir, ".faber")); len(problems) > 0 {
+					env.T().Fatal(strings.Join(problems, "\n"))
+				}
+			})
 			env.Setenv("NO_COLOR", "1")
 			env.Setenv("TERM", "dumb")
 			env.Setenv("CI", "")

@@ -1,5 +1,11 @@
 package exec
 
+import (
+	"reflect"
+	"slices"
+	"time"
+)
+
 // StepInfo is the static description of a step carried by run_started and
 // run_resumed events, so that readers can show a run without its plan.
 type StepInfo struct {
@@ -23,148 +29,74 @@ type View struct {
 // processes other than the owner read a run: the event log is complete, so
 // they never need the owner's store.
 func Replay(events [][]byte) (*View, error) {
-	v := &View{}
-	byID := map[string]*StepState{}
-	order := []string{}
-	get := func(id string) *StepState {
-		st := byID[id]
-		if st == nil {
-			st = &StepState{ID: id, Name: id, Status: StatusPending, Needs: []string{}}
-			byID[id] = st
-			order = append(order, id)
-		}
-		return st
-	}
-	setSteps := func(infos []StepInfo) {
-		if infos == nil {
-			return
-		}
-		newOrder := make([]string, 0, len(infos))
-		seen := map[string]bool{}
-		for _, in := range infos {
-			st := get(in.ID)
-			st.Name, st.Phase, st.FanOut = in.Name, in.Phase, in.FanOut
-			st.Needs = in.Needs
-			if st.Needs == nil {
-				st.Needs = []string{}
-			}
-			newOrder = append(newOrder, in.ID)
-			seen[in.ID] = true
-		}
-		for _, id := range order { // steps known only from events (e.g. "end")
-			if !seen[id] {
-				newOrder = append(newOrder, id)
-			}
-		}
-		order = newOrder
-	}
+	p := NewReplayer()
 	for _, line := range events {
-		var e Event
-		if err := e.UnmarshalJSON(line); err != nil {
+		if err := p.Read(line); err != nil {
 			return nil, err
 		}
-		v.LastSeq = e.Seq
-		switch d := e.Data.(type) {
-		case *RunStarted:
-			v.Run.RunID = e.RunID
-			v.Run.StartedAt = e.Time
-			v.Run.Status = RunInProgress
-			v.Run.Plan = d.Plan
-			setSteps(d.Steps)
-		case *RunResumed:
-			v.Run.Status = RunInProgress
-			v.Run.FinishedAt = nil
-			setSteps(d.Steps)
-		case *FanOutExpanded:
-			// The fan-out's items are these now, right before its join
-			// step; the ones it no longer has leave the view.
-			for _, id := range d.Removed {
-				delete(byID, id)
-			}
-			now := make(map[string]bool, len(d.Items))
-			for _, in := range d.Items {
-				now[in.ID] = true
-			}
-			newOrder := make([]string, 0, len(order)+len(d.Items))
-			for _, id := range order {
-				st := byID[id]
-				if st == nil || (st.FanOut == e.StepID && !now[id]) || now[id] {
-					continue
-				}
-				if id == e.StepID {
-					for _, in := range d.Items {
-						newOrder = append(newOrder, in.ID)
-					}
-				}
-				newOrder = append(newOrder, id)
-			}
-			order = newOrder
-			for _, in := range d.Items {
-				st := byID[in.ID]
-				if st == nil {
-					st = &StepState{ID: in.ID, Status: StatusPending}
-					byID[in.ID] = st
-				}
-				st.Name, st.Phase, st.FanOut, st.Needs = in.Name, in.Phase, in.FanOut, nonNil(in.Needs)
-			}
-			if st := byID[e.StepID]; st != nil && d.Needs != nil {
-				st.Needs = d.Needs
-			}
-		case *StepStatus:
-			st := get(e.StepID)
-			st.Status = e.Status
-			st.Attempt = e.Attempt
-			if d.Phase != "" {
-				st.Phase = d.Phase
-			}
-			st.Error = d.Error
-			st.CacheKey = d.CacheKey
-			if e.Status != StatusCached {
-				st.CachedFrom = nil
-			}
-			if d.ChildRunID != "" {
-				st.ChildRunID = d.ChildRunID
-			}
-			st.ExitCode = e.ExitCode
-			st.StartedAt, st.FinishedAt = d.StartedAt, d.FinishedAt
-			st.DurationMs = 0
-			if d.DurationMs != nil {
-				st.DurationMs = *d.DurationMs
-			}
-			if d.AttemptEnd != nil {
-				st.Attempts = append(st.Attempts, d.AttemptEnd)
-			}
-		case *HandlerInvoked:
-			t := e.Time
-			get(e.StepID).Remediation = &Remediation{
-				HandlerType:      d.HandlerType,
-				HandlerCommand:   d.HandlerCommand,
-				HandlerInvokedAt: &t,
-				HandlerResult:    d.HandlerResult,
-				RetryCount:       d.RetryCount,
-				MaxRetries:       d.MaxRetries,
-			}
-		case *CacheHit:
-			get(e.StepID).CachedFrom = &CachedFrom{RunID: d.CachedRunID, Attempt: d.CachedAttempt, Seq: d.CachedSeq}
-		case *StepClassified:
-			get(e.StepID).Classified = d.Action
-			setLimits(get(e.StepID), d.MemoryBytes, d.TimeoutMs)
-		case *RetryReserved:
-			setLimits(get(e.StepID), d.MemoryBytes, d.TimeoutMs)
-		case *WorkflowEnded:
-			v.Run.Status = e.Status
-			if v.Run.Status == "" {
-				v.Run.Status = RunFailed
-				if e.Type == EvWorkflowCompleted {
-					v.Run.Status = RunSuccess
-				}
-			}
-			t := e.Time
-			v.Run.FinishedAt = &t
-		}
 	}
-	for _, id := range order {
-		v.Steps = append(v.Steps, byID[id])
+	return p.View(), nil
+}
+
+// Read takes in the next event of the log, as its JSON line.
+func (p *Replayer) Read(line []byte) error {
+	var e Event
+	if err := e.UnmarshalJSON(line); err != nil {
+		return err
+	}
+	p.apply(&e)
+	return nil
+}
+
+// Replayer is Replay taken one event at a time: the run's owner keeps one
+// current with its commits (Committed), so that the view it leaves for
+// readers when it closes the run is the one a replay of its log gives,
+// without a replay.
+type Replayer struct {
+	run     RunState
+	lastSeq int64
+	byID    map[string]*StepState
+	// order is every step of byID, in the order Replay keeps them; the
+	// view moves the end step last, order does not (see EndAt).
+	order []string
+}
+
+// NewReplayer returns a Replayer that has seen no event.
+func NewReplayer() *Replayer {
+	return &Replayer{byID: map[string]*StepState{}}
+}
+
+// ReplayerOf continues from a view that a Replayer gave (View), with its
+// end step at endAt of its order (EndAt). The view's steps become the
+// Replayer's: the caller leaves them alone.
+func ReplayerOf(v *View, endAt int) *Replayer {
+	p := &Replayer{run: v.Run, lastSeq: v.LastSeq, byID: make(map[string]*StepState, len(v.Steps)), order: make([]string, 0, len(v.Steps))}
+	for _, st := range v.Steps {
+		p.byID[st.ID] = st
+		p.order = append(p.order, st.ID)
+	}
+	if i := len(p.order) - 1; endAt >= 0 && endAt < i && p.order[i] == "end" {
+		p.order = slices.Insert(p.order[:i], endAt, "end")
+	}
+	return p
+}
+
+// LastSeq is the seq of the last event taken in.
+func (p *Replayer) LastSeq() int64 { return p.lastSeq }
+
+// EndAt is where the end step is in the Replayer's order (-1: none), which
+// ReplayerOf needs besides the view.
+func (p *Replayer) EndAt() int { return slices.Index(p.order, "end") }
+
+// View returns the run as the events so far give it. Its steps are the
+// Replayer's own, valid until the next event.
+func (p *Replayer) View() *View {
+	v := &View{Run: p.run, LastSeq: p.lastSeq}
+	if len(p.order) > 0 {
+		v.Steps = make([]*StepState, 0, len(p.order))
+	}
+	for _, id := range p.order {
+		v.Steps = append(v.Steps, p.byID[id])
 	}
 	// The end step always comes last.
 	for i, st := range v.Steps {
@@ -173,7 +105,155 @@ func Replay(events [][]byte) (*View, error) {
 			break
 		}
 	}
-	return v, nil
+	return v
+}
+
+// Committed takes in events as their owner committed them, before any JSON
+// round trip: each is first made what reading its JSON back would give
+// (normalized), so that the view is the one Replay gives from the log.
+func (p *Replayer) Committed(evs []Event) {
+	for i := range evs {
+		e := normalized(&evs[i])
+		p.apply(&e)
+	}
+}
+
+func (p *Replayer) get(id string) *StepState {
+	st := p.byID[id]
+	if st == nil {
+		st = &StepState{ID: id, Name: id, Status: StatusPending, Needs: []string{}}
+		p.byID[id] = st
+		p.order = append(p.order, id)
+	}
+	return st
+}
+
+func (p *Replayer) setSteps(infos []StepInfo) {
+	if infos == nil {
+		return
+	}
+	newOrder := make([]string, 0, len(infos))
+	seen := make(map[string]bool, len(infos))
+	for _, in := range infos {
+		st := p.get(in.ID)
+		st.Name, st.Phase, st.FanOut = in.Name, in.Phase, in.FanOut
+		st.Needs = in.Needs
+		if st.Needs == nil {
+			st.Needs = []string{}
+		}
+		newOrder = append(newOrder, in.ID)
+		seen[in.ID] = true
+	}
+	for _, id := range p.order { // steps known only from events (e.g. "end")
+		if !seen[id] {
+			newOrder = append(newOrder, id)
+		}
+	}
+	p.order = newOrder
+}
+
+// apply takes in one event, as read from the log.
+func (p *Replayer) apply(e *Event) {
+	p.lastSeq = e.Seq
+	byID, v := p.byID, p
+	switch d := e.Data.(type) {
+	case *RunStarted:
+		v.run.RunID = e.RunID
+		v.run.StartedAt = e.Time
+		v.run.Status = RunInProgress
+		v.run.Plan = d.Plan
+		p.setSteps(d.Steps)
+	case *RunResumed:
+		v.run.Status = RunInProgress
+		v.run.FinishedAt = nil
+		p.setSteps(d.Steps)
+	case *FanOutExpanded:
+		// The fan-out's items are these now, right before its join
+		// step; the ones it no longer has leave the view.
+		for _, id := range d.Removed {
+			delete(byID, id)
+		}
+		now := make(map[string]bool, len(d.Items))
+		for _, in := range d.Items {
+			now[in.ID] = true
+		}
+		newOrder := make([]string, 0, len(p.order)+len(d.Items))
+		for _, id := range p.order {
+			st := byID[id]
+			if st == nil || (st.FanOut == e.StepID && !now[id]) || now[id] {
+				continue
+			}
+			if id == e.StepID {
+				for _, in := range d.Items {
+					newOrder = append(newOrder, in.ID)
+				}
+			}
+			newOrder = append(newOrder, id)
+		}
+		p.order = newOrder
+		for _, in := range d.Items {
+			st := byID[in.ID]
+			if st == nil {
+				st = &StepState{ID: in.ID, Status: StatusPending}
+				byID[in.ID] = st
+			}
+			st.Name, st.Phase, st.FanOut, st.Needs = in.Name, in.Phase, in.FanOut, nonNil(in.Needs)
+		}
+		if st := byID[e.StepID]; st != nil && d.Needs != nil {
+			st.Needs = d.Needs
+		}
+	case *StepStatus:
+		st := p.get(e.StepID)
+		st.Status = e.Status
+		st.Attempt = e.Attempt
+		if d.Phase != "" {
+			st.Phase = d.Phase
+		}
+		st.Error = d.Error
+		st.CacheKey = d.CacheKey
+		if e.Status != StatusCached {
+			st.CachedFrom = nil
+		}
+		if d.ChildRunID != "" {
+			st.ChildRunID = d.ChildRunID
+		}
+		st.ExitCode = e.ExitCode
+		st.StartedAt, st.FinishedAt = d.StartedAt, d.FinishedAt
+		st.DurationMs = 0
+		if d.DurationMs != nil {
+			st.DurationMs = *d.DurationMs
+		}
+		if d.AttemptEnd != nil {
+			st.Attempts = append(st.Attempts, d.AttemptEnd)
+		}
+	case *HandlerInvoked:
+		t := e.Time
+		p.get(e.StepID).Remediation = &Remediation{
+			HandlerType:      d.HandlerType,
+			HandlerCommand:   d.HandlerCommand,
+			HandlerInvokedAt: &t,
+			HandlerResult:    d.HandlerResult,
+			RetryCount:       d.RetryCount,
+			MaxRetries:       d.MaxRetries,
+		}
+	case *CacheHit:
+		p.get(e.StepID).CachedFrom = &CachedFrom{RunID: d.CachedRunID, Attempt: d.CachedAttempt, Seq: d.CachedSeq}
+	case *StepClassified:
+		p.get(e.StepID).Classified = d.Action
+		setLimits(p.get(e.StepID), d.MemoryBytes, d.TimeoutMs)
+	case *RetryReserved:
+		setLimits(p.get(e.StepID), d.MemoryBytes, d.TimeoutMs)
+	case *WorkflowEnded:
+		v.run.Status = e.Status
+		if v.run.Status == "" {
+			v.run.Status = RunFailed
+			if e.Type == EvWorkflowCompleted {
+				v.run.Status = RunSuccess
+			}
+		}
+		t := e.Time
+		v.run.FinishedAt = &t
+	}
 }
 
 // setLimits records a step's next-attempt limits from an event; zero keeps
@@ -192,3 +272,133 @@ func setLimits(st *StepState, memory, timeoutMs int64) {
 		st.Limits.TimeoutMs = timeoutMs
 	}
 }
+
+// normalized is e as reading its JSON back gives it, as far as Replayer
+// reads it: no monotonic reading in times, the event's in UTC, strings valid UTF-8
+// (JSON makes each other byte U+FFFD), a missing payload the empty one of
+// its type, and nothing shared with the committer, who may change its own
+// afterwards. An event of a kind it does not know that well (a payload of
+// another type than its Type's, a child's event, an unknown type) takes
+// the JSON round trip itself.
+func normalized(e *Event) Event {
+	want := newPayload(e.Type)
+	if e.Data == nil {
+		e2 := *e
+		e2.Data = want
+		if want == nil {
+			return roundTrip(e)
+		}
+		e = &e2
+	}
+	if want == nil || reflect.TypeOf(want) != reflect.TypeOf(e.Data) || e.ParentRunID != "" || e.ParentStepID != "" || e.Line != nil || e.Child != nil {
+		return roundTrip(e)
+	}
+	n := Event{Seq: e.Seq, Time: normTime(e.Time), Type: e.Type, RunID: validUTF8(e.RunID), StepID: validUTF8(e.StepID),
+		Attempt: e.Attempt, Status: validUTF8(e.Status), ExitCode: copyInt(e.ExitCode)}
+	switch d := e.Data.(type) {
+	case *RunStarted:
+		n.Data = &RunStarted{Plan: validUTF8(d.Plan), Steps: normInfos(d.Steps)}
+	case *RunResumed:
+		n.Data = &RunResumed{Steps: normInfos(d.Steps)}
+	case *FanOutExpanded:
+		n.Data = &FanOutExpanded{Removed: normStrings(d.Removed), Items: normInfos(d.Items), Needs: normStrings(d.Needs)}
+	case *StepStatus:
+		c := &StepStatus{Phase: validUTF8(d.Phase), Error: validUTF8(d.Error), CacheKey: validUTF8(d.CacheKey),
+			ChildRunID: validUTF8(d.ChildRunID), StartedAt: normTimep(d.StartedAt), FinishedAt: normTimep(d.FinishedAt)}
+		if d.DurationMs != nil {
+			ms := *d.DurationMs
+			c.DurationMs = &ms
+		}
+		if a := d.AttemptEnd; a != nil {
+			c.AttemptEnd = &AttemptEnd{Attempt: a.Attempt, Cause: validUTF8(a.Cause), ExitCode: a.ExitCode}
+			if r := a.Resources; r != nil {
+				rc := *r
+				rc.Source = validUTF8(r.Source)
+				c.AttemptEnd.Resources = &rc
+			}
+		}
+		n.Data = c
+	case *HandlerInvoked:
+		c := &HandlerInvoked{HandlerType: validUTF8(d.HandlerType), HandlerCommand: validUTF8(d.HandlerCommand),
+			RetryCount: d.RetryCount, MaxRetries: d.MaxRetries}
+		if r := d.HandlerResult; r != nil {
+			c.HandlerResult = &HandlerResult{Status: validUTF8(r.Status), Message: validUTF8(r.Message), ExitCode: r.ExitCode, ActionTaken: validUTF8(r.ActionTaken)}
+		}
+		n.Data = c
+	case *CacheHit:
+		n.Data = &CacheHit{CachedRunID: validUTF8(d.CachedRunID), CachedAttempt: d.CachedAttempt, CachedSeq: d.CachedSeq}
+	case *StepClassified:
+		n.Data = &StepClassified{Action: validUTF8(d.Action), MemoryBytes: d.MemoryBytes, TimeoutMs: d.TimeoutMs}
+	case *RetryReserved:
+		n.Data = &RetryReserved{MemoryBytes: d.MemoryBytes, TimeoutMs: d.TimeoutMs}
+	default:
+		n.Data = e.Data // a payload Replayer does not read
+	}
+	return n
+}
+
+// roundTrip is e read back from its JSON; an event that does not marshal
+// is one Replay would not have read: it is left out (a zero event, whose
+// seq still counts).
+func roundTrip(e *Event) Event {
+	b := e.JSON
+	if b == nil {
+		var err error
+		if b, err = e.MarshalJSON(); err != nil {
+			return Event{Seq: e.Seq}
+		}
+	}
+	var out Event
+	if err := out.UnmarshalJSON(b); err != nil {
+		return Event{Seq: e.Seq}
+	}
+	return out
+}
+
+func normTime(t time.Time) time.Time { return t.UTC().Round(0) }
+
+// normTimep is a payload's time read back from its JSON, which keeps its
+// zone's offset.
+func normTimep(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	var u time.Time
+	if b, err := t.MarshalJSON(); err != nil || u.UnmarshalJSON(b) != nil {
+		u = normTime(*t)
+	}
+	return &u
+}
+
+func copyInt(p *int) *int {
+	if p == nil {
+		return nil
+	}
+	n := *p
+	return &n
+}
+
+func normStrings(ss []string) []string {
+	if ss == nil {
+		return nil
+	}
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = validUTF8(s)
+	}
+	return out
+}
+
+func normInfos(in []StepInfo) []StepInfo {
+	if in == nil {
+		return nil
+	}
+	out := make([]StepInfo, len(in))
+	for i, s := range in {
+		out[i] = StepInfo{ID: validUTF8(s.ID), Name: validUTF8(s.Name), Phase: validUTF8(s.Phase), Needs: normStrings(s.Needs), FanOut: validUTF8(s.FanOut)}
+	}
+	return out
+}
+
+// validUTF8 is s as JSON carries it: each byte that is not UTF-8 U+FFFD.
+func validUTF8(s string) string { return toValidUTF8(s) }

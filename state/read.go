@@ -168,6 +168,48 @@ func ListEntry(stateDir, runID string) (m Meta, sum *Summary, ok bool) {
 	return m, nil, ok
 }
 
+// Runs reads the runs of one state dir for a listing: ListEntry of each,
+// with every file read by its path from the runs directory, opened once,
+// rather than from the file system's root or the working directory.
+type Runs struct {
+	stateDir string
+	dir      runFiles
+	ok       bool
+}
+
+// OpenRuns returns the Runs of stateDir; the caller closes it. Where the
+// runs directory cannot be opened, Entry is ListEntry.
+func OpenRuns(stateDir string) *Runs {
+	r := &Runs{stateDir: stateDir}
+	r.dir, r.ok = openRunsDir(filepath.Join(stateDir, "runs"))
+	return r
+}
+
+func openRunsDir(dir string) (runFiles, bool) {
+	r, err := openRunFiles(dir)
+	return r, err == nil
+}
+
+// Close releases the runs directory.
+func (r *Runs) Close() {
+	if r.ok {
+		r.dir.close()
+		r.ok = false
+	}
+}
+
+// Entry is ListEntry(stateDir, runID). It is safe for concurrent use.
+func (r *Runs) Entry(runID string) (m Meta, sum *Summary, ok bool) {
+	if !r.ok || !validRunID(runID) {
+		return ListEntry(r.stateDir, runID)
+	}
+	if s, ok := readSummary(r.dir.in(runID), runID); ok {
+		return s.Meta(), &s, true
+	}
+	m, ok = listMeta(r.stateDir, runID)
+	return m, nil, ok
+}
+
 // StartBound returns a time no earlier than the run's StartedAt, read
 // without opening a file: the modification time of its meta.json, which
 // Create writes after StartedAt is taken, plus a margin for file systems

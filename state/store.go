@@ -180,6 +180,12 @@ type Store struct {
 	// summary found at Open) tells; nil if unknown, and then Close writes
 	// no summary.
 	outcome *Outcome
+	// viewer keeps the run's view (see Viewer); priorView is the stamp of
+	// the view file the last owner left, if it was current at Open, when
+	// the store held every event up to priorSeq.
+	viewer    Viewer
+	priorView *FileStamp
+	priorSeq  int64
 	// leftOpen is set when Close left Badger as a crash would (see closeDB):
 	// the store's files are not final, so no summary is written.
 	leftOpen bool
@@ -382,6 +388,7 @@ func openStore(stateDir, runID string, opt Options, first *storeSizes) (_ *Store
 	}
 	if prior != nil && prior.LastSeq == s.lastSeq {
 		s.outcome = &prior.Outcome
+		s.priorView, s.priorSeq = prior.View, prior.LastSeq
 	}
 	return s, nil
 }
@@ -654,6 +661,27 @@ func (s *Store) Load() (*Snapshot, error) {
 	return snap, nil
 }
 
+// Events calls fn with each committed event after seq after, oldest first,
+// each one JSON object valid only during the call: the owner's way to
+// read the log it holds.
+func (s *Store) Events(after int64, fn func([]byte) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.ready(); err != nil {
+		return err
+	}
+	err := guard(func() error {
+		return s.db.View(func(txn *badger.Txn) error {
+			_, err := scanEvents(txn, after, fn)
+			return err
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("run %q: read events: %w", s.runID, err)
+	}
+	return nil
+}
+
 // getValue returns a copy of key's value, or nil if the key is absent.
 func getValue(txn *badger.Txn, key []byte) ([]byte, error) {
 	item, err := txn.Get(key)
@@ -822,6 +850,9 @@ func setEvents(txn *wtxn, evs []Event, last int64) error {
 // finds the lock free and no owner.json knows the owner closed cleanly.
 // Close is idempotent.
 func (s *Store) Close() error {
+	if v := s.Viewer(); v != nil {
+		v.LastSeq() // it may still be reading the store: see Viewer
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var errs []error

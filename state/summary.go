@@ -1,13 +1,16 @@
 package state
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -44,6 +47,9 @@ type Summary struct {
 	LastSeq int64 `json:"last_seq"`
 	// Files are the stamps of meta.json and every file of db/.
 	Files []FileStamp `json:"files"`
+	// View is the stamp of the run's view file (see Viewer), when the
+	// owner left one for this summary.
+	View *FileStamp `json:"view,omitempty"`
 }
 
 // Meta returns the fields of the run's metadata that the summary holds.
@@ -103,25 +109,37 @@ func ReadSummary(stateDir, runID string) (s Summary, ok bool) {
 	if !validRunID(runID) {
 		return Summary{}, false
 	}
-	dir := RunDir(stateDir, runID)
-	b, err := readSmall(filepath.Join(dir, fileSummary))
+	r, err := openRunFiles(RunDir(stateDir, runID))
 	if err != nil {
 		return Summary{}, false
 	}
-	if err := json.Unmarshal(b, &s); err != nil || s.RunID != runID || len(s.Files) < 2 {
+	defer r.close()
+	return readSummary(r, runID)
+}
+
+// readSummary is ReadSummary of the run whose directory r reads.
+func readSummary(r runFiles, runID string) (s Summary, ok bool) {
+	buf := summaryBufs.Get().(*[]byte)
+	defer summaryBufs.Put(buf)
+	b, err := r.read(fileSummary, *buf)
+	if err != nil {
+		return Summary{}, false
+	}
+	*buf = b[:0] // kept, grown if it had to
+	if s, err = parseSummary(b); err != nil || s.RunID != runID || len(s.Files) < 2 {
 		return Summary{}, false
 	}
 	for _, f := range s.Files {
-		if !filepath.IsLocal(f.Name) {
-			return Summary{}, false
-		}
-		fi, err := os.Lstat(filepath.Join(dir, f.Name))
-		if err != nil || !fi.Mode().IsRegular() || fi.Size() != f.Size || fi.ModTime().UnixNano() != f.MTime {
+		if !filepath.IsLocal(f.Name) || !r.matches(f) {
 			return Summary{}, false
 		}
 	}
 	return s, true
 }
+
+// summaryBufs are ReadSummary's buffers: a listing reads thousands of
+// summaries, each parsed into strings of its own at once.
+var summaryBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
 // readSmall reads a small file with fewer system calls than os.ReadFile,
 // as a listing does for thousands of them: no stat for its size, and the
@@ -165,8 +183,9 @@ func removeSummary(dir string) error {
 	return nil
 }
 
-// writeSummary publishes the run's summary, called by Close once the store
-// and events.jsonl are closed, while the run is still owned.
+// writeSummary publishes the run's summary, and the run's view before it,
+// called by Close once the store and events.jsonl are closed, while the
+// run is still owned.
 func (s *Store) writeSummary() error {
 	meta, err := ReadMeta(s.stateDir, s.runID)
 	if err != nil {
@@ -177,7 +196,7 @@ func (s *Store) writeSummary() error {
 		return err
 	}
 	sum := Summary{RunID: meta.RunID, Plan: meta.Plan, StartedAt: meta.StartedAt, Created: meta.Created,
-		ParentRunID: meta.ParentRunID, Outcome: *s.outcome, LastSeq: s.lastSeq, Files: files}
+		ParentRunID: meta.ParentRunID, Outcome: *s.outcome, LastSeq: s.lastSeq, Files: files, View: s.publishView()}
 	if sum.RunID == "" {
 		sum.RunID = s.runID
 	}
@@ -189,4 +208,143 @@ func (s *Store) writeSummary() error {
 		return fmt.Errorf("write %s: %w", fileSummary, err)
 	}
 	return nil
+}
+
+// fileView is the run's view: what 'faber status' shows of it, as a replay
+// of its event log gives it, left by an owner that closed the run cleanly
+// and trusted by readers only while the run's summary is current and names
+// it as it is (Summary.View).
+const fileView = "view"
+
+// Viewer keeps a run's view current with the store's commits, in the
+// owner's memory; the store writes it out when it closes the run cleanly,
+// beside the run's summary, so that readers show the run without a replay.
+// Whoever commits tells the Viewer of each commit; the store only checks,
+// by LastSeq, that it was told of all of them.
+type Viewer interface {
+	// LastSeq is the seq of the last event the view has taken in. It may
+	// wait for the Viewer to be made, which may read the store (PriorView,
+	// Events): Close calls it before it takes the store's lock.
+	LastSeq() int64
+	// WriteView writes the view file's content.
+	WriteView(w io.Writer) error
+}
+
+// SetViewer gives the store the run's Viewer (see Viewer).
+func (s *Store) SetViewer(v Viewer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.viewer = v
+}
+
+// Viewer returns what SetViewer gave, or nil.
+func (s *Store) Viewer() Viewer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.viewer
+}
+
+// PriorView returns the content of the view file the run's last owner
+// left, if it was current when this store opened the run (it names every
+// event the store holds); ok is false otherwise.
+func (s *Store) PriorView() (b []byte, lastSeq int64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.priorView == nil {
+		return nil, 0, false
+	}
+	b, err := readStamped(s.dir, *s.priorView)
+	if err != nil {
+		return nil, 0, false
+	}
+	return b, s.priorSeq, true
+}
+
+// publishView writes the view file for the summary Close leaves, and
+// returns its stamp; nil (and no view file) where there is no current view:
+// no Viewer was told of every commit, and none was left by the last owner
+// with nothing committed since.
+func (s *Store) publishView() *FileStamp {
+	path := filepath.Join(s.dir, fileView)
+	switch {
+	case s.viewer != nil && s.viewer.LastSeq() == s.lastSeq:
+		if err := writeAtomic(path, s.viewer.WriteView); err != nil {
+			s.logf("no view for readers: %v", err)
+			break
+		}
+		if fi, err := os.Lstat(path); err == nil {
+			return &FileStamp{Name: fileView, Size: fi.Size(), MTime: fi.ModTime().UnixNano()}
+		}
+	case s.viewer == nil && s.priorView != nil && s.priorSeq == s.lastSeq:
+		if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == s.priorView.Size && fi.ModTime().UnixNano() == s.priorView.MTime {
+			return s.priorView
+		}
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.logf("remove a view that is not current: %v", err)
+	}
+	return nil
+}
+
+// writeAtomic writes a file by write, as writeFileAtomic does: a reader
+// sees the old file or the whole new one.
+func writeAtomic(path string, write func(io.Writer) error) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	w := bufio.NewWriterSize(f, 256<<10)
+	if err = write(w); err != nil {
+		return err
+	}
+	if err = w.Flush(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return renameRetry(f.Name(), path)
+}
+
+// ReadView returns the content of the run's view file while it is current:
+// the run's summary is (ReadSummary) and names the view file as it is. ok
+// is false otherwise; the caller then replays the run's event log.
+func ReadView(stateDir, runID string) (b []byte, sum Summary, ok bool) {
+	sum, ok = ReadSummary(stateDir, runID)
+	if !ok || sum.View == nil || sum.View.Name != fileView {
+		return nil, sum, false
+	}
+	b, err := readStamped(RunDir(stateDir, runID), *sum.View)
+	if err != nil {
+		return nil, sum, false
+	}
+	return b, sum, true
+}
+
+// readStamped reads the file a stamp names, failing unless it is a regular
+// file that still has the stamp's size and modification time.
+func readStamped(dir string, st FileStamp) ([]byte, error) {
+	f, err := os.Open(filepath.Join(dir, st.Name))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() != st.Size || fi.ModTime().UnixNano() != st.MTime {
+		return nil, errors.New("changed since its stamp was taken")
+	}
+	b := make([]byte, st.Size)
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }

@@ -1,6 +1,10 @@
 package state
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -208,5 +212,147 @@ func writeFile(t *testing.T, path, s string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// seqViewer is a Viewer that the test tells of commits by hand.
+type seqViewer struct{ seq int64 }
+
+func (v *seqViewer) LastSeq() int64 { return v.seq }
+func (v *seqViewer) WriteView(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "view at %d", v.seq)
+	return err
+}
+
+func wantView(t *testing.T, dir, id, content string) {
+	t.Helper()
+	b, _, ok := ReadView(dir, id)
+	if content == "" {
+		if ok {
+			t.Fatalf("view %q taken for current", b)
+		}
+		return
+	}
+	if !ok || string(b) != content {
+		t.Fatalf("view = %q, %v; want %q", b, ok, content)
+	}
+}
+
+// A view is left beside the summary, by an owner whose Viewer was told of
+// every commit; an owner that commits without telling it, a crash, or a
+// view file changed afterwards leave readers without one; an owner that
+// commits nothing keeps the last one.
+func TestViewLifecycle(t *testing.T) {
+	dir, id := t.TempDir(), "p-20260101T000000-abcd"
+	s := newRun(t, dir, id)
+	v := &seqViewer{}
+	s.SetViewer(v)
+	if err := s.Commit(Change{Events: []Event{ev(1, "run_started")}, Outcome: &Outcome{Status: "in_progress"}}); err != nil {
+		t.Fatal(err)
+	}
+	v.seq = 1
+	wantView(t, dir, id, "") // not while owned
+	finish(t, s, "failed", time.Now())
+	wantView(t, dir, id, "") // the last commit was not told to the viewer
+	if _, err := os.Stat(filepath.Join(RunDir(dir, id), fileView)); !os.IsNotExist(err) {
+		t.Fatalf("a view that is not current left behind: %v", err)
+	}
+
+	open := func() *Store {
+		t.Helper()
+		s, err := Open(dir, id, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s = open()
+	if _, _, ok := s.PriorView(); ok {
+		t.Fatal("a prior view where none was left")
+	}
+	v = &seqViewer{seq: 2}
+	s.SetViewer(v)
+	s.Commit(Change{Events: []Event{ev(3, "x")}, Outcome: &Outcome{Status: "success"}})
+	v.seq = 3
+	s.Close()
+	wantView(t, dir, id, "view at 3")
+
+	// Opened and closed with nothing committed: the view stays current.
+	s = open()
+	if b, seq, ok := s.PriorView(); !ok || string(b) != "view at 3" || seq != 3 {
+		t.Fatalf("PriorView = %q, %d, %v", b, seq, ok)
+	}
+	wantView(t, dir, id, "") // not while owned
+	s.Close()
+	wantView(t, dir, id, "view at 3")
+
+	// A commit, then a crash: no summary, so no view.
+	s = open()
+	s.SetViewer(&seqViewer{seq: 4})
+	s.Commit(Change{Events: []Event{ev(4, "run_resumed")}, Outcome: &Outcome{Status: "in_progress"}})
+	crash(s)
+	wantView(t, dir, id, "")
+	s = open()
+	if _, _, ok := s.PriorView(); ok {
+		t.Fatal("a prior view after a crash")
+	}
+	s.SetViewer(&seqViewer{seq: 5})
+	finish(t, s, "success", time.Now())
+	wantView(t, dir, id, "view at 5")
+
+	// The view file changed after the summary was taken.
+	time.Sleep(10 * time.Millisecond) // past the file system's clock tick
+	writeFile(t, filepath.Join(RunDir(dir, id), fileView), "view at 6")
+	wantView(t, dir, id, "")
+	if _, ok := ReadSummary(dir, id); !ok {
+		t.Fatal("the summary is still current for list")
+	}
+}
+
+// parseSummary reads what json.Unmarshal reads, whether a summary as
+// writeSummary writes it (the quick way) or anything else.
+func TestParseSummary(t *testing.T) {
+	fin := time.Date(2026, 1, 2, 3, 4, 5, 600, time.FixedZone("", -3600))
+	base := Summary{RunID: "p-1", Plan: "p", StartedAt: time.Date(2026, 1, 1, 0, 0, 0, 1, time.UTC), Created: 42,
+		Outcome: Outcome{Status: "success", FinishedAt: &fin}, LastSeq: 7,
+		Files: []FileStamp{{Name: "db/000001.sst", Size: 514, MTime: 1764236420123456789}, {Name: "meta.json", Size: 0, MTime: -5}},
+		View:  &FileStamp{Name: "view", Size: 10, MTime: 3}}
+	var cases []Summary
+	for i := range 8 {
+		s := base
+		if i&1 != 0 {
+			s.ParentRunID = "q-2"
+		}
+		if i&2 != 0 {
+			s.FinishedAt, s.View = nil, nil
+		}
+		if i&4 != 0 {
+			s.Plan = `a "plan" <&> ü` // escapes and non-ASCII: json.Unmarshal's
+		}
+		cases = append(cases, s)
+	}
+	var inputs [][]byte
+	for _, s := range cases {
+		b, _ := json.Marshal(s)
+		inputs = append(inputs, b)
+		if _, ok := scanSummary(b); !ok && s.Plan == base.Plan {
+			t.Errorf("the quick way did not read %s", b)
+		}
+	}
+	inputs = append(inputs, []byte(`{"run_id":"p-1","files":[{"name":"a","size":01,"mtime":1}]}`), []byte(`{"RUN_ID":"x"}`),
+		[]byte(`{"run_id":"p-1","plan":"p","started_at":"2026-01-01T00:00:00Z","created":1,"status":"s","finished_at":null,"last_seq":1,"files":[{"name":"a","size":1,"mtime":1}],"x":1}`))
+	for _, b := range inputs {
+		var want Summary
+		werr := json.Unmarshal(b, &want)
+		got, err := parseSummary(b)
+		if (err != nil) != (werr != nil) {
+			t.Errorf("%s: error %v, json.Unmarshal's %v", b, err, werr)
+			continue
+		}
+		gb, _ := json.Marshal(got)
+		wb, _ := json.Marshal(want)
+		if !bytes.Equal(gb, wb) {
+			t.Errorf("%s:\nread  %s\nwant %s", b, gb, wb)
+		}
 	}
 }

@@ -9,5 +9,7 @@ func NewestRunsRead(stateDir string, f ListFilter) int {
 	if err != nil {
 		panic(err)
 	}
-	return len(newestRuns(stateDir, ids, f))
+	dir := state.OpenRuns(stateDir)
+	defer dir.Close()
+	return len(newestRuns(stateDir, dir, ids, f))
 }

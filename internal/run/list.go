@@ -124,8 +124,8 @@ type listed struct {
 // by a crash, damaged, or whose files changed since the summary was taken)
 // is read from its event log, as 'faber status' reads it. ok is false for a
 // run that state.List leaves out.
-func listRun(stateDir, runID string) (l listed, ok bool) {
-	m, sum, ok := state.ListEntry(stateDir, runID)
+func listRun(stateDir string, runs *state.Runs, runID string) (l listed, ok bool) {
+	m, sum, ok := runs.Entry(runID)
 	if !ok {
 		return l, false
 	}
@@ -171,11 +171,13 @@ func listItems(stateDir string, f ListFilter) ([]ListItem, error) {
 	if err != nil {
 		return nil, err
 	}
+	dir := state.OpenRuns(stateDir)
+	defer dir.Close()
 	var runs []listed
 	if f.Limit > 0 {
-		runs = newestRuns(stateDir, ids, f)
+		runs = newestRuns(stateDir, dir, ids, f)
 	} else {
-		runs = readRuns(stateDir, ids)
+		runs = readRuns(stateDir, dir, ids)
 	}
 	slices.SortFunc(runs, func(a, b listed) int { return state.NewestFirst(a.meta, b.meta) })
 	items := make([]ListItem, len(runs))
@@ -187,10 +189,10 @@ func listItems(stateDir string, f ListFilter) ([]ListItem, error) {
 
 // readRuns reads every run, on as many goroutines as there are CPUs: each
 // run is a few small files, and a state dir may hold thousands.
-func readRuns(stateDir string, ids []string) []listed {
+func readRuns(stateDir string, dir *state.Runs, ids []string) []listed {
 	out := make([]listed, len(ids))
 	keep := make([]bool, len(ids))
-	parallel(len(ids), func(i int) { out[i], keep[i] = listRun(stateDir, ids[i]) })
+	parallel(len(ids), func(i int) { out[i], keep[i] = listRun(stateDir, dir, ids[i]) })
 	runs := out[:0]
 	for i := range out {
 		if keep[i] {
@@ -208,7 +210,7 @@ func readRuns(stateDir string, ids []string) []listed {
 // top-level (ListFilter.Apply). A child run starts after its parent, so the
 // children of a run kept are among the runs read. Given to ListFilter.Apply,
 // these runs give what all of them would.
-func newestRuns(stateDir string, ids []string, f ListFilter) []listed {
+func newestRuns(stateDir string, dir *state.Runs, ids []string, f ListFilter) []listed {
 	type cand struct {
 		id    string
 		bound time.Time
@@ -236,7 +238,7 @@ func newestRuns(stateDir string, ids []string, f ListFilter) []listed {
 		if _, done := read[id]; done {
 			return
 		}
-		l, ok := listRun(stateDir, id)
+		l, ok := listRun(stateDir, dir, id)
 		if !ok {
 			read[id] = nil
 			return

@@ -102,7 +102,8 @@ func DecodePrior(snap *state.Snapshot, stateDir string) (*exec.Prior, error) {
 // through it.
 type Recorder struct{ Store *state.Store }
 
-// Commit marshals the records and events and commits them in one transaction.
+// Commit marshals the records and events and commits them in one
+// transaction, and keeps the run's view (state.Viewer) current with them.
 func (a Recorder) Commit(run *exec.RunState, steps []*exec.StepState, events []exec.Event) error {
 	var c state.Change
 	if run != nil {
@@ -132,7 +133,17 @@ func (a Recorder) Commit(run *exec.RunState, steps []*exec.StepState, events []e
 			c.Outcome = &o
 		}
 	}
-	return a.Store.Commit(c)
+	// The run's view takes in what is committed, and only that: it is
+	// made of what was committed before.
+	v := viewerOf(a.Store)
+	<-v.ready
+	if err := a.Store.Commit(c); err != nil {
+		return err
+	}
+	if v.rep != nil {
+		v.rep.Committed(events)
+	}
+	return nil
 }
 
 // outcomeOf is the run's status after an event of type typ (JSON b) as

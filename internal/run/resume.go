@@ -43,6 +43,7 @@ func Resume(stateDir, runID string, opt state.Options, o ResumeOptions) (res *Re
 			store.Close()
 		}
 	}()
+	PrepareView(store) // while the records and the plan load
 	snap, prior, err := LoadRecords(store, runID, stateDir)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package run
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,14 +14,37 @@ import (
 
 // Load rebuilds a run from its event log, the way every reader does: it
 // never opens the store of a run that another process owns. A run whose
-// owner died while it was in progress shows as interrupted (nothing is
-// written). It also returns the damage of the run's store found on the way
-// (nil if none): the view then comes from events.jsonl.
+// owner closed it cleanly comes from the view its owner left (state.ReadView)
+// while that is current, without a replay. A run whose owner died while it
+// was in progress shows as interrupted (nothing is written). It also returns
+// the damage of the run's store found on the way (nil if none): the view
+// then comes from events.jsonl.
 func Load(stateDir, runID string) (*exec.View, state.Meta, *state.DamagedError, error) {
 	meta, err := state.ReadMeta(stateDir, runID)
 	if err != nil {
 		return nil, meta, nil, StoreError(err, runID, stateDir)
 	}
+	if f, ok := storedView(stateDir, runID); ok {
+		if v, err := f.full(); err == nil {
+			settle(v, meta, stateDir, runID)
+			return v, meta, nil, nil
+		}
+	}
+	return loadReplayed(stateDir, runID, meta)
+}
+
+// LoadReplayed is Load without the stored view: a replay of the event log,
+// what every reader did before views (the tests compare the two).
+func LoadReplayed(stateDir, runID string) (*exec.View, *state.DamagedError, error) {
+	meta, err := state.ReadMeta(stateDir, runID)
+	if err != nil {
+		return nil, nil, StoreError(err, runID, stateDir)
+	}
+	v, _, de, err := loadReplayed(stateDir, runID, meta)
+	return v, de, err
+}
+
+func loadReplayed(stateDir, runID string, meta state.Meta) (*exec.View, state.Meta, *state.DamagedError, error) {
 	log, err := state.ReadLog(stateDir, runID, 0)
 	if err != nil {
 		if errors.Is(err, state.ErrDamaged) {
@@ -32,18 +56,81 @@ func Load(stateDir, runID string) (*exec.View, state.Meta, *state.DamagedError, 
 	if err != nil {
 		return nil, meta, nil, stateProblem(fmt.Errorf("run %s: event log unreadable: %w", runID, err))
 	}
+	settle(v, meta, stateDir, runID)
+	return v, meta, log.Damaged, nil
+}
+
+// settle completes a view from the event log with what the log cannot
+// tell: the run's metadata when it has no run_started yet, and that a run in
+// progress whose owner is gone was interrupted. It reports whether it
+// changed the view.
+func settle(v *exec.View, meta state.Meta, stateDir, runID string) bool {
+	changed := false
 	if v.Run.RunID == "" {
 		v.Run.RunID = meta.RunID
 		v.Run.Plan = meta.Plan
 		v.Run.StartedAt = meta.StartedAt
 		v.Run.Status = exec.RunInProgress
+		changed = true
 	}
 	if v.Run.Status == exec.RunInProgress {
 		if o, err := state.OwnerOf(stateDir, runID); err == nil && !o.Alive {
 			v.Run.Status = exec.RunInterrupted
+			changed = true
 		}
 	}
-	return v, meta, log.Damaged, nil
+	return changed
+}
+
+// storedView is the run's view file while it is current (state.ReadView).
+func storedView(stateDir, runID string) (*viewFile, bool) {
+	b, sum, ok := state.ReadView(stateDir, runID)
+	if !ok {
+		return nil, false
+	}
+	f, err := parseView(b)
+	if err != nil || f.lastSeq != sum.LastSeq {
+		return nil, false
+	}
+	return f, true
+}
+
+// LoadBrief is Load for 'faber status': a run closed cleanly comes from
+// its view file's table, so each step holds only what the status table
+// shows of it (see appendTable); any other run is Load's, whole.
+func LoadBrief(stateDir, runID string) (*exec.View, *state.DamagedError, error) {
+	if f, ok := storedView(stateDir, runID); ok {
+		if v, err := f.brief(); err == nil {
+			if meta, err := state.ReadMeta(stateDir, runID); err == nil {
+				settle(v, meta, stateDir, runID)
+				return v, nil, nil
+			}
+		}
+	}
+	v, _, de, err := Load(stateDir, runID)
+	return v, de, err
+}
+
+// StatusJSON is the JSON object 'faber status --json' prints (Status),
+// unindented: as its view file holds it for a run closed cleanly whose
+// view needs nothing settled (settle), else Load's, marshaled.
+func StatusJSON(stateDir, runID string) ([]byte, *state.DamagedError, error) {
+	if f, ok := storedView(stateDir, runID); ok {
+		if v, r := f.head(); r.err == nil {
+			if meta, err := state.ReadMeta(stateDir, runID); err == nil && !settle(v, meta, stateDir, runID) {
+				return f.json, nil, nil
+			}
+		}
+	}
+	v, _, de, err := Load(stateDir, runID)
+	if err != nil {
+		return nil, de, err
+	}
+	b, err := json.Marshal(StatusOf(v))
+	if err != nil {
+		return nil, de, stateProblem(err)
+	}
+	return b, de, nil
 }
 
 // View is Load without the store's damage.

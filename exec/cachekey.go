@@ -334,12 +334,34 @@ func rel(dir, path string) string {
 // once: hashing is bounded by the disk and the CPUs, not by one core. Only
 // regular files are read (a FIFO, a device or a socket is an error naming
 // it: reading one may never end), and every worker stops within one
-// buffer's read once ctx is done.
+// buffer's read once ctx is done. A single file (an item's one input) is
+// digested on the caller's goroutine.
 func digestFiles(ctx context.Context, dir string, names []string, mode string) (map[string]string, error) {
 	out := make(map[string]string, len(names))
+	one := func(name string) (string, error) {
+		if strings.HasSuffix(name, noMatchSuffix) {
+			return "-", nil
+		}
+		d, err := digestFile(ctx, abs(dir, name), mode)
+		if nr := (*regfile.NotRegular)(nil); errors.As(err, &nr) {
+			err = fmt.Errorf("%s is %w", name, err)
+		}
+		return d, err
+	}
 	workers := runtime.GOMAXPROCS(0)
 	if workers > len(names) {
 		workers = len(names)
+	}
+	if workers <= 1 {
+		var first error
+		for _, n := range names {
+			d, err := one(n)
+			if err != nil && first == nil {
+				first = err
+			}
+			out[n] = d
+		}
+		return out, first
 	}
 	type res struct {
 		name, digest string
@@ -352,22 +374,14 @@ func digestFiles(ctx context.Context, dir string, names []string, mode string) (
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, 1<<20)
 			for name := range jobs {
-				d, err := digestFile(ctx, abs(dir, name), mode, buf)
-				if nr := (*regfile.NotRegular)(nil); errors.As(err, &nr) {
-					err = fmt.Errorf("%s is %w", name, err)
-				}
+				d, err := one(name)
 				results <- res{name, d, err}
 			}
 		}()
 	}
 	go func() {
 		for _, n := range names {
-			if strings.HasSuffix(n, noMatchSuffix) {
-				results <- res{name: n, digest: "-"}
-				continue
-			}
 			jobs <- n
 		}
 		close(jobs)
@@ -384,7 +398,12 @@ func digestFiles(ctx context.Context, dir string, names []string, mode string) (
 	return out, first
 }
 
-func digestFile(ctx context.Context, path, mode string, buf []byte) (string, error) {
+// digestBufs holds digestFile's 1 MiB read buffers, reused: one made for
+// each probe cost a 10,000-item fan-out's probes 10 GB of allocation, half
+// their CPU spent clearing it, and a peak heap of hundreds of MB.
+var digestBufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
+
+func digestFile(ctx context.Context, path, mode string) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
@@ -406,10 +425,13 @@ func digestFile(ctx context.Context, path, mode string, buf []byte) (string, err
 	}
 	defer f.Close()
 	h := sha256.New()
-	if _, err := io.CopyBuffer(h, ctxReader{ctx, f}, buf); err != nil {
+	bp := digestBufs.Get().(*[]byte)
+	defer digestBufs.Put(bp)
+	if _, err := io.CopyBuffer(h, ctxReader{ctx, f}, *bp); err != nil {
 		return "", err
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0])), nil
 }
 
 // ctxReader reads until ctx is done; it also hides WriterTo/ReaderFrom so

@@ -269,7 +269,7 @@ func expandPaths(dir string, patterns []string, vars map[string]string, must boo
 		if x, err := subst.Expand(pat, vars); err == nil {
 			pat = x
 		}
-		matches, err := filepath.Glob(abs(dir, pat))
+		matches, infos, err := glob(abs(dir, pat))
 		if err != nil {
 			return nil, fmt.Errorf("%q: %w", pat, err)
 		}
@@ -280,10 +280,12 @@ func expandPaths(dir string, patterns []string, vars map[string]string, must boo
 			add(noMatch(pat))
 			continue
 		}
-		for _, m := range matches {
-			fi, err := os.Stat(m)
-			if err != nil {
-				return nil, err
+		for i, m := range matches {
+			fi := infos[i]
+			if fi == nil {
+				if fi, err = os.Stat(m); err != nil {
+					return nil, err
+				}
 			}
 			if !fi.IsDir() {
 				add(rel(dir, m))
@@ -306,6 +308,33 @@ func expandPaths(dir string, patterns []string, vars map[string]string, must boo
 	sort.Strings(out)
 	return out, nil
 }
+
+// glob is filepath.Glob, with the os.Stat of each match when it has it
+// (nil otherwise): a path without a wildcard (a fan-out item's one input)
+// costs one stat, not Glob's lstat and then a stat.
+func glob(pattern string) ([]string, []fs.FileInfo, error) {
+	if !strings.ContainsAny(pattern, globMeta) {
+		fi, err := os.Stat(pattern)
+		if err == nil {
+			return []string{pattern}, []fs.FileInfo{fi}, nil
+		}
+		if _, lerr := os.Lstat(pattern); lerr != nil {
+			return nil, nil, nil // no match, as Glob says
+		}
+		return []string{pattern}, []fs.FileInfo{nil}, nil // a dangling symlink: Stat's error, as before
+	}
+	m, err := filepath.Glob(pattern)
+	return m, make([]fs.FileInfo, len(m)), err
+}
+
+// globMeta are the characters filepath.Glob treats as special (its
+// hasMeta; on Windows the backslash is a separator, not an escape).
+var globMeta = func() string {
+	if runtime.GOOS == "windows" {
+		return "*?["
+	}
+	return `*?[\`
+}()
 
 type missingError struct{ name string }
 

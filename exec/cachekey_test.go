@@ -2,8 +2,11 @@ package exec
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"testing"
 
 	"github.com/faber-run/faber/spec"
@@ -112,5 +115,63 @@ func TestOutputs(t *testing.T) {
 	os.Remove(filepath.Join(dir, "out.txt"))
 	if why := OutputsMiss(context.Background(), p, s, e); why != "output missing: out.txt" {
 		t.Fatal(why)
+	}
+}
+
+// TestDigestReusesBuffers: digesting many small files (a fan-out's items,
+// one input each) does not allocate a read buffer of 1 MiB for each. It
+// did: a 10,000-item cached fan-out allocated 10 GB.
+func TestDigestReusesBuffers(t *testing.T) {
+	dir := t.TempDir()
+	const n = 100
+	for i := range n {
+		write(t, filepath.Join(dir, "in", strconv.Itoa(i)), "item "+strconv.Itoa(i))
+	}
+	digest := func(i int) {
+		if _, err := digestFiles(context.Background(), dir, []string{"in/" + strconv.Itoa(i)}, spec.CacheContent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	digest(0)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		digest(i)
+	}
+	runtime.ReadMemStats(&after)
+	// A collection may empty the pool now and then; a buffer per file
+	// would be 100 MiB.
+	if got := after.TotalAlloc - before.TotalAlloc; got > 10<<20 {
+		t.Errorf("digesting %d small files allocated %d MiB", n, got>>20)
+	}
+}
+
+// TestInputPaths: a path without wildcards is a match when it exists (a
+// file, a directory standing for its files), "no match" when nothing is
+// there, and an error when it is a dangling symlink, as filepath.Glob and
+// a stat of its match made it.
+func TestInputPaths(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "f.txt"), "1")
+	write(t, filepath.Join(dir, "d", "a.txt"), "2")
+	got, err := expandPaths(dir, []string{"f.txt", "d", "none.txt", "{x}.txt"}, map[string]string{"x": "f"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"d/a.txt", "f.txt", "none.txt (no match)"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("expandPaths = %q, want %q", got, want)
+	}
+	if _, err := expandPaths(dir, []string{"none.txt"}, nil, true); !IsOutputMissing(err) {
+		t.Errorf("a missing output: %v, want output missing", err)
+	}
+	if runtime.GOOS == "windows" {
+		return
+	}
+	if err := os.Symlink(filepath.Join(dir, "gone"), filepath.Join(dir, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := expandPaths(dir, []string{"dangling"}, nil, false); err == nil {
+		t.Error("a dangling symlink input: no error")
 	}
 }

@@ -234,6 +234,9 @@ func (r *Runner) storeEntry(sr *stepRun) {
 	if err := r.Cache.Put(e); err != nil {
 		r.warn(sr, "cache: "+err.Error())
 	}
+	// A success is final in this session: nothing reads the probe again,
+	// and a 10,000-item fan-out need not keep 10,000 of them.
+	sr.cache.probe, sr.cache.outs = nil, nil
 }
 
 // dropEntry forgets a step's entry once an attempt of it failed: the

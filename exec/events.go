@@ -238,6 +238,17 @@ func isCommonKey(k string) bool {
 // MarshalJSON writes the common fields first, in a stable order, then the
 // payload's fields sorted by key.
 func (e Event) MarshalJSON() ([]byte, error) {
+	b, _, err := e.marshal()
+	return b, err
+}
+
+// marshal is MarshalJSON. wellFormed reports that b is one line of valid
+// JSON by construction, so that the store need not check it again: every
+// string is quoted by encoding/json, and the payload is encoding/json's
+// output (which it compacts and checks) and an object. The fields of an
+// event type this version does not know (Other) are raw JSON as read, not
+// known to be either.
+func (e Event) marshal() (_ []byte, wellFormed bool, _ error) {
 	var b bytes.Buffer
 	b.Grow(256)
 	b.WriteString(`{"seq":`)
@@ -266,14 +277,24 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	}
 	fields, err := e.payloadFields()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if len(fields) > 2 { // more than {}
 		b.WriteByte(',')
 		b.Write(fields[1 : len(fields)-1])
 	}
 	b.WriteByte('}')
-	return b.Bytes(), nil
+	_, other := e.Data.(Other)
+	return b.Bytes(), !other && fields[0] == '{', nil
+}
+
+// MarshalChecked returns e.JSON when set, else the event marshaled, and
+// whether it is one line of valid JSON by construction (see marshal).
+func (e Event) MarshalChecked() ([]byte, bool, error) {
+	if e.JSON != nil {
+		return e.JSON, e.jsonWellFormed, nil
+	}
+	return e.marshal()
 }
 
 // payloadFields is the JSON object of the payload's fields, sorted by key,

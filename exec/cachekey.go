@@ -448,7 +448,7 @@ func digestFile(ctx context.Context, path, mode string) (string, error) {
 	}
 	// Opened without waiting (a FIFO's open would wait for a writer), then
 	// refused unless it is a regular file.
-	f, _, err := regfile.Open(path)
+	f, _, err := regfile.OpenReader(path)
 	if err != nil {
 		return "", err
 	}

@@ -355,8 +355,19 @@ func sortedObject(m map[string]json.RawMessage, parentRun, parentStep string) ([
 }
 
 func writeJSONString(b *bytes.Buffer, s string) {
-	q, _ := json.Marshal(s)
-	b.Write(q)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			// Something encoding/json escapes: let it.
+			q, _ := json.Marshal(s)
+			b.Write(q)
+			return
+		}
+	}
+	// Printable ASCII that encoding/json writes as it is (the common case:
+	// ids, types, statuses), without its reflection and allocation.
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
 }
 
 func itoa64(n int64) string {

@@ -127,15 +127,33 @@ func ProbeCache(ctx context.Context, p *spec.Plan, s *spec.Step, needs map[strin
 }
 
 func (pr *CacheProbe) key() string {
-	h := sha256.New()
-	fmt.Fprintf(h, "faber-cache-v1\ndef %s\nmode %s\nkey_out %s\n", pr.DefHash, pr.Mode, pr.KeyOut)
+	// What it hashes is fmt's "faber-cache-v1\ndef %s\nmode %s\nkey_out %s\n",
+	// then "in %q %s\n" per input and "need %q %s\n" per upstream step,
+	// built in one buffer (%q of a string is strconv.Quote).
+	b := make([]byte, 0, 256)
+	b = append(b, "faber-cache-v1\ndef "...)
+	b = append(b, pr.DefHash...)
+	b = append(b, "\nmode "...)
+	b = append(b, pr.Mode...)
+	b = append(b, "\nkey_out "...)
+	b = append(b, pr.KeyOut...)
+	b = append(b, '\n')
 	for _, k := range sortedKeys(pr.Inputs) {
-		fmt.Fprintf(h, "in %q %s\n", k, pr.Inputs[k])
+		b = append(b, "in "...)
+		b = strconv.AppendQuote(b, k)
+		b = append(b, ' ')
+		b = append(b, pr.Inputs[k]...)
+		b = append(b, '\n')
 	}
 	for _, k := range sortedKeys(pr.Needs) {
-		fmt.Fprintf(h, "need %q %s\n", k, pr.Needs[k])
+		b = append(b, "need "...)
+		b = strconv.AppendQuote(b, k)
+		b = append(b, ' ')
+		b = append(b, pr.Needs[k]...)
+		b = append(b, '\n')
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // KeyMiss says why an entry does not match a probe ("" when the keys are

@@ -2,6 +2,8 @@ package exec
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -173,5 +175,30 @@ func TestInputPaths(t *testing.T) {
 	}
 	if _, err := expandPaths(dir, []string{"dangling"}, nil, false); err == nil {
 		t.Error("a dangling symlink input: no error")
+	}
+}
+
+// TestProbeKeyAsFmt: key hashes the text it always hashed (fmt's %q and
+// %s), so entries written before still match.
+func TestProbeKeyAsFmt(t *testing.T) {
+	odd := []string{"in/1.txt", "", "a \"b\" c", "tab\there\nnl", "é世界", "\xff\xfe", "%s %q", "\\", "\x00\x7f"}
+	for i, s := range odd {
+		pr := &CacheProbe{DefHash: s, Mode: "content", KeyOut: odd[(i+1)%len(odd)],
+			Inputs: map[string]string{}, Needs: map[string]string{}}
+		for j, k := range odd {
+			pr.Inputs[k] = odd[(i+j)%len(odd)]
+			pr.Needs[k+"x"] = odd[(i+2*j)%len(odd)]
+		}
+		h := sha256.New()
+		fmt.Fprintf(h, "faber-cache-v1\ndef %s\nmode %s\nkey_out %s\n", pr.DefHash, pr.Mode, pr.KeyOut)
+		for _, k := range sortedKeys(pr.Inputs) {
+			fmt.Fprintf(h, "in %q %s\n", k, pr.Inputs[k])
+		}
+		for _, k := range sortedKeys(pr.Needs) {
+			fmt.Fprintf(h, "need %q %s\n", k, pr.Needs[k])
+		}
+		if got, want := pr.key(), hex.EncodeToString(h.Sum(nil)); got != want {
+			t.Errorf("probe %d: key %s, fmt's text hashes to %s", i, got, want)
+		}
 	}
 }

@@ -249,12 +249,17 @@ func (e Event) MarshalJSON() ([]byte, error) {
 // event type this version does not know (Other) are raw JSON as read, not
 // known to be either.
 func (e Event) marshal() (_ []byte, wellFormed bool, _ error) {
+	fields, err := e.payloadFields()
+	if err != nil {
+		return nil, false, err
+	}
 	var b bytes.Buffer
-	b.Grow(256)
+	// Room for the common fields and the payload: one allocation.
+	b.Grow(192 + len(e.Type) + len(e.RunID) + len(e.StepID) + len(e.Status) + len(fields))
 	b.WriteString(`{"seq":`)
-	b.WriteString(itoa64(e.Seq))
+	b.Write(appendInt(b.AvailableBuffer(), e.Seq))
 	b.WriteString(`,"time":"`)
-	b.WriteString(e.Time.UTC().Format(time.RFC3339Nano))
+	b.Write(e.Time.UTC().AppendFormat(b.AvailableBuffer(), time.RFC3339Nano))
 	b.WriteString(`","type":`)
 	writeJSONString(&b, e.Type)
 	b.WriteString(`,"run_id":`)
@@ -274,10 +279,6 @@ func (e Event) marshal() (_ []byte, wellFormed bool, _ error) {
 	if e.ExitCode != nil {
 		b.WriteString(`,"exit_code":`)
 		b.WriteString(itoa64(int64(*e.ExitCode)))
-	}
-	fields, err := e.payloadFields()
-	if err != nil {
-		return nil, false, err
 	}
 	if len(fields) > 2 { // more than {}
 		b.WriteByte(',')

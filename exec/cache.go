@@ -56,31 +56,33 @@ func (r *Runner) probeCache(sr *stepRun) bool {
 		}
 		needs[d.def.ID] = NeedKey(d.st, r.Plan, d.def)
 	}
-	var entry *CacheEntry
-	unreadable := false
 	forced := r.forced(sr)
-	if !r.NoCache && !forced {
-		e, err := r.Cache.Get(r.Plan.Name, sr.def.ID)
-		if err != nil {
-			unreadable = true
-			// A miss, not a stop: the step runs, and its success replaces
-			// the entry.
-			r.warn(sr, "cache: cannot read the entry, the step runs: "+err.Error())
+	read := !r.NoCache && !forced
+	p, def, cache := r.Plan, sr.def, r.Cache
+	var vars map[string]string
+	var env []string
+	if len(def.Cache.KeyCmds) > 0 {
+		// A cache_key command is an action that follows the upstream
+		// steps' successes: what commitLater holds is stored first.
+		if r.flushLater(); r.fatal != nil {
+			return true // it stays pending
 		}
-		entry = e
+		vars = r.vars(sr, sr.st.Attempt+1, nil)
+		env = r.env(sr, sr.st.Attempt+1, vars, "", nil, nil)
 	}
 	r.takeSlot(sr)
 	r.work(sr)
-	p, def := r.Plan, sr.def
-	vars := r.vars(sr, sr.st.Attempt+1, nil)
-	env := r.env(sr, sr.st.Attempt+1, vars, "", nil, nil)
-	// The probe's blocking work (cache_key commands, hashing) takes the
-	// session's stop context: an interrupt, a halt or a failed commit ends
-	// it within one read of a file or the kill of a cache_key process
-	// group, and the step stays pending (cacheProbed).
+	// The probe's blocking work (reading the entry, cache_key commands,
+	// hashing) takes the session's stop context: an interrupt, a halt or
+	// a failed commit ends it within one read of a file or the kill of a
+	// cache_key process group, and the step stays pending (cacheProbed).
 	ctx := r.workCtx()
-	go func() {
-		var m msg
+	r.probes.run(func() {
+		var entry *CacheEntry
+		var readErr error
+		if read {
+			entry, readErr = cache.Get(p.Name, def.ID)
+		}
 		keyOut, err := KeyCommandsDigest(def.Cache.KeyCmds, func(cmd string) ([]byte, error) {
 			argv, extra, err := ScriptArgv(p, def, cmd, vars)
 			if err != nil {
@@ -100,7 +102,7 @@ func (r *Runner) probeCache(sr *stepRun) bool {
 			why = "forced (--force)"
 		case r.NoCache:
 			why = "cache not read (--no-cache)"
-		case unreadable:
+		case readErr != nil:
 			why = "cache entry unreadable"
 		default:
 			why = KeyMiss(entry, pr)
@@ -108,16 +110,42 @@ func (r *Runner) probeCache(sr *stepRun) bool {
 				why = OutputsMiss(ctx, p, def, entry)
 			}
 		}
-		m = msg{kind: mCacheProbed, sr: sr, probe: pr, entry: entry, why: why}
-		r.msgs <- m
-	}()
+		r.msgs <- msg{kind: mCacheProbed, sr: sr, probe: pr, entry: entry, why: why, err: readErr}
+	})
 	return true
+}
+
+// probePool runs probes on goroutines that outlive one probe: a goroutine
+// started for each grew a fresh stack each time (a few percent of the CPU
+// of a 10,000-item cached fan-out). A probe goes to an idle worker, or to
+// a new one when none is idle, so it never waits for a worker, and there
+// are never more workers than probes ever in flight at once (each holds
+// a job slot). Closing ch (at the end of Run) ends the idle workers.
+type probePool struct{ ch chan func() }
+
+func (p probePool) run(f func()) {
+	select {
+	case p.ch <- f:
+	default:
+		go p.work(f)
+	}
+}
+
+func (p probePool) work(f func()) {
+	for ; f != nil; f = <-p.ch {
+		f()
+	}
 }
 
 // cacheProbed acts on a probe: a hit settles the step as cached, a miss
 // starts its attempt.
 func (r *Runner) cacheProbed(sr *stepRun, m msg) {
 	sr.cache.probe = m.probe
+	if m.err != nil {
+		// A miss, not a stop: the step runs, and its success replaces
+		// the entry.
+		r.warn(sr, "cache: cannot read the entry, the step runs: "+m.err.Error())
+	}
 	if r.intr || r.fatal != nil || r.stopping {
 		r.freeSlot(sr) // it stays pending: settlePending or a resume decides
 		return
@@ -146,10 +174,14 @@ func (r *Runner) cacheProbed(sr *stepRun, m msg) {
 		CachedAttempt: e.Attempt, CachedRunID: e.RunID, CachedSeq: e.Seq, Key: e.Key,
 	}}
 	r.freeSlot(sr)
-	r.commit([]*StepState{st}, hit, r.statusEvent(sr))
-	if r.fatal == nil {
-		r.release(sr)
-	}
+	// A hit starts nothing: like a success, it is held for the next commit
+	// (commitLater), so that the hits of a fan-out that arrive together
+	// are one transaction (see loop). Its dependents start only once it is
+	// stored: a process's start, a join's decision and a cache_key command
+	// commit what is held first.
+	sr.cache.probe = nil // its key is in the record; nothing else reads it
+	r.commitLater([]*StepState{st}, hit, r.statusEvent(sr))
+	r.release(sr)
 }
 
 func keyOf(pr *CacheProbe) string {
@@ -224,6 +256,9 @@ func (r *Runner) storeEntry(sr *stepRun) {
 	if err := r.Cache.Put(e); err != nil {
 		r.warn(sr, "cache: "+err.Error())
 	}
+	// A success is final in this session: nothing reads the probe again,
+	// and a 10,000-item fan-out need not keep 10,000 of them.
+	sr.cache.probe, sr.cache.outs = nil, nil
 }
 
 // dropEntry forgets a step's entry once an attempt of it failed: the

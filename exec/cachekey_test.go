@@ -2,8 +2,14 @@ package exec
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
 	"testing"
 
 	"github.com/faber-run/faber/spec"
@@ -112,5 +118,93 @@ func TestOutputs(t *testing.T) {
 	os.Remove(filepath.Join(dir, "out.txt"))
 	if why := OutputsMiss(context.Background(), p, s, e); why != "output missing: out.txt" {
 		t.Fatal(why)
+	}
+}
+
+// TestDigestReusesBuffers: digesting many small files (a fan-out's items,
+// one input each) does not allocate a read buffer of 1 MiB for each. It
+// did: a 10,000-item cached fan-out allocated 10 GB.
+func TestDigestReusesBuffers(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector drops pooled buffers at random")
+	}
+	dir := t.TempDir()
+	const n = 100
+	for i := range n {
+		write(t, filepath.Join(dir, "in", strconv.Itoa(i)), "item "+strconv.Itoa(i))
+	}
+	digest := func(i int) {
+		if _, err := digestFiles(context.Background(), dir, []string{"in/" + strconv.Itoa(i)}, spec.CacheContent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	digest(0)
+	// No collection meanwhile: it would empty the pool (under load, with
+	// other tests running, often enough to fail).
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		digest(i)
+	}
+	runtime.ReadMemStats(&after)
+	// A buffer per file would be 100 MiB.
+	if got := after.TotalAlloc - before.TotalAlloc; got > 10<<20 {
+		t.Errorf("digesting %d small files allocated %d MiB", n, got>>20)
+	}
+}
+
+// TestInputPaths: a path without wildcards is a match when it exists (a
+// file, a directory standing for its files), "no match" when nothing is
+// there, and an error when it is a dangling symlink, as filepath.Glob and
+// a stat of its match made it.
+func TestInputPaths(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "f.txt"), "1")
+	write(t, filepath.Join(dir, "d", "a.txt"), "2")
+	got, err := expandPaths(dir, []string{"f.txt", "d", "none.txt", "{x}.txt"}, map[string]string{"x": "f"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"d/a.txt", "f.txt", "none.txt (no match)"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("expandPaths = %q, want %q", got, want)
+	}
+	if _, err := expandPaths(dir, []string{"none.txt"}, nil, true); !IsOutputMissing(err) {
+		t.Errorf("a missing output: %v, want output missing", err)
+	}
+	if runtime.GOOS == "windows" {
+		return
+	}
+	if err := os.Symlink(filepath.Join(dir, "gone"), filepath.Join(dir, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := expandPaths(dir, []string{"dangling"}, nil, false); err == nil {
+		t.Error("a dangling symlink input: no error")
+	}
+}
+
+// TestProbeKeyAsFmt: key hashes the text it always hashed (fmt's %q and
+// %s), so entries written before still match.
+func TestProbeKeyAsFmt(t *testing.T) {
+	odd := []string{"in/1.txt", "", "a \"b\" c", "tab\there\nnl", "é世界", "\xff\xfe", "%s %q", "\\", "\x00\x7f"}
+	for i, s := range odd {
+		pr := &CacheProbe{DefHash: s, Mode: "content", KeyOut: odd[(i+1)%len(odd)],
+			Inputs: map[string]string{}, Needs: map[string]string{}}
+		for j, k := range odd {
+			pr.Inputs[k] = odd[(i+j)%len(odd)]
+			pr.Needs[k+"x"] = odd[(i+2*j)%len(odd)]
+		}
+		h := sha256.New()
+		fmt.Fprintf(h, "faber-cache-v1\ndef %s\nmode %s\nkey_out %s\n", pr.DefHash, pr.Mode, pr.KeyOut)
+		for _, k := range sortedKeys(pr.Inputs) {
+			fmt.Fprintf(h, "in %q %s\n", k, pr.Inputs[k])
+		}
+		for _, k := range sortedKeys(pr.Needs) {
+			fmt.Fprintf(h, "need %q %s\n", k, pr.Needs[k])
+		}
+		if got, want := pr.key(), hex.EncodeToString(h.Sum(nil)); got != want {
+			t.Errorf("probe %d: key %s, fmt's text hashes to %s", i, got, want)
+		}
 	}
 }

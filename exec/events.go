@@ -238,12 +238,28 @@ func isCommonKey(k string) bool {
 // MarshalJSON writes the common fields first, in a stable order, then the
 // payload's fields sorted by key.
 func (e Event) MarshalJSON() ([]byte, error) {
+	b, _, err := e.marshal()
+	return b, err
+}
+
+// marshal is MarshalJSON. wellFormed reports that b is one line of valid
+// JSON by construction, so that the store need not check it again: every
+// string is quoted by encoding/json, and the payload is encoding/json's
+// output (which it compacts and checks) and an object. The fields of an
+// event type this version does not know (Other) are raw JSON as read, not
+// known to be either.
+func (e Event) marshal() (_ []byte, wellFormed bool, _ error) {
+	fields, err := e.payloadFields()
+	if err != nil {
+		return nil, false, err
+	}
 	var b bytes.Buffer
-	b.Grow(256)
+	// Room for the common fields and the payload: one allocation.
+	b.Grow(192 + len(e.Type) + len(e.RunID) + len(e.StepID) + len(e.Status) + len(fields))
 	b.WriteString(`{"seq":`)
-	b.WriteString(itoa64(e.Seq))
+	b.Write(appendInt(b.AvailableBuffer(), e.Seq))
 	b.WriteString(`,"time":"`)
-	b.WriteString(e.Time.UTC().Format(time.RFC3339Nano))
+	b.Write(e.Time.UTC().AppendFormat(b.AvailableBuffer(), time.RFC3339Nano))
 	b.WriteString(`","type":`)
 	writeJSONString(&b, e.Type)
 	b.WriteString(`,"run_id":`)
@@ -264,16 +280,22 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		b.WriteString(`,"exit_code":`)
 		b.WriteString(itoa64(int64(*e.ExitCode)))
 	}
-	fields, err := e.payloadFields()
-	if err != nil {
-		return nil, err
-	}
 	if len(fields) > 2 { // more than {}
 		b.WriteByte(',')
 		b.Write(fields[1 : len(fields)-1])
 	}
 	b.WriteByte('}')
-	return b.Bytes(), nil
+	_, other := e.Data.(Other)
+	return b.Bytes(), !other && fields[0] == '{', nil
+}
+
+// MarshalChecked returns e.JSON when set, else the event marshaled, and
+// whether it is one line of valid JSON by construction (see marshal).
+func (e Event) MarshalChecked() ([]byte, bool, error) {
+	if e.JSON != nil {
+		return e.JSON, e.jsonWellFormed, nil
+	}
+	return e.marshal()
 }
 
 // payloadFields is the JSON object of the payload's fields, sorted by key,
@@ -334,8 +356,19 @@ func sortedObject(m map[string]json.RawMessage, parentRun, parentStep string) ([
 }
 
 func writeJSONString(b *bytes.Buffer, s string) {
-	q, _ := json.Marshal(s)
-	b.Write(q)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			// Something encoding/json escapes: let it.
+			q, _ := json.Marshal(s)
+			b.Write(q)
+			return
+		}
+	}
+	// Printable ASCII that encoding/json writes as it is (the common case:
+	// ids, types, statuses), without its reflection and allocation.
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
 }
 
 func itoa64(n int64) string {

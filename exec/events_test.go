@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"sort"
@@ -126,6 +127,61 @@ func BenchmarkReplay10k(b *testing.B) {
 	for range b.N {
 		if _, err := Replay(lines); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestMarshalWellFormed: what marshal calls well formed (and the store then
+// does not check again) is one line of valid JSON, whatever the strings
+// hold; raw fields of an unknown event type and a payload that is not an
+// object are left to the store's check.
+func TestMarshalWellFormed(t *testing.T) {
+	hostile := "a\nb\r\"c\\\x00\x1b\u2028\xff}{"
+	var evs []Event
+	for _, p := range allPayloads {
+		for _, parent := range []string{"", hostile} {
+			e := Event{Seq: 7, Time: time.Unix(1, 2), Type: hostile, RunID: hostile, StepID: hostile,
+				Attempt: 2, Status: hostile, ExitCode: intp(3), Data: p, ParentRunID: parent, ParentStepID: parent}
+			evs = append(evs, e)
+		}
+	}
+	evs = append(evs, Event{Seq: 1, Type: EvWarning, RunID: "r", Data: &Warning{Message: hostile}},
+		Event{Seq: 1, Type: "x", RunID: "r"})
+	for _, e := range evs {
+		b, ok, err := e.MarshalChecked()
+		if err != nil {
+			t.Fatalf("%T: %v", e.Data, err)
+		}
+		if !ok {
+			t.Errorf("%T: not called well formed: %s", e.Data, b)
+		}
+		if !json.Valid(b) || strings.ContainsAny(string(b), "\r\n") || b[0] != '{' {
+			t.Errorf("%T: called well formed but is not one line of JSON: %q", e.Data, b)
+		}
+	}
+	for _, e := range []Event{
+		{Seq: 1, Type: "new_type", RunID: "r", Data: Other{"k": json.RawMessage("[1,\n2]")}},
+		{Seq: 1, Type: EvWarning, RunID: "r", Data: (*Warning)(nil)},
+	} {
+		if b, ok, err := e.MarshalChecked(); err == nil && ok {
+			t.Errorf("%T: called well formed: %q", e.Data, b)
+		}
+	}
+}
+
+// TestWriteJSONString: the shortcut for plain ASCII writes what
+// encoding/json writes, for every byte and around the escaped ones.
+func TestWriteJSONString(t *testing.T) {
+	strs := []string{"", "t[5]", "cachedfan-20261127T113848-4066", "a b", "~", "\u2028", "é", "\xff"}
+	for c := 0; c < 256; c++ {
+		strs = append(strs, string(rune(c)), "x"+string([]byte{byte(c)})+"y")
+	}
+	for _, s := range strs {
+		var b bytes.Buffer
+		writeJSONString(&b, s)
+		want, _ := json.Marshal(s)
+		if b.String() != string(want) {
+			t.Errorf("writeJSONString(%q) = %s, encoding/json writes %s", s, b.String(), want)
 		}
 	}
 }

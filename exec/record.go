@@ -96,7 +96,7 @@ func (r *Runner) commitWith(run *RunState, steps []*StepState, evs []Event) {
 	}
 	var err error
 	for i := range evs {
-		if evs[i].JSON, err = evs[i].MarshalJSON(); err != nil {
+		if evs[i].JSON, evs[i].jsonWellFormed, err = evs[i].marshal(); err != nil {
 			err = fmt.Errorf("event %s: %w", evs[i].Type, err)
 			break
 		}
@@ -139,7 +139,7 @@ func Stamp(evs []Event, after int64, runID string, now time.Time) int64 {
 		evs[i].Seq = after
 		evs[i].Time = now
 		evs[i].RunID = runID
-		evs[i].JSON = nil
+		evs[i].JSON, evs[i].jsonWellFormed = nil, false
 	}
 	return after
 }

@@ -12,21 +12,35 @@ import (
 	"github.com/faber-run/faber/spec/subst"
 )
 
+func envHasBrace(env map[string]string) bool {
+	for _, v := range env {
+		if strings.ContainsAny(v, "{}") {
+			return true
+		}
+	}
+	return false
+}
+
 // StepHash is the step definition hash of SPEC §10: it covers `run` after
 // substitution of context values (built-ins such as {attempt} stay as
 // written, so that they do not make every attempt "changed"), env, dir,
 // shell, timeout and needs.
 func StepHash(p *spec.Plan, s *spec.Step) string {
-	vars := make(map[string]string, len(p.Context)+10)
-	for _, b := range spec.Builtins(true) {
-		vars[b] = "{" + b + "}"
-	}
-	for k, v := range p.Context {
-		vars[k] = v
-	}
-	if s.Item != nil {
-		for k, v := range s.Item.Vars() {
+	// The variables are only needed by a template with a brace (Expand
+	// returns any other as it is); a fan-out's items often have none.
+	var vars map[string]string
+	if strings.ContainsAny(s.Run, "{}") || envHasBrace(s.Env) {
+		vars = make(map[string]string, len(p.Context)+10)
+		for _, b := range spec.Builtins(true) {
+			vars[b] = "{" + b + "}"
+		}
+		for k, v := range p.Context {
 			vars[k] = v
+		}
+		if s.Item != nil {
+			for k, v := range s.Item.Vars() {
+				vars[k] = v
+			}
 		}
 	}
 	run, err := subst.Expand(s.Run, vars)

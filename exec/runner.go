@@ -94,6 +94,7 @@ type Runner struct {
 	byID     map[string]*stepRun
 	end      *stepRun
 	msgs     chan msg
+	probes   probePool
 	ready    readyHeap
 	inflight int
 	running  int // slot holders
@@ -207,6 +208,8 @@ func (r *Runner) now() time.Time {
 func (r *Runner) Run(ctx context.Context, prior *Prior) (string, error) {
 	r.stopCtx, r.stopAll = context.WithCancel(context.Background())
 	defer r.stopAll()
+	r.probes.ch = make(chan func())
+	defer close(r.probes.ch) // no probe starts after Run
 	r.setup(prior)
 	if r.fatal != nil {
 		return RunInterrupted, r.fatal

@@ -40,6 +40,7 @@ func (r *Runner) loop(ctx context.Context) {
 		select {
 		case m := <-r.msgs:
 			r.handle(m)
+			r.drain()
 		case <-done:
 			done = nil
 			r.interrupt(false)
@@ -50,6 +51,24 @@ func (r *Runner) loop(ctx context.Context) {
 			req.Reply <- r.classify(req)
 		case <-wait:
 			wait = nil // decisions left for later (awaitDecisions)
+		}
+	}
+}
+
+// maxDrain bounds the reports drain handles at once.
+const maxDrain = 256
+
+// drain handles the reports that are already there, before the loop
+// fills job slots and flushes what commitLater holds: the cache hits (and
+// successes) reported meanwhile are then committed in one transaction,
+// not one each (a 10,000-item cached fan-out is 10,000 hits).
+func (r *Runner) drain() {
+	for range maxDrain {
+		select {
+		case m := <-r.msgs:
+			r.handle(m)
+		default:
+			return
 		}
 	}
 }

@@ -147,6 +147,8 @@ type Event struct {
 	// event, so that the store and the JSON renderer do not marshal it
 	// again. It is not part of the JSON.
 	JSON []byte
+	// jsonWellFormed is marshal's word on JSON (see MarshalChecked).
+	jsonWellFormed bool
 }
 
 // Marshal returns e.JSON when set, else the event marshaled.

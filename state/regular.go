@@ -12,7 +12,7 @@ import (
 // at most max bytes. A FIFO, device or socket is an error naming the path,
 // never a read that blocks or does not end; so is a bigger file.
 func readRegular(path string, max int64) ([]byte, error) {
-	f, fi, err := regfile.Open(path)
+	f, size, err := regfile.OpenReader(path)
 	var nr *regfile.NotRegular
 	if errors.As(err, &nr) {
 		return nil, fmt.Errorf("%s is %w", path, nr)
@@ -21,12 +21,31 @@ func readRegular(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if fi.Size() > max {
-		return nil, fmt.Errorf("%s is %d bytes, more than the %d it may be", path, fi.Size(), max)
+	if size > max {
+		return nil, fmt.Errorf("%s is %d bytes, more than the %d it may be", path, size, max)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err == nil && int64(len(b)) > max {
-		err = fmt.Errorf("%s grew past the %d bytes it may be", path, max)
+	// The size stat gave and one byte more, to see the end in one more
+	// read; a file that grew meanwhile is read on, to max+1 bytes.
+	b := make([]byte, 0, size+1)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		room := b[len(b):cap(b)]
+		if left := max + 1 - int64(len(b)); int64(len(room)) > left {
+			room = room[:left]
+		}
+		n, rerr := f.Read(room)
+		b = b[:len(b)+n]
+		if rerr == io.EOF || int64(len(b)) > max {
+			break
+		}
+		if rerr != nil {
+			return b, rerr
+		}
 	}
-	return b, err
+	if int64(len(b)) > max {
+		return b, fmt.Errorf("%s grew past the %d bytes it may be", path, max)
+	}
+	return b, nil
 }

@@ -172,6 +172,7 @@ func TestCommitEnforcesSeq(t *testing.T) {
 		{"multi-line JSON", []Event{{Seq: 1, JSON: []byte("{\n}")}}},
 		{"invalid JSON", []Event{{Seq: 1, JSON: []byte(`{"a":`)}}},
 		{"not an object", []Event{{Seq: 1, JSON: []byte(`[1]`)}}},
+		{"not an object, called well formed", []Event{{Seq: 1, JSON: []byte(`[1]`), WellFormed: true}}},
 	}
 	for _, tc := range bad {
 		if err := s.Commit(Change{Steps: step, Events: tc.evs}); err == nil {

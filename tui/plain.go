@@ -71,7 +71,7 @@ func PlainLine(e exec.Event, s Styles) string {
 		if l == "" {
 			return ""
 		}
-		return s.Dim.Render(e.StepID+" ↳ "+e.Child.RunID) + " " + l
+		return s.Render(s.Dim, e.StepID+" ↳ "+e.Child.RunID) + " " + l
 	case exec.EvStepOutput:
 		prefix := e.StepID
 		out := data[exec.StepOutput](e)
@@ -79,9 +79,9 @@ func PlainLine(e exec.Event, s Styles) string {
 			prefix += " " + out.Kind
 		}
 		if out.Stream == "stderr" {
-			return s.Dim.Render(prefix+" !") + " " + string(e.Line)
+			return s.Render(s.Dim, prefix+" !") + " " + string(e.Line)
 		}
-		return s.Dim.Render(prefix+" |") + " " + string(e.Line)
+		return s.Render(s.Dim, prefix+" |") + " " + string(e.Line)
 	case exec.EvRunResumed:
 		return fmt.Sprintf("%s %s resumed run %s", ts, s.Glyph(exec.RunInProgress), e.RunID)
 	case exec.EvRunStarted:
@@ -94,7 +94,7 @@ func PlainLine(e exec.Event, s Styles) string {
 			msg += fmt.Sprintf(" (attempt %d)", e.Attempt)
 		}
 		if d.DurationMs != nil && e.Status == exec.StatusSuccess {
-			msg += " " + s.Dim.Render(fmtDur(time.Duration(*d.DurationMs)*time.Millisecond))
+			msg += " " + s.Render(s.Dim, fmtDur(time.Duration(*d.DurationMs)*time.Millisecond))
 		}
 		if e.ExitCode != nil && e.Status != exec.StatusSuccess {
 			msg += fmt.Sprintf(" exit %d", *e.ExitCode)
@@ -143,7 +143,7 @@ func PlainLine(e exec.Event, s Styles) string {
 		return fmt.Sprintf("%s %s %s cache miss: %s", ts, s.Glyph(exec.StatusPending), e.StepID, d.Reason)
 	case exec.EvWarning:
 		d := data[exec.Warning](e)
-		return fmt.Sprintf("%s %s warning: %s", ts, s.Warn.Render("!"), d.Message)
+		return fmt.Sprintf("%s %s warning: %s", ts, s.Render(s.Warn, "!"), d.Message)
 	case exec.EvStepOrphaned:
 		d := data[exec.StepOrphaned](e)
 		return fmt.Sprintf("%s %s %s was running when faber died: %s", ts, s.Glyph(exec.StatusInterrupted), e.StepID, d.Message)

@@ -25,11 +25,11 @@ func (c Cache) Get(plan, step string) (*exec.CacheEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	var e exec.CacheEntry
-	if json.Unmarshal(b, &e) != nil || e.Plan != plan || e.Step != step {
+	e, err := decodeEntry(b)
+	if err != nil || e.Plan != plan || e.Step != step {
 		return nil, nil
 	}
-	return &e, nil
+	return e, nil
 }
 
 // Put writes an entry.

@@ -124,11 +124,11 @@ func (a Recorder) Commit(run *exec.RunState, steps []*exec.StepState, events []e
 		}
 	}
 	for _, e := range events {
-		b, err := e.Marshal()
+		b, wellFormed, err := e.MarshalChecked()
 		if err != nil {
 			return err
 		}
-		c.Events = append(c.Events, state.Event{Seq: e.Seq, JSON: b})
+		c.Events = append(c.Events, state.Event{Seq: e.Seq, JSON: b, WellFormed: wellFormed})
 		if o, ok := outcomeOf(e.Type, b); ok {
 			c.Outcome = &o
 		}

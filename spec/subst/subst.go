@@ -42,7 +42,7 @@ type segment struct {
 // definition of the template grammar: Names, Expand, Words and Script all use it, so
 // validation and substitution can never disagree about what is a reference.
 func scan(tmpl string) []segment {
-	var segs []segment
+	segs := make([]segment, 0, 4)
 	textStart := 0
 	flush := func(end int) {
 		if end > textStart {
@@ -125,6 +125,9 @@ func Names(tmpl string) []NameRef {
 // "{{" becomes "{", "}}" becomes "}" and {name} becomes vars[name] (see CleanValue).
 // An unknown name is an error.
 func Expand(tmpl string, vars map[string]string) (string, error) {
+	if strings.IndexAny(tmpl, "{}") < 0 {
+		return tmpl, nil // no reference, no {{ or }}: nothing to do
+	}
 	var b strings.Builder
 	b.Grow(len(tmpl))
 	for _, s := range scan(tmpl) {

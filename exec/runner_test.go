@@ -289,8 +289,18 @@ type slowStore struct {
 }
 
 func (s *slowStore) Commit(run *RunState, steps []*StepState, events []Event) error {
+	// Only the commit that carries a step's start (its in_progress status
+	// event) counts: a step that runs longer than groupRecordDelay (a
+	// touch, on a loaded machine) is committed again, in_progress, with its
+	// process group, after it started.
+	starts := map[string]bool{}
+	for _, e := range events {
+		if e.Type == EvStepStatus && e.Status == StatusInProgress {
+			starts[e.StepID] = true
+		}
+	}
 	for _, st := range steps {
-		if st.Status == StatusInProgress {
+		if starts[st.ID] {
 			time.Sleep(200 * time.Millisecond)
 			if _, err := os.Stat(filepath.Join(s.dir, st.ID+".ran")); err == nil {
 				s.early = append(s.early, st.ID)

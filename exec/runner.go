@@ -124,6 +124,11 @@ type Runner struct {
 	// ahead counts the goroutines making log files ahead (makeLogsAhead),
 	// which dropAhead waits for.
 	ahead sync.WaitGroup
+	// gated counts the attempts whose log files are being made while their
+	// start is committed, until they are told to start or not: Run waits
+	// for them, so that no file is made after it returns (a failed commit
+	// tells them not to start and does not wait for their processes).
+	gated sync.WaitGroup
 	// later is what commitLater holds for the next commit.
 	later struct {
 		steps []*StepState
@@ -223,6 +228,7 @@ func (r *Runner) Run(ctx context.Context, prior *Prior) (string, error) {
 		}
 	}
 	status := r.finish()
+	r.gated.Wait()
 	r.dropAhead()
 	if r.fatal != nil {
 		return status, r.fatal

@@ -195,13 +195,16 @@ func (r *Runner) startAttempt(sr *stepRun) {
 	var gate chan startGate
 	if err == nil {
 		gate = make(chan startGate, 1)
+		r.gated.Add(1)
 		go func() {
 			logs := openLogs(ps)
 			g := <-gate
 			if !g.ok {
 				logs.close()
+				r.gated.Done()
 				return
 			}
+			r.gated.Done()
 			ahead := len(g.ahead) > 0
 			if ahead {
 				// Only once the process runs: run earlier, on this

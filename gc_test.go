@@ -170,3 +170,35 @@ func TestLoadPlanFanOutPace(t *testing.T) {
 		t.Fatalf("GOGC %d after loading a foreach: of 10,000 items, want 25 (a big plan's)", got)
 	}
 }
+
+// keepTiny holds small pointer-free objects allocated next to the
+// sentinel, as faber's own live data may be.
+var keepTiny []*int64
+
+// TestStartGCTinyNeighbour: the way back from the start-up pace happens
+// even when what was allocated right after the sentinel stays live. The
+// tiny allocator packs small pointer-free objects into one 16-byte block
+// whose finalizers run only when all of them are garbage: with such a
+// sentinel, a short plan kept GOGC=400 to the end of its run.
+func TestStartGCTinyNeighbour(t *testing.T) {
+	if userGC() {
+		t.Skip("GOGC or GOMEMLIMIT is set")
+	}
+	defer resetGC()
+	defer func() { keepTiny = nil }()
+	runtime.GC() // finalizers of earlier tests' sentinels run now, not below
+	time.Sleep(10 * time.Millisecond)
+	tuneStartGC()
+	for range 64 {
+		keepTiny = append(keepTiny, new(int64))
+	}
+	tuneGC(1 << 10) // a short plan
+	deadline := time.Now().Add(10 * time.Second)
+	for gogc() != 100 && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := gogc(); got != 100 {
+		t.Fatalf("GOGC %d after collections, want 100: the sentinel's finalizer did not run", got)
+	}
+}

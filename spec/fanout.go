@@ -238,6 +238,7 @@ func (b *builder) rangeItems(fo *FanOut, v *yaml.Node, where string) {
 		b.errorf(nodePos(v), "%s: more than %d items", where, MaxItems)
 		return
 	}
+	fo.Items = make([]Item, 0, (to-from)/step+1)
 	for i, x := 0, from; (step > 0 && x <= to) || (step < 0 && x >= to); i, x = i+1, x+step {
 		fo.Items = append(fo.Items, Item{Value: strconv.Itoa(x), Index: i})
 	}
@@ -405,7 +406,10 @@ func tuple(m map[string]string, names []string) string {
 func keyItems(items []Item) {
 	seen := make(map[string]bool, len(items))
 	for i := range items {
-		k := keyChars.ReplaceAllString(items[i].Value, "_")
+		k := items[i].Value // shared with the value when clean (most are)
+		if !cleanKey(k) {
+			k = keyChars.ReplaceAllString(k, "_")
+		}
 		if len(k) > maxKey {
 			k = k[:maxKey]
 		}
@@ -415,6 +419,21 @@ func keyItems(items []Item) {
 		seen[k] = true
 		items[i].Key = k
 	}
+}
+
+// cleanKey reports whether v has only the characters of a key as
+// written ([A-Za-z0-9._=,+@:-], keyChars' complement), without the
+// regexp's copy.
+func cleanKey(v string) bool {
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("._=,+@:-", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // ItemID is the id of the item step of a fan-out step.
@@ -454,18 +473,29 @@ func (b *builder) expandFanOuts() {
 	if _, ok := pl.Context["item"]; ok {
 		b.errorf(Pos{Line: 1, Col: 1}, "context: item is reserved in a plan with fan-out steps ({item} is the item)")
 	}
-	itemIDs := map[string]bool{}
-	for _, s := range pl.Steps {
-		if s.FanOut != nil {
-			for _, it := range s.FanOut.Items {
-				itemIDs[ItemID(s.ID, it.Key)] = true
+	// The ids of all items, for the needs that name items: only a plan
+	// that has some needs them (10,000 strings for a fan-out of 10,000).
+	var itemIDs map[string]bool
+	if len(b.itemNeeds) > 0 {
+		itemIDs = map[string]bool{}
+		for _, s := range pl.Steps {
+			if s.FanOut != nil {
+				for _, it := range s.FanOut.Items {
+					itemIDs[ItemID(s.ID, it.Key)] = true
+				}
 			}
 		}
 	}
-	resolve := func(s *Step, deps []string, vars map[string]string) []string {
+	// resolve gives the dependencies of step s (of its item it, or nil):
+	// deps with its item-wise needs resolved.
+	resolve := func(s *Step, deps []string, it *Item) []string {
 		needs := b.itemNeeds[s]
 		if len(needs) == 0 {
 			return deps
+		}
+		var vars map[string]string
+		if it != nil {
+			vars = it.Vars()
 		}
 		bases := needBases(needs)
 		out := make([]string, 0, len(deps)+len(needs))
@@ -509,7 +539,7 @@ func (b *builder) expandFanOuts() {
 			fo.ItemIDs = make([]string, len(fo.Items))
 			for i := range fo.Items {
 				it := &fo.Items[i]
-				c := itemStep(s, it, resolve(s, s.Deps, it.Vars()))
+				c := itemStep(s, it, resolve(s, s.Deps, it))
 				fo.ItemIDs[i] = c.ID
 				phSteps = append(phSteps, c)
 			}
@@ -573,11 +603,16 @@ func needBases(needs []itemNeed) map[string]bool {
 }
 
 // itemStep is the item step of fan-out step s (its template: its fields
-// as written; not yet, or no longer, its join) for item it.
+// as written; not yet, or no longer, its join) for item it. It shares the
+// template's maps, slices and strings; its name is its id when the
+// template's is (one string, not two, for each of up to 100,000 items).
 func itemStep(s *Step, it *Item, deps []string) *Step {
 	c := *s
 	c.ID = ItemID(s.ID, it.Key)
-	c.Name = s.Name + "[" + it.Key + "]"
+	c.Name = c.ID
+	if s.Name != s.ID {
+		c.Name = s.Name + "[" + it.Key + "]"
+	}
 	c.FanOut = nil
 	c.Join = false
 	c.Item = it

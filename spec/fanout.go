@@ -536,13 +536,16 @@ func (b *builder) expandFanOuts() {
 				continue
 			}
 			fo := s.FanOut
-			fo.ItemIDs = make([]string, len(fo.Items))
+			// The join needs the fan-out's own needs, then its items:
+			// ItemIDs is that list's tail (joinDeps).
+			deps := make([]string, 0, len(s.Deps)+len(fo.Items))
 			for i := range fo.Items {
 				it := &fo.Items[i]
 				c := itemStep(s, it, resolve(s, s.Deps, it))
-				fo.ItemIDs[i] = c.ID
+				deps = append(deps, c.ID)
 				phSteps = append(phSteps, c)
 			}
+			fo.ItemIDs = deps
 			s.Join = true
 			if fo.Dynamic {
 				// Item-wise needs naming its items are rejected (needs),
@@ -556,8 +559,7 @@ func (b *builder) expandFanOuts() {
 				continue
 			}
 			fo.Needs = ownNeeds(s.Deps, b.itemNeeds[s], b.plainNeed[s], itemIDs)
-			s.Deps = make([]string, 0, len(fo.Needs)+len(fo.ItemIDs))
-			s.Deps = append(append(s.Deps, fo.Needs...), fo.ItemIDs...)
+			s.Deps, fo.ItemIDs = joinDeps(fo.Needs, fo.ItemIDs)
 			phSteps = append(phSteps, s)
 		}
 		ph.Steps = phSteps
@@ -567,6 +569,25 @@ func (b *builder) expandFanOuts() {
 		s.Index = i
 	}
 	pl.Steps = steps
+}
+
+// joinDeps are the dependencies of a join step, needs then the item ids
+// ids, and ids as the tail of that list: one array of up to 100,000 ids,
+// not two. ids' array is reused when it has room for needs in front (the
+// capacity expandFanOuts gives it); both slices are full (no append
+// writes into the other), and neither is written after.
+func joinDeps(needs, ids []string) (deps, items []string) {
+	n := len(needs) + len(ids)
+	if cap(ids) >= n {
+		deps = ids[:n]
+		copy(deps[len(needs):], ids) // overlapping: copy moves
+		copy(deps, needs)
+	} else {
+		deps = make([]string, n)
+		copy(deps, needs)
+		copy(deps[len(needs):], ids)
+	}
+	return deps[:n:n], deps[len(needs):n:n]
 }
 
 // ownNeeds are the dependencies of a fan-out step as a whole: deps less
@@ -729,20 +750,20 @@ func (p *Plan) SetItemsAll(sets map[*Step][]string) {
 			}
 		}
 		steps := make([]*Step, len(items))
-		ids := make([]string, len(items))
+		ids := make([]string, len(items), len(fo.Needs)+len(items))
+		needs := fo.Needs[:len(fo.Needs):len(fo.Needs)] // every item's, shared
 		for i := range items {
 			it := &items[i]
 			id := ItemID(s.ID, it.Key)
 			if o := old[id]; o != nil && o.Item != nil && o.Item.Value == it.Value {
 				steps[i] = o
 			} else {
-				steps[i] = itemStep(s, it, append([]string{}, fo.Needs...))
+				steps[i] = itemStep(s, it, needs)
 			}
-			ids[i] = id
+			ids[i] = steps[i].ID
 		}
-		fo.Items, fo.ItemIDs = items, ids
-		deps := make([]string, 0, len(fo.Needs)+len(ids))
-		s.Deps = append(append(deps, fo.Needs...), ids...)
+		fo.Items = items
+		s.Deps, fo.ItemIDs = joinDeps(fo.Needs, ids)
 		news[s] = steps
 		joins[s.ID] = true
 		for id := range old {

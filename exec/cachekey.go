@@ -352,9 +352,10 @@ func digestFiles(ctx context.Context, dir string, names []string, mode string) (
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, 1<<20)
+			buf := digestBufs.Get().(*[]byte)
+			defer digestBufs.Put(buf)
 			for name := range jobs {
-				d, err := digestFile(ctx, abs(dir, name), mode, buf)
+				d, err := digestFile(ctx, abs(dir, name), mode, *buf)
 				if nr := (*regfile.NotRegular)(nil); errors.As(err, &nr) {
 					err = fmt.Errorf("%s is %w", name, err)
 				}
@@ -383,6 +384,11 @@ func digestFiles(ctx context.Context, dir string, names []string, mode string) (
 	}
 	return out, first
 }
+
+// digestBufs are digestFiles' read buffers, kept between calls: a step's
+// digest is taken once per item of a fan-out, and a new 1 MiB buffer for
+// each was 10 GB of garbage in a cached run of 10,000 items.
+var digestBufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
 
 func digestFile(ctx context.Context, path, mode string, buf []byte) (string, error) {
 	if err := ctx.Err(); err != nil {

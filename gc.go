@@ -23,10 +23,10 @@ import (
 // A plan is as long as its file, or as the steps it runs once its fan-outs
 // are expanded, at stepBytes each, whichever is more (planWeight): the
 // heap of a run is mostly its steps (their definitions, records and
-// stepRuns, some 3 KB each), and a foreach: of 10,000 items is a plan of
-// 80 bytes. Weighed by its file it ran at GOGC=400 until its first
-// collection and peaked at 190 MB, where the same steps listed (300 KB)
-// ran at +25% and peaked at 75 MB. So the pace is set twice: with the
+// stepRuns, some 2.5 KB each), and a foreach: of 10,000 items is a plan of
+// 80 bytes. Weighed by its file it ran at GOGC=400 and peaked at 186 MiB,
+// where the same steps listed (300 KB) ran at +25% and peaked at 75 MiB.
+// So the pace is set twice: with the
 // file's size before the plan is parsed (tuneGC: the parse is what a big
 // file costs), and with the expanded plan's steps after (tuneGCSteps); a
 // dynamic fan-out (glob:, lines:) weighs its items when it reads them (the
@@ -96,7 +96,7 @@ func tuneStartGC() {
 // the tiny allocator, which packs it with others into one 16-byte block
 // whose finalizers run only when all of them are garbage. With an int64
 // here the finalizer never ran in faber: short plans kept GOGC=400 to the
-// end (a foreach: of 10,000 items peaked at 190 MB).
+// end.
 type gcSentinel struct{ _ *gcSentinel }
 
 // tuneGC sets the collector's pace for a plan of planBytes, before it is

@@ -226,6 +226,10 @@ func runSession(g *Globals, a sessionArgs) error {
 		r.WaitDecisions = view.Decisions()
 	}
 	r.CheckState = func() error { return state.CheckSpace(g.StateDir, a.runID) }
+	// The pace follows the steps the run holds: a resumed run's plan has
+	// its dynamic fan-outs' items now, a running one when it reads them.
+	tuneGCSteps(len(a.plan.Steps))
+	r.Grown = tuneGCSteps
 	status, runErr := r.Run(ctx, a.prior)
 	if ctl != nil {
 		ctl.Stop()
@@ -406,6 +410,9 @@ func loadPlan(g *Globals, file string, src setSources) (*spec.Plan, []byte, spec
 	}
 	tuneGC(int64(len(data)))
 	plan, err := parsePlan(g, file, data, opts)
+	if err == nil {
+		tuneGCSteps(len(plan.Steps)) // its fan-outs expanded
+	}
 	return plan, data, opts, err
 }
 

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -96,5 +99,106 @@ func TestGCReader(t *testing.T) {
 	tuneGCReader(bigPlan)
 	if got := gogc(); got != 100 {
 		t.Fatalf("a big plan: GOGC %d, want 100 at once", got)
+	}
+}
+
+// resetGC puts the pace back to Go's default after a test of it.
+func resetGC() {
+	gcTune.Lock()
+	gcTune.percent, gcTune.planBytes = 100, 0
+	gcTune.Unlock()
+	debug.SetGCPercent(100)
+}
+
+// TestGCSteps: once the plan is parsed, the pace follows its steps, its
+// fan-outs expanded, at stepBytes each, or the file's size if that is
+// more: a foreach: of 10,000 items in a plan of a hundred bytes runs at
+// the pace of the same steps listed.
+func TestGCSteps(t *testing.T) {
+	if userGC() {
+		t.Skip("GOGC or GOMEMLIMIT is set")
+	}
+	defer resetGC()
+	for _, tc := range []struct {
+		name  string
+		plan  int64
+		steps int
+		want  int // GOGC at once; startGCPercent: left at the start-up pace
+	}{
+		{"few steps, short file", 100, 100, startGCPercent},
+		{"a fan-out of 1,000 items", 100, 1000, 100},
+		{"a fan-out of 10,000 items", 100, 10000, 25},
+		{"the steps listed", bigPlan, 8192, 25},
+		{"a big file of few steps", bigPlan, 10, 25},
+		{"a longer file of few steps", shortPlan, 10, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tuneStartGC()
+			tuneGC(tc.plan)
+			tuneGCSteps(tc.steps)
+			if got := gogc(); got != tc.want {
+				t.Fatalf("plan of %d bytes, %d steps: GOGC %d, want %d", tc.plan, tc.steps, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestLoadPlanFanOutPace: `faber run` of a plan whose one foreach: makes
+// 10,000 steps runs at the pace of a big plan once it is loaded (it ran
+// at the start-up pace, 400, and peaked at 190 MB where the same steps
+// listed peaked at 75).
+func TestLoadPlanFanOutPace(t *testing.T) {
+	if userGC() {
+		t.Skip("GOGC or GOMEMLIMIT is set")
+	}
+	defer resetGC()
+	file := filepath.Join(t.TempDir(), "fan.yaml")
+	text := "name: fan\nsteps:\n  - id: t\n    foreach: {range: [1, 10000]}\n    run: \"true\"\n"
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tuneStartGC()
+	g := &Globals{stdout: io.Discard, stderr: io.Discard}
+	plan, _, _, err := loadPlan(g, file, setSources{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Steps) != 10001 {
+		t.Fatalf("%d steps, want 10,001 (the items and the join)", len(plan.Steps))
+	}
+	if got := gogc(); got != 25 {
+		t.Fatalf("GOGC %d after loading a foreach: of 10,000 items, want 25 (a big plan's)", got)
+	}
+}
+
+// keepTiny holds small pointer-free objects allocated next to the
+// sentinel, as faber's own live data may be.
+var keepTiny []*int64
+
+// TestStartGCTinyNeighbour: the way back from the start-up pace happens
+// even when what was allocated right after the sentinel stays live. The
+// tiny allocator packs small pointer-free objects into one 16-byte block
+// whose finalizers run only when all of them are garbage: with such a
+// sentinel, a short plan kept GOGC=400 to the end of its run.
+func TestStartGCTinyNeighbour(t *testing.T) {
+	if userGC() {
+		t.Skip("GOGC or GOMEMLIMIT is set")
+	}
+	defer resetGC()
+	defer func() { keepTiny = nil }()
+	runtime.GC() // finalizers of earlier tests' sentinels run now, not below
+	time.Sleep(10 * time.Millisecond)
+	tuneStartGC()
+	for range 64 {
+		keepTiny = append(keepTiny, new(int64))
+	}
+	tuneGC(1 << 10) // a short plan
+	deadline := time.Now().Add(10 * time.Second)
+	for gogc() != 100 && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := gogc(); got != 100 {
+		t.Fatalf("GOGC %d after collections, want 100: the sentinel's finalizer did not run", got)
 	}
 }

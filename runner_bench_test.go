@@ -55,6 +55,11 @@ func chainPlan(n int) string {
 	return b.String()
 }
 
+// fanPlan is one foreach: step of N `true` items.
+func fanPlan(n int) string {
+	return fmt.Sprintf("name: fan%d\nsteps:\n  - id: t\n    foreach: {range: [1, %d]}\n    run: \"true\"\n", n, n)
+}
+
 // runOnce parses plan text, creates a run in a fresh state dir under base and
 // runs it to the end with the given number of jobs.
 func runOnce(tb testing.TB, base, text string, jobs int) time.Duration {
@@ -140,7 +145,8 @@ func envInt(name string, def int) int {
 
 // BenchmarkRunner runs the benchmark plans in-process: par (BENCH_N
 // independent steps, default 2000, --jobs BENCH_J, default 8) and chain
-// (BENCH_CHAIN steps, default 300). ns/op is one whole run; ms/step is the
+// (BENCH_CHAIN steps, default 300), and fan (a foreach: of BENCH_N items,
+// --jobs BENCH_J). ns/op is one whole run; ms/step is the
 // wall time per step, cpu-ms/step faber's own CPU per step. BENCH_DIR picks
 // the file system the state dir is on; BENCH_HEAPPROFILE names a file for the
 // live heap at the end of each run.
@@ -158,6 +164,7 @@ func BenchmarkRunner(b *testing.B) {
 	}{
 		{"par", parPlan(n), n, j},
 		{"chain", chainPlan(chain), chain, 1},
+		{"fan", fanPlan(n), n + 1, j},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {

@@ -242,6 +242,9 @@ func (r *Runner) expand(j *stepRun, atSetup bool) {
 		steps = append(steps, r.byID[def.ID])
 	}
 	r.steps = steps
+	if r.Grown != nil {
+		r.Grown(len(steps))
+	}
 
 	// Other items: the join and what comes after it are decided again.
 	var reopened []*stepRun

@@ -87,6 +87,10 @@ type Runner struct {
 	Cache   CacheStore
 	NoCache bool
 	Force   []string
+	// Grown, if set, is told the plan's number of steps when a dynamic
+	// fan-out (glob:, lines:) has read its items (faber sets the
+	// collector's pace from it).
+	Grown func(steps int)
 
 	run      *RunState
 	seq      int64

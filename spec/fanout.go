@@ -238,6 +238,7 @@ func (b *builder) rangeItems(fo *FanOut, v *yaml.Node, where string) {
 		b.errorf(nodePos(v), "%s: more than %d items", where, MaxItems)
 		return
 	}
+	fo.Items = make([]Item, 0, (to-from)/step+1)
 	for i, x := 0, from; (step > 0 && x <= to) || (step < 0 && x >= to); i, x = i+1, x+step {
 		fo.Items = append(fo.Items, Item{Value: strconv.Itoa(x), Index: i})
 	}
@@ -405,7 +406,10 @@ func tuple(m map[string]string, names []string) string {
 func keyItems(items []Item) {
 	seen := make(map[string]bool, len(items))
 	for i := range items {
-		k := keyChars.ReplaceAllString(items[i].Value, "_")
+		k := items[i].Value // shared with the value when clean (most are)
+		if !cleanKey(k) {
+			k = keyChars.ReplaceAllString(k, "_")
+		}
 		if len(k) > maxKey {
 			k = k[:maxKey]
 		}
@@ -415,6 +419,21 @@ func keyItems(items []Item) {
 		seen[k] = true
 		items[i].Key = k
 	}
+}
+
+// cleanKey reports whether v has only the characters of a key as
+// written ([A-Za-z0-9._=,+@:-], keyChars' complement), without the
+// regexp's copy.
+func cleanKey(v string) bool {
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("._=,+@:-", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // ItemID is the id of the item step of a fan-out step.
@@ -454,18 +473,29 @@ func (b *builder) expandFanOuts() {
 	if _, ok := pl.Context["item"]; ok {
 		b.errorf(Pos{Line: 1, Col: 1}, "context: item is reserved in a plan with fan-out steps ({item} is the item)")
 	}
-	itemIDs := map[string]bool{}
-	for _, s := range pl.Steps {
-		if s.FanOut != nil {
-			for _, it := range s.FanOut.Items {
-				itemIDs[ItemID(s.ID, it.Key)] = true
+	// The ids of all items, for the needs that name items: only a plan
+	// that has some needs them (10,000 strings for a fan-out of 10,000).
+	var itemIDs map[string]bool
+	if len(b.itemNeeds) > 0 {
+		itemIDs = map[string]bool{}
+		for _, s := range pl.Steps {
+			if s.FanOut != nil {
+				for _, it := range s.FanOut.Items {
+					itemIDs[ItemID(s.ID, it.Key)] = true
+				}
 			}
 		}
 	}
-	resolve := func(s *Step, deps []string, vars map[string]string) []string {
+	// resolve gives the dependencies of step s (of its item it, or nil):
+	// deps with its item-wise needs resolved.
+	resolve := func(s *Step, deps []string, it *Item) []string {
 		needs := b.itemNeeds[s]
 		if len(needs) == 0 {
 			return deps
+		}
+		var vars map[string]string
+		if it != nil {
+			vars = it.Vars()
 		}
 		bases := needBases(needs)
 		out := make([]string, 0, len(deps)+len(needs))
@@ -506,13 +536,16 @@ func (b *builder) expandFanOuts() {
 				continue
 			}
 			fo := s.FanOut
-			fo.ItemIDs = make([]string, len(fo.Items))
+			// The join needs the fan-out's own needs, then its items:
+			// ItemIDs is that list's tail (joinDeps).
+			deps := make([]string, 0, len(s.Deps)+len(fo.Items))
 			for i := range fo.Items {
 				it := &fo.Items[i]
-				c := itemStep(s, it, resolve(s, s.Deps, it.Vars()))
-				fo.ItemIDs[i] = c.ID
+				c := itemStep(s, it, resolve(s, s.Deps, it))
+				deps = append(deps, c.ID)
 				phSteps = append(phSteps, c)
 			}
+			fo.ItemIDs = deps
 			s.Join = true
 			if fo.Dynamic {
 				// Item-wise needs naming its items are rejected (needs),
@@ -526,8 +559,7 @@ func (b *builder) expandFanOuts() {
 				continue
 			}
 			fo.Needs = ownNeeds(s.Deps, b.itemNeeds[s], b.plainNeed[s], itemIDs)
-			s.Deps = make([]string, 0, len(fo.Needs)+len(fo.ItemIDs))
-			s.Deps = append(append(s.Deps, fo.Needs...), fo.ItemIDs...)
+			s.Deps, fo.ItemIDs = joinDeps(fo.Needs, fo.ItemIDs)
 			phSteps = append(phSteps, s)
 		}
 		ph.Steps = phSteps
@@ -537,6 +569,25 @@ func (b *builder) expandFanOuts() {
 		s.Index = i
 	}
 	pl.Steps = steps
+}
+
+// joinDeps are the dependencies of a join step, needs then the item ids
+// ids, and ids as the tail of that list: one array of up to 100,000 ids,
+// not two. ids' array is reused when it has room for needs in front (the
+// capacity expandFanOuts gives it); both slices are full (no append
+// writes into the other), and neither is written after.
+func joinDeps(needs, ids []string) (deps, items []string) {
+	n := len(needs) + len(ids)
+	if cap(ids) >= n {
+		deps = ids[:n]
+		copy(deps[len(needs):], ids) // overlapping: copy moves
+		copy(deps, needs)
+	} else {
+		deps = make([]string, n)
+		copy(deps, needs)
+		copy(deps[len(needs):], ids)
+	}
+	return deps[:n:n], deps[len(needs):n:n]
 }
 
 // ownNeeds are the dependencies of a fan-out step as a whole: deps less
@@ -573,11 +624,16 @@ func needBases(needs []itemNeed) map[string]bool {
 }
 
 // itemStep is the item step of fan-out step s (its template: its fields
-// as written; not yet, or no longer, its join) for item it.
+// as written; not yet, or no longer, its join) for item it. It shares the
+// template's maps, slices and strings; its name is its id when the
+// template's is (one string, not two, for each of up to 100,000 items).
 func itemStep(s *Step, it *Item, deps []string) *Step {
 	c := *s
 	c.ID = ItemID(s.ID, it.Key)
-	c.Name = s.Name + "[" + it.Key + "]"
+	c.Name = c.ID
+	if s.Name != s.ID {
+		c.Name = s.Name + "[" + it.Key + "]"
+	}
 	c.FanOut = nil
 	c.Join = false
 	c.Item = it
@@ -694,20 +750,20 @@ func (p *Plan) SetItemsAll(sets map[*Step][]string) {
 			}
 		}
 		steps := make([]*Step, len(items))
-		ids := make([]string, len(items))
+		ids := make([]string, len(items), len(fo.Needs)+len(items))
+		needs := fo.Needs[:len(fo.Needs):len(fo.Needs)] // every item's, shared
 		for i := range items {
 			it := &items[i]
 			id := ItemID(s.ID, it.Key)
 			if o := old[id]; o != nil && o.Item != nil && o.Item.Value == it.Value {
 				steps[i] = o
 			} else {
-				steps[i] = itemStep(s, it, append([]string{}, fo.Needs...))
+				steps[i] = itemStep(s, it, needs)
 			}
-			ids[i] = id
+			ids[i] = steps[i].ID
 		}
-		fo.Items, fo.ItemIDs = items, ids
-		deps := make([]string, 0, len(fo.Needs)+len(ids))
-		s.Deps = append(append(deps, fo.Needs...), ids...)
+		fo.Items = items
+		s.Deps, fo.ItemIDs = joinDeps(fo.Needs, ids)
 		news[s] = steps
 		joins[s.ID] = true
 		for id := range old {

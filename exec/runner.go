@@ -172,6 +172,9 @@ type stepRun struct {
 	// dirAhead is set once the step's log directory was asked for ahead of
 	// its start (logDirsAhead).
 	dirAhead bool
+	// aheadMade is closed once that directory and its files are made, or
+	// will not be (aheadDir).
+	aheadMade chan struct{}
 }
 
 type msgKind int

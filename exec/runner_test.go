@@ -333,3 +333,36 @@ func TestRunnerStartWaitsForCommit(t *testing.T) {
 		}
 	}
 }
+
+// A step whose log files are being made ahead (makeLogsAhead) starts once
+// they are made, and takes them: it does not make its own meanwhile, which
+// would leave the hidden files behind in its log directory. Here the files
+// are made slowly, after the step before (a no-op) has ended.
+func TestRunnerStartWaitsForFilesAhead(t *testing.T) {
+	if !aheadFiles {
+		t.Skip("log files are made ahead only on Linux")
+	}
+	slowAhead = func() { time.Sleep(20 * time.Millisecond) }
+	defer func() { slowAhead = nil }()
+	dir := t.TempDir()
+	p := writePlan(t, dir, "name: t\nsteps:\n  - {id: a, run: 'true'}\n  - {id: b, run: 'true', needs: [a]}\n  - {id: c, run: 'echo c says hi', needs: [b]}\n")
+	runDir := filepath.Join(dir, "run")
+	r := &Runner{Plan: p, RunID: "t-20260101T000000-abcd", RunDir: runDir, Store: &fakeStore{}, Jobs: 1}
+	if status, err := r.Run(t.Context(), nil); err != nil || status != RunSuccess {
+		t.Fatalf("status %s, err %v", status, err)
+	}
+	for _, id := range []string{"b", "c"} {
+		for _, stream := range []string{"out", "err"} {
+			p := LogPath(runDir, id, "attempt", 1, stream)
+			if _, err := os.Stat(p); err != nil {
+				t.Errorf("%s: %v", p, err)
+			}
+			if _, err := os.Stat(aheadName(p)); err == nil {
+				t.Errorf("%s: the file made ahead is left", aheadName(p))
+			}
+		}
+	}
+	if b, err := os.ReadFile(LogPath(runDir, "c", "attempt", 1, "out")); err != nil || string(b) != "c says hi\n" {
+		t.Errorf("c's stdout: %q, %v", b, err)
+	}
+}

@@ -196,7 +196,15 @@ func (r *Runner) startAttempt(sr *stepRun) {
 	if err == nil {
 		gate = make(chan startGate, 1)
 		r.gated.Add(1)
+		made := sr.aheadMade
 		go func() {
+			if made != nil && ps.freshResult {
+				// Its files are being made ahead (makeLogsAhead): they
+				// are ready soon, or at once. Made here meanwhile, they
+				// would cost as much, contend for the directory with the
+				// maker, and leave its hidden files behind.
+				<-made
+			}
 			logs := openLogs(ps)
 			g := <-gate
 			if !g.ok {
@@ -219,7 +227,9 @@ func (r *Runner) startAttempt(sr *stepRun) {
 			}
 			out := runProcLogs(ps, ctrl, logs)
 			if ahead {
-				r.ahead.Done() // the process did not start
+				// The process did not start: nothing is made ahead.
+				aheadDone(g.ahead)
+				r.ahead.Done()
 			}
 			r.hashOutputs(sr, &out)
 			r.msgs <- msg{kind: mAttemptDone, sr: sr, out: out}
@@ -254,7 +264,22 @@ func (r *Runner) startAttempt(sr *stepRun) {
 // (ok), and names the log directories to make ahead once it runs.
 type startGate struct {
 	ok    bool
-	ahead []string
+	ahead []aheadDir
+}
+
+// aheadDir is a log directory to make ahead (makeLogsAhead), and what is
+// closed once it and its files are made, or will not be: its step's start
+// waits for that before it opens its log files.
+type aheadDir struct {
+	dir  string
+	made chan struct{}
+}
+
+// aheadDone says of each of dirs that nothing more is made for it.
+func aheadDone(dirs []aheadDir) {
+	for _, d := range dirs {
+		close(d.made)
+	}
 }
 
 // maxDirsAhead bounds the log directories made ahead for one step's start.
@@ -263,8 +288,8 @@ const maxDirsAhead = 8
 // logDirsAhead picks the log directories to make ahead of the start of
 // the dependents that sr's success would make ready (makeLogsAhead), and
 // marks those steps so that each is picked once.
-func (r *Runner) logDirsAhead(sr *stepRun) []string {
-	var dirs []string
+func (r *Runner) logDirsAhead(sr *stepRun) []aheadDir {
+	var dirs []aheadDir
 	for _, d := range sr.dependents {
 		if len(dirs) == maxDirsAhead {
 			break
@@ -273,7 +298,8 @@ func (r *Runner) logDirsAhead(sr *stepRun) []string {
 			continue
 		}
 		d.dirAhead = true
-		dirs = append(dirs, logDir(r.RunDir, d.def.ID))
+		d.aheadMade = make(chan struct{})
+		dirs = append(dirs, aheadDir{dir: logDir(r.RunDir, d.def.ID), made: d.aheadMade})
 	}
 	return dirs
 }
@@ -288,18 +314,29 @@ func (r *Runner) logDirsAhead(sr *stepRun) []string {
 // into place, which allocates nothing. A step that then does not run keeps
 // an empty directory (dropAhead removes its files); openLog makes whatever
 // is not there, so nothing waits for these.
-func makeLogsAhead(dirs []string) {
-	for _, dir := range dirs {
-		if os.MkdirAll(dir, 0o700) != nil {
-			continue
+func makeLogsAhead(dirs []aheadDir) {
+	for _, d := range dirs {
+		makeLogAhead(d.dir)
+		close(d.made)
+	}
+}
+
+// slowAhead, set by tests, runs before each directory is made ahead.
+var slowAhead func()
+
+func makeLogAhead(dir string) {
+	if slowAhead != nil {
+		slowAhead()
+	}
+	if os.MkdirAll(dir, 0o700) != nil {
+		return
+	}
+	for _, stream := range [...]string{"out", "err"} {
+		if !aheadFiles {
+			break
 		}
-		for _, stream := range [...]string{"out", "err"} {
-			if !aheadFiles {
-				break
-			}
-			if f, err := os.OpenFile(aheadName(filepath.Join(dir, "attempt-1."+stream)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
-				f.Close()
-			}
+		if f, err := os.OpenFile(aheadName(filepath.Join(dir, "attempt-1."+stream)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
+			f.Close()
 		}
 	}
 }

@@ -312,8 +312,9 @@ func (r *Runner) logDirsAhead(sr *stepRun) []aheadDir {
 // step (0.1-0.5 ms each), and on a chain it would otherwise sit between one
 // step's end and the next one's start, three times; openLogs renames them
 // into place, which allocates nothing. A step that then does not run keeps
-// an empty directory (dropAhead removes its files); openLog makes whatever
-// is not there, so nothing waits for these.
+// an empty directory (dropAhead removes its files). A step whose files are
+// still being made when it starts waits for them (aheadDir.made): making
+// its own meanwhile costs as much and leaves the hidden ones behind.
 func makeLogsAhead(dirs []aheadDir) {
 	for _, d := range dirs {
 		makeLogAhead(d.dir)

@@ -455,7 +455,15 @@ func digestFiles(ctx context.Context, dir string, names []string, mode string) (
 // digestBufs holds digestFile's 1 MiB read buffers, reused: one made for
 // each probe cost a 10,000-item fan-out's probes 10 GB of allocation, half
 // their CPU spent clearing it, and a peak heap of hundreds of MB.
+// A file smaller than a small buffer (a fan-out item's input, most often)
+// is read with one of those instead: the pool is emptied by collections,
+// which a big run's pace makes frequent, and every 1 MiB buffer made again
+// is a MiB of fresh pages to fault in and clear.
 var digestBufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
+
+var smallDigestBufs = sync.Pool{New: func() any { b := make([]byte, smallDigestBuf); return &b }}
+
+const smallDigestBuf = 32 << 10
 
 func digestFile(ctx context.Context, path, mode string) (string, error) {
 	if err := ctx.Err(); err != nil {
@@ -511,8 +519,12 @@ func digestLiteral(ctx context.Context, dir, pat string, vars map[string]string)
 // digestReader is the sha256 digest of f, of size bytes when opened.
 func digestReader(ctx context.Context, f io.Reader, size int64) (string, error) {
 	h := sha256.New()
-	bp := digestBufs.Get().(*[]byte)
-	defer digestBufs.Put(bp)
+	pool := &digestBufs
+	if size < smallDigestBuf {
+		pool = &smallDigestBufs
+	}
+	bp := pool.Get().(*[]byte)
+	defer pool.Put(bp)
 	if _, err := io.CopyBuffer(h, &ctxReader{ctx: ctx, r: f, left: size}, *bp); err != nil {
 		return "", err
 	}

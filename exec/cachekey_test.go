@@ -208,3 +208,53 @@ func TestProbeKeyAsFmt(t *testing.T) {
 		}
 	}
 }
+
+// TestDigestLiteral: a step's one input without wildcards, opened once,
+// gives the name and digest expandPaths and digestFiles give (an empty
+// file, one of several buffers, a symlink, a variable, a path through ..,
+// an absolute path), and leaves to them everything else (a directory, no
+// such file, a pattern; a FIFO: TestDigestLiteralFIFO).
+func TestDigestLiteral(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "f.txt"), "1")
+	write(t, filepath.Join(dir, "empty"), "")
+	big := make([]byte, 2<<20+123)
+	for i := range big {
+		big[i] = byte(i % 251)
+	}
+	write(t, filepath.Join(dir, "big"), string(big))
+	write(t, filepath.Join(dir, "d", "a.txt"), "2")
+	vars := map[string]string{"x": "f"}
+	ok := []string{"f.txt", "empty", "big", "{x}.txt", "d/../f.txt", "./f.txt", filepath.Join(dir, "big")}
+	not := []string{"d", "none.txt", "*.txt", "d/*"}
+	if runtime.GOOS != "windows" {
+		if err := os.Symlink("big", filepath.Join(dir, "link")); err != nil {
+			t.Fatal(err)
+		}
+		ok = append(ok, "link")
+	}
+	ctx := context.Background()
+	for _, pat := range ok {
+		name, d, good := digestLiteral(ctx, dir, pat, vars)
+		if !good {
+			t.Errorf("%q: not digested", pat)
+			continue
+		}
+		files, err := expandPaths(dir, []string{pat}, vars, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := digestFiles(ctx, dir, files, spec.CacheContent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want) != 1 || want[name] != d {
+			t.Errorf("%q: %s %s, the general path gives %v", pat, name, d, want)
+		}
+	}
+	for _, pat := range not {
+		if name, _, good := digestLiteral(ctx, dir, pat, vars); good {
+			t.Errorf("%q: digested as %s, want it left to the general path", pat, name)
+		}
+	}
+}

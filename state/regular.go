@@ -40,6 +40,13 @@ func readRegular(path string, max int64) ([]byte, error) {
 		if rerr == io.EOF || int64(len(b)) > max {
 			break
 		}
+		// A short read that ends at the size stat gave is the end: the
+		// read that would say so is a system call per file (a cached
+		// fan-out reads an entry per item). What is read is the file as
+		// it was at that size, as if read a moment earlier.
+		if rerr == nil && n < len(room) && int64(len(b)) == size {
+			break
+		}
 		if rerr != nil {
 			return b, rerr
 		}

@@ -13,6 +13,10 @@ import (
 // it output lines are dropped (transitions never are).
 const maxQueuedLines = 10000
 
+// maxSpare is the most events (224 bytes each) of a written batch's array
+// that the writer keeps for the next batch.
+const maxSpare = 1024
+
 // queue decouples the runner from a slow writer: Event never blocks.
 type queue struct {
 	mu      sync.Mutex
@@ -31,16 +35,27 @@ func newQueue(consume func(exec.Event), dropped func(n int), flush func()) *queu
 	q := &queue{wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go func() {
 		defer close(q.done)
+		// The batch just written is the next one's array: a new array for
+		// each batch, grown by append, was a tenth of what a 10,000-item
+		// cached fan-out allocated besides the store. It is cleared
+		// first, so that it holds no event once written, and kept only
+		// up to maxSpare events: the big batch of a writer that fell
+		// behind is not held for the rest of the run.
+		var spare []exec.Event
 		for {
 			q.mu.Lock()
 			items, n, closed := q.items, q.dropped, q.closed
-			q.items, q.lines, q.dropped = nil, 0, 0
+			q.items, q.lines, q.dropped = spare[:0], 0, 0
 			q.mu.Unlock()
 			if n > 0 && dropped != nil {
 				dropped(n)
 			}
 			for _, e := range items {
 				consume(e)
+			}
+			clear(items)
+			if spare = nil; cap(items) <= maxSpare {
+				spare = items
 			}
 			if flush != nil && (len(items) > 0 || n > 0) {
 				flush()

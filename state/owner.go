@@ -116,7 +116,15 @@ func readOwnerRecord(dir string) (ownerRecord, error) {
 // renames it over path, so a reader sees the old content or the new, never a
 // part. With sync it fsyncs the file before the rename and the directory after,
 // so the new content survives a power loss.
-func writeFileAtomic(path string, data []byte, sync bool) (err error) {
+func writeFileAtomic(path string, data []byte, sync bool) error {
+	return replaceFile(path, sync, func(f *os.File) error {
+		_, err := f.Write(data)
+		return err
+	})
+}
+
+// replaceFile is writeFileAtomic with the content written by fill.
+func replaceFile(path string, sync bool, fill func(*os.File) error) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
@@ -128,7 +136,7 @@ func writeFileAtomic(path string, data []byte, sync bool) (err error) {
 			os.Remove(f.Name())
 		}
 	}()
-	if _, err = f.Write(data); err != nil {
+	if err = fill(f); err != nil {
 		return err
 	}
 	// CreateTemp makes the file private (0600), as everything in the state

@@ -54,26 +54,5 @@ func (r runFiles) matches(f FileStamp) bool {
 }
 
 func readFD(fd int, buf []byte) ([]byte, error) {
-	buf = buf[:cap(buf)]
-	if len(buf) == 0 {
-		buf = make([]byte, 2048)
-	}
-	n := 0
-	for {
-		m, err := unix.Read(fd, buf[n:])
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if m == 0 {
-			return buf[:n], nil
-		}
-		n += m
-		if n < len(buf) {
-			return buf[:n], nil // a short read of a regular file is its end
-		}
-		buf = append(buf, make([]byte, len(buf))...)
-	}
+	return readToShort(buf, func(b []byte) (int, error) { return unix.Read(fd, b) })
 }

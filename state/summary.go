@@ -151,10 +151,19 @@ func readSmall(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer syscall.Close(fd)
-	buf := make([]byte, 2048)
+	return readToShort(make([]byte, 2048), func(b []byte) (int, error) { return syscall.Read(fd, b) })
+}
+
+// readToShort reads into buf, growing it, until read ends the file or
+// returns less than asked: a short read of a regular file is its end.
+func readToShort(buf []byte, read func([]byte) (int, error)) ([]byte, error) {
+	buf = buf[:cap(buf)]
+	if len(buf) == 0 {
+		buf = make([]byte, 2048)
+	}
 	n := 0
 	for {
-		m, err := syscall.Read(fd, buf[n:])
+		m, err := read(buf[n:])
 		if errors.Is(err, syscall.EINTR) {
 			continue
 		}
@@ -166,7 +175,7 @@ func readSmall(path string) ([]byte, error) {
 		}
 		n += m
 		if n < len(buf) {
-			return buf[:n], nil // a short read of a regular file is its end
+			return buf[:n], nil
 		}
 		buf = append(buf, make([]byte, len(buf))...)
 	}
@@ -288,28 +297,14 @@ func (s *Store) publishView() *FileStamp {
 
 // writeAtomic writes a file by write, as writeFileAtomic does: a reader
 // sees the old file or the whole new one.
-func writeAtomic(path string, write func(io.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
+func writeAtomic(path string, write func(io.Writer) error) error {
+	return replaceFile(path, false, func(f *os.File) error {
+		w := bufio.NewWriterSize(f, 256<<10)
+		if err := write(w); err != nil {
+			return err
 		}
-	}()
-	w := bufio.NewWriterSize(f, 256<<10)
-	if err = write(w); err != nil {
-		return err
-	}
-	if err = w.Flush(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return renameRetry(f.Name(), path)
+		return w.Flush()
+	})
 }
 
 // ReadView returns the content of the run's view file while it is current:

@@ -169,11 +169,9 @@ type stepRun struct {
 	counted bool
 	removed bool // an item its dynamic fan-out no longer has
 	cache   stepCache
-	// dirAhead is set once the step's log directory was asked for ahead of
-	// its start (logDirsAhead).
-	dirAhead bool
-	// aheadMade is closed once that directory and its files are made, or
-	// will not be (aheadDir).
+	// aheadMade is set once the step's log directory was asked for ahead of
+	// its start (logDirsAhead), and closed once that directory and its files
+	// are made, or will not be (aheadDir).
 	aheadMade chan struct{}
 }
 

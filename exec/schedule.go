@@ -207,12 +207,11 @@ func (r *Runner) startAttempt(sr *stepRun) {
 			}
 			logs := openLogs(ps)
 			g := <-gate
+			r.gated.Done()
 			if !g.ok {
 				logs.close()
-				r.gated.Done()
 				return
 			}
-			r.gated.Done()
 			ahead := len(g.ahead) > 0
 			if ahead {
 				// Only once the process runs: run earlier, on this
@@ -294,10 +293,9 @@ func (r *Runner) logDirsAhead(sr *stepRun) []aheadDir {
 		if len(dirs) == maxDirsAhead {
 			break
 		}
-		if d.waiting != 1 || d.dirAhead || d.join != nil || d.isEnd || d.st.Attempt > 0 {
+		if d.waiting != 1 || d.aheadMade != nil || d.join != nil || d.isEnd || d.st.Attempt > 0 {
 			continue
 		}
-		d.dirAhead = true
 		d.aheadMade = make(chan struct{})
 		dirs = append(dirs, aheadDir{dir: logDir(r.RunDir, d.def.ID), made: d.aheadMade})
 	}
@@ -353,7 +351,7 @@ func aheadName(path string) string {
 func (r *Runner) dropAhead() {
 	r.ahead.Wait()
 	for _, sr := range r.steps {
-		if aheadFiles && sr.dirAhead && sr.st.Attempt == 0 {
+		if aheadFiles && sr.aheadMade != nil && sr.st.Attempt == 0 {
 			for _, stream := range [...]string{"out", "err"} {
 				_ = os.Remove(aheadName(LogPath(r.RunDir, sr.def.ID, "attempt", 1, stream)))
 			}

@@ -75,8 +75,8 @@ func resumeSession(g *Globals, runID string, o run.ResumeOptions, s sessionArgs)
 	for _, w := range res.Warnings {
 		fmt.Fprintf(g.stderr, "faber: warning: %s\n", w.Error())
 	}
-	if res.SlurmCanceled > 0 {
-		fmt.Fprintf(g.stderr, "faber: canceled %d leftover Slurm job(s) of run %s\n", res.SlurmCanceled, runID)
+	for _, c := range res.Canceled {
+		fmt.Fprintf(g.stderr, "faber: canceled %d leftover %s job(s) of run %s\n", c.Jobs, c.Engine, runID)
 	}
 	s.plan, s.store, s.runID, s.prior = res.Plan, res.Store, runID, res.Prior
 	return runSession(g, s)

@@ -171,7 +171,7 @@ func printDryStep(w io.Writer, ds *run.DryStep) {
 	default:
 		kv("run", ds.Command)
 		argv := ds.Argv
-		if n := len(ds.SrunPrefix); n > 0 && len(argv) >= n {
+		if n := len(ds.ExecPrefix); n > 0 && len(argv) >= n {
 			argv = argv[n:]
 		}
 		kv("argv", subst.Join(argv)+" ("+resolvedNote(ds.Kind)+")")
@@ -182,8 +182,8 @@ func printDryStep(w io.Writer, ds *run.DryStep) {
 	} else {
 		kv("timeout", "none")
 	}
-	if len(ds.SrunPrefix) > 0 {
-		kv("executor", ds.Executor+": "+subst.Join(ds.SrunPrefix))
+	if len(ds.ExecPrefix) > 0 {
+		kv("executor", ds.Executor+": "+subst.Join(ds.ExecPrefix))
 	} else {
 		kv("executor", ds.Executor)
 	}

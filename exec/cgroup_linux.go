@@ -310,11 +310,11 @@ func leftoverCgroups() map[string][]string {
 	return out
 }
 
-// RemoveRunCgroups removes the cgroups that attempts of run runID left
+// removeRunCgroups removes the cgroups that attempts of run runID left
 // behind when their faber died (README "Resources"): whatever still runs
 // in one is killed first. Call it only as the run's owner, before any
 // attempt starts. It returns the cgroups it could not remove.
-func RemoveRunCgroups(runID string) []string {
+func removeRunCgroups(runID string) []string {
 	var left []string
 	for _, dir := range leftoverCgroups()[runID] {
 		killCgroup(dir)

@@ -19,8 +19,8 @@ func (*cgroup) wrap(a []string) []string { return a }
 func (*cgroup) measure(*usage)           {}
 func (*cgroup) remove()                  {}
 
-// RemoveRunCgroups: no cgroups here.
-func RemoveRunCgroups(string) []string { return nil }
+// removeRunCgroups: no cgroups here.
+func removeRunCgroups(string) []string { return nil }
 
 // RemoveDeadCgroups: no cgroups here.
 func RemoveDeadCgroups(func(string) bool) {}

@@ -126,35 +126,6 @@ func HandlerTimeout(p *spec.Plan, s *spec.Step) time.Duration {
 	return firstDur(s.OnFailure.HandlerTimeout, s.HandlerTimeout, p.HandlerTimeout, 30*time.Minute)
 }
 
-// SlurmArgv wraps a local argv into the srun command that runs it as the
-// Slurm job jobName in dir, with the step's slurm options.
-func SlurmArgv(jobName, dir string, s *spec.Step, argv []string) []string {
-	return slurmArgv(jobName, dir, s, limitsOf(s, nil), argv)
-}
-
-// slurmArgv is SlurmArgv for an attempt with limits lim (grown by a rule
-// or set by a classification): memory is --mem, cpus --cpus-per-task, the
-// timeout --time, over the slurm block's own.
-func slurmArgv(jobName, dir string, s *spec.Step, lim limits, argv []string) []string {
-	out := []string{"srun", "--job-name=" + jobName, "--chdir=" + dir, "--export=ALL"}
-	sl := spec.Slurm{}
-	if s.Slurm != nil {
-		sl = *s.Slurm
-	}
-	if lim.memory > 0 {
-		sl.Mem = slurmMem(lim.memory)
-	}
-	if lim.cpus > 0 {
-		sl.CPUs = lim.cpus
-	}
-	if lim.timeout > s.Timeout {
-		sl.Time = "" // a grown timeout is the job's time limit too
-	}
-	out = append(out, slurmOptions(&sl, lim.timeout)...)
-	out = append(out, "--")
-	return append(out, argv...)
-}
-
 // ChildContext returns the context a sub-plan step hands its child plan:
 // the keys of its context: in file order, and their substituted values.
 func ChildContext(s *spec.Step, vars map[string]string) (keys []string, vals map[string]string, err error) {

@@ -165,17 +165,15 @@ func (r *Runner) attemptSpec(sr *stepRun) (procSpec, error) {
 		return procSpec{}, err
 	}
 	lim := limitsOf(sr.def, sr.st)
-	launch := r.launcherFor(sr, n, vars, lim)
+	ex := r.attemptExecutor(sr, n, vars, lim)
 	var direct []string
 	if kind == KindScript {
 		argv[0] = r.lookShell(argv[0])
-		if launch == nil && len(extra) == 0 {
+		if ex.writesLogs() && len(extra) == 0 {
 			direct = r.directArgv(sr)
 		}
 	}
-	if launch != nil {
-		argv = launch.wrap(argv)
-	}
+	argv = ex.wrap(argv)
 	var shellArgv []string
 	if direct != nil {
 		// As sh would, the program sees its working directory as PWD.
@@ -184,9 +182,8 @@ func (r *Runner) attemptSpec(sr *stepRun) (procSpec, error) {
 	}
 	ps := r.procFor(sr, "attempt", argv, lim.timeout, n, nil, vars, extra...)
 	ps.shellArgv = shellArgv
-	ps.launch = launch
+	ps.exec = ex
 	ps.lim = lim
-	ps.cgName = cgroupName(r.RunID, sr.def.ID, n)
 	return ps, nil
 }
 

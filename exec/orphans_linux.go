@@ -14,12 +14,12 @@ import (
 // has run this long. Resume finds younger leftovers by FABER_RUN_ID here.
 const groupRecordDelay = 20 * time.Millisecond
 
-// KillRunProcesses terminates every process whose environment says it
+// killRunProcesses terminates every process whose environment says it
 // belongs to run runID (FABER_RUN_ID), and its process group: the leftovers
 // of a faber that died. Step attempts, handlers and recovery scripts all
 // carry FABER_RUN_ID, and children inherit it, so this finds processes whose
 // group was never recorded too. It returns how many processes it signalled.
-func KillRunProcesses(runID string) int {
+func killRunProcesses(runID string) int {
 	marker := []byte("FABER_RUN_ID=" + runID + "\x00")
 	// Never this process or its ancestors: an agent started by `faber
 	// recover` carries the run id and may itself call faber.

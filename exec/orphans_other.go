@@ -7,6 +7,6 @@ package exec
 // recorded as soon as the attempt starts.
 const groupRecordDelay = 0
 
-// KillRunProcesses finds leftover processes by environment on Linux only;
-// elsewhere the recorded process groups (KillLeftoverGroup) are used.
-func KillRunProcesses(runID string) int { return 0 }
+// killRunProcesses finds leftover processes by environment on Linux only;
+// elsewhere the recorded process groups (killLeftoverGroup) are used.
+func killRunProcesses(runID string) int { return 0 }

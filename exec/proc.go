@@ -43,9 +43,9 @@ type procSpec struct {
 	// onStart is called once the process runs, with its group id and the
 	// leader's start token, before the process can have done much.
 	onStart func(pgid int, pstart string)
-	// launch runs the process where its step's executor says (launcher.go);
-	// nil is this machine.
-	launch launcher
+	// exec runs the process where its step's executor says (executor.go);
+	// nil is this machine, with no cgroup (handlers, recovery scripts).
+	exec attemptExecutor
 	// onLogErr, if set, is called (once, from any goroutine) when a log
 	// file cannot be written: the run's state dir is in trouble.
 	onLogErr func(error)
@@ -58,10 +58,8 @@ type procSpec struct {
 	freshResult bool
 	// afterStart, if set, is called once the process runs.
 	afterStart func()
-	// lim is the attempt's memory and CPU limit (its timeout is timeout);
-	// cgName names its cgroup when a limit is set and it runs here.
-	lim    limits
-	cgName string
+	// lim is the attempt's memory and CPU limit (its timeout is timeout).
+	lim limits
 }
 
 // outcome is what happened to a process.
@@ -83,17 +81,17 @@ type outcome struct {
 	timeout       time.Duration
 	started       time.Time
 	finished      time.Time
-	// launch is the executor that ran the attempt (nil: this machine):
-	// {error} skips its own stderr lines, and launchReason, when set, says
-	// how the executor ended the attempt.
-	launch       launcher
-	launchReason string
+	// exec is the executor that ran the attempt: {error} skips its own
+	// stderr lines, and execReason, when set, says how the executor ended
+	// the attempt.
+	exec       attemptExecutor
+	execReason string
 	// cacheOuts are the digests of a cached step's outputs after it
 	// succeeded; cacheErr says why they could not be taken.
 	cacheOuts map[string]string
 	cacheErr  error
 	// use is what the attempt used, lim the limits it ran under; cause is
-	// set by a launcher that knows why the attempt ended (CauseOOM,
+	// set by an executor that knows why the attempt ended (CauseOOM,
 	// CauseTimeout).
 	use   usage
 	lim   limits
@@ -113,13 +111,13 @@ func (o *outcome) errorText() string {
 	if o.resultMessage != "" {
 		return clip(o.resultMessage)
 	}
-	if o.launchReason != "" {
-		return clip(o.launchReason)
+	if o.execReason != "" {
+		return clip(o.execReason)
 	}
 	var skip func([]byte) bool
-	if o.launch != nil {
+	if o.exec != nil {
 		stopped := o.timedOut || o.stoppedBy != ""
-		skip = func(l []byte) bool { return o.launch.ownLine(l, stopped) }
+		skip = func(l []byte) bool { return o.exec.ownLine(l, stopped) }
 	}
 	l := lastLine(o.stderrTail, skip)
 	if attemptCause(o) == spec.CauseOOM && (l == "" || shellKillReport([]byte(l))) {
@@ -330,6 +328,11 @@ func runProc(ps procSpec, ctrl *procCtrl) outcome {
 // runProcLogs is runProc with the log files opened already (openLogs), which
 // it closes.
 func runProcLogs(ps procSpec, ctrl *procCtrl, logs procLogs) (o outcome) {
+	ex := ps.exec
+	if ex == nil {
+		ex = &localAttempt{}
+	}
+	o.exec = ex
 	o.timeout = ps.timeout
 	o.lim = ps.lim
 	o.lim.timeout = ps.timeout
@@ -358,7 +361,7 @@ func runProcLogs(ps procSpec, ctrl *procCtrl, logs procLogs) (o outcome) {
 	// A log that is no regular file (a device, a FIFO) is written through a
 	// pipe, so that a write faber cannot make is seen (and stops the run).
 	regular := isRegular(outF) && isRegular(errF)
-	echo := ps.onLine != nil && !ps.pipeLines && ps.launch == nil && regular
+	echo := ps.onLine != nil && !ps.pipeLines && ex.writesLogs() && regular
 	direct := (ps.onLine == nil && regular) || echo
 	var outR, outW, errR, errW *os.File
 	var err error
@@ -383,57 +386,14 @@ func runProcLogs(ps procSpec, ctrl *procCtrl, logs procLogs) (o outcome) {
 			return o
 		}
 	}
-	var cg *cgroup
-	if ps.cgName != "" && ps.launch == nil && (ps.lim.memory > 0 || ps.lim.cpus > 0) {
-		cg, o.cgErr = newCgroup(ps.cgName, ps.lim)
-		defer cg.remove() // after the group's SIGKILL below
-	}
-	start := func(argv []string) (*osexec.Cmd, error) {
-		argv = cg.wrap(argv)
-		cmd := osexec.Command(argv[0], argv[1:]...)
-		cmd.Dir = ps.dir
-		cmd.Env = ps.env
-		if null := devNull(); null != nil {
-			cmd.Stdin = null
-		}
-		cmd.Stdout = outW
-		cmd.Stderr = errW
-		setGroup(cmd)
-		cg.prepare(cmd)
-		return cmd, cmd.Start()
-	}
-	prog := ps.argv[0]
-	cmd, err := start(ps.argv)
-	if err != nil {
-		if derr := workDirProblem(ps.dir); derr != nil {
-			// Go reports a working directory that is not there as the
-			// program not found: name the directory instead.
-			err = derr
-		} else if ps.shellArgv != nil {
-			// The script's program, started without a shell, could not
-			// start (not there, not executable, no #! line): nothing ran,
-			// so the shell gets the script and does what it always did
-			// with it (runs a file without #! as a shell script, or says
-			// why not in its own words, 127 or 126).
-			prog = ps.shellArgv[0]
-			cmd, err = start(ps.shellArgv)
-		}
-	}
+	o.cgErr = ex.setUp()
+	defer ex.release() // after the group's SIGKILL below
+	cmd, prog, err := startProcess(ps, ex, outW, errW)
 	if err != nil {
 		if !direct {
 			closePipes()
 		}
-		o.startErr, o.exitCode = err, 127
-		if errors.Is(err, osexec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			o.exitCode = 127
-		} else if errors.Is(err, os.ErrPermission) {
-			o.exitCode = 126
-		}
-		if Scarce(err) {
-			// Out of file descriptors, processes or memory: faber's
-			// limits, not the step's doing (README, "Scarce resources").
-			o.sysErr = err
-		}
+		o.cannotStart(err)
 		fmt.Fprintf(errF, "faber: cannot start %s: %v\n", prog, err)
 		return o
 	}
@@ -495,25 +455,6 @@ func runProcLogs(ps procSpec, ctrl *procCtrl, logs procLogs) (o outcome) {
 		defer t.Stop()
 		timer = t.C
 	}
-	grace := ps.grace
-	if grace <= 0 {
-		grace = 10 * time.Second
-	}
-	terminate := func() {
-		if ps.launch == nil || !ps.launch.terminate() {
-			_ = grp.signal(false)
-		}
-		g := time.NewTimer(grace)
-		defer g.Stop()
-		select {
-		case err := <-done:
-			done <- err
-		case <-g.C:
-			_ = grp.signal(true)
-		case <-ctrl.kill:
-			_ = grp.signal(true)
-		}
-	}
 	for ended := false; !ended; {
 		select {
 		case <-record:
@@ -527,13 +468,13 @@ func runProcLogs(ps procSpec, ctrl *procCtrl, logs procLogs) (o outcome) {
 			done <- nil
 		case <-timer:
 			o.timedOut = true
-			terminate()
+			stopGracefully(ex, grp, ps.grace, done, ctrl.kill)
 		case <-ctrl.stop:
 			select {
 			case <-ctrl.kill:
-				_ = grp.signal(true)
+				ex.kill(grp)
 			default:
-				terminate()
+				stopGracefully(ex, grp, ps.grace, done, ctrl.kill)
 			}
 		}
 		ended = true
@@ -542,7 +483,6 @@ func runProcLogs(ps procSpec, ctrl *procCtrl, logs procLogs) (o outcome) {
 	// The leader is gone; no process of the step may outlive it.
 	_ = grp.signal(true)
 	rusage(cmd.ProcessState, &o.use)
-	cg.measure(&o.use)
 
 	if direct {
 		if fe != nil {
@@ -574,14 +514,86 @@ func runProcLogs(ps procSpec, ctrl *procCtrl, logs procLogs) (o outcome) {
 	if r := ctrl.Reason(); r != "" && !o.timedOut {
 		o.stoppedBy = r
 	}
-	if ps.launch != nil {
-		o.launch = ps.launch
-		o.launchReason = ps.launch.finish(ps.argv, &o, ctrl.kill)
-	}
+	o.execReason = ex.finish(ps.argv, &o, ctrl.kill)
 	if ps.resultPath != "" {
 		o.resultStatus, o.resultMessage = readResult(ps.resultPath)
 	}
 	return o
+}
+
+// startProcess starts ps's process through its executor, writing to outW
+// and errW. It returns the program it started (or tried to start last).
+func startProcess(ps procSpec, ex attemptExecutor, outW, errW *os.File) (*osexec.Cmd, string, error) {
+	newCmd := func(argv []string) *osexec.Cmd {
+		cmd := osexec.Command(argv[0], argv[1:]...)
+		cmd.Dir = ps.dir
+		cmd.Env = ps.env
+		if null := devNull(); null != nil {
+			cmd.Stdin = null
+		}
+		cmd.Stdout = outW
+		cmd.Stderr = errW
+		setGroup(cmd)
+		return cmd
+	}
+	start := func(argv []string) (*osexec.Cmd, error) {
+		cmd := ex.command(argv, newCmd)
+		return cmd, cmd.Start()
+	}
+	prog := ps.argv[0]
+	cmd, err := start(ps.argv)
+	if err != nil {
+		if derr := workDirProblem(ps.dir); derr != nil {
+			// Go reports a working directory that is not there as the
+			// program not found: name the directory instead.
+			return nil, prog, derr
+		}
+		if ps.shellArgv != nil {
+			// The script's program, started without a shell, could not
+			// start (not there, not executable, no #! line): nothing ran,
+			// so the shell gets the script and does what it always did
+			// with it (runs a file without #! as a shell script, or says
+			// why not in its own words, 127 or 126).
+			prog = ps.shellArgv[0]
+			cmd, err = start(ps.shellArgv)
+		}
+	}
+	return cmd, prog, err
+}
+
+// cannotStart records that the process could not start because of err.
+func (o *outcome) cannotStart(err error) {
+	o.startErr, o.exitCode = err, 127
+	if errors.Is(err, osexec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		o.exitCode = 127
+	} else if errors.Is(err, os.ErrPermission) {
+		o.exitCode = 126
+	}
+	if Scarce(err) {
+		// Out of file descriptors, processes or memory: faber's
+		// limits, not the step's doing (README, "Scarce resources").
+		o.sysErr = err
+	}
+}
+
+// stopGracefully asks the attempt to end (ex.terminate) and ends it hard
+// after grace (10s when 0), or at once when kill closes, unless the leader
+// ends first: then its result goes back to done.
+func stopGracefully(ex attemptExecutor, grp procGroup, grace time.Duration, done chan error, kill <-chan struct{}) {
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	ex.terminate(grp)
+	g := time.NewTimer(grace)
+	defer g.Stop()
+	select {
+	case err := <-done:
+		done <- err
+	case <-g.C:
+		ex.kill(grp)
+	case <-kill:
+		ex.kill(grp)
+	}
 }
 
 // maxResult bounds the result file faber reads: a status and a one-line

@@ -86,11 +86,11 @@ func ProcStart(pid int) string {
 	return f[19]
 }
 
-// KillLeftoverGroup terminates process group pgid left behind by a dead faber,
+// killLeftoverGroup terminates process group pgid left behind by a dead faber,
 // if its leader is still the process that started at pstart (or, when the
 // leader is gone, if any member remains: members of a group whose leader died
 // keep the pgid, and a new group cannot reuse it while they live).
-func KillLeftoverGroup(pgid int, pstart string) {
+func killLeftoverGroup(pgid int, pstart string) {
 	if pgid <= 0 {
 		return
 	}

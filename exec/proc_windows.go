@@ -84,9 +84,9 @@ func signalName(n int) string { return strconv.Itoa(n) }
 // ProcStart is unknown on Windows.
 func ProcStart(pid int) string { return "" }
 
-// KillLeftoverGroup kills process pid if it still runs (its Job Object died
+// killLeftoverGroup kills process pid if it still runs (its Job Object died
 // with the faber that held it, which killed its processes already).
-func KillLeftoverGroup(pgid int, pstart string) {
+func killLeftoverGroup(pgid int, pstart string) {
 	if pgid > 0 {
 		_ = signalGroup(pgid, true)
 	}

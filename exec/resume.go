@@ -65,23 +65,18 @@ func StepHash(p *spec.Plan, s *spec.Step) string {
 		deps = append([]string{}, s.FanOut.Needs...)
 	}
 	sort.Strings(deps)
-	// executor and slurm only count when they say slurm, so that hashes of
-	// local steps stay what they were before Slurm support (an explicit
-	// `executor: local` is no change either).
-	executor, slurm := "", (*spec.Slurm)(nil)
-	if s.Executor == "slurm" {
-		executor, slurm = s.Executor, s.Slurm
-	}
 	b, _ := json.Marshal(struct {
-		Run      string            `json:"run"`
-		Env      map[string]string `json:"env"`
-		Dir      string            `json:"dir"`
-		Shell    string            `json:"shell"`
-		Timeout  int64             `json:"timeout"`
-		Needs    []string          `json:"needs"`
-		Executor string            `json:"executor,omitempty"`
-		Slurm    *spec.Slurm       `json:"slurm,omitempty"`
-	}{run, env, s.Dir, shell, int64(s.Timeout), deps, executor, slurm})
+		Run     string            `json:"run"`
+		Env     map[string]string `json:"env"`
+		Dir     string            `json:"dir"`
+		Shell   string            `json:"shell"`
+		Timeout int64             `json:"timeout"`
+		Needs   []string          `json:"needs"`
+	}{run, env, s.Dir, shell, int64(s.Timeout), deps})
+	// The engine's settings count only for an engine other than this
+	// machine, so that hashes of local steps stay what they were before
+	// there were engines (an explicit `executor: local` is no change).
+	b = withDefinition(b, s)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:12])
 }

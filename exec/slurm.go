@@ -28,50 +28,121 @@ const (
 	slurmGoneWait = 45 * time.Second
 )
 
-// SlurmJobName is the Slurm job name of a step attempt:
+// slurmJobName is the Slurm job name of a step attempt:
 // faber-<run-id>-<step>-a<N>. Leftover jobs of a dead run are found by it.
-func SlurmJobName(runID, stepID string, attempt int) string {
+func slurmJobName(runID, stepID string, attempt int) string {
 	return "faber-" + runID + "-" + stepID + "-a" + strconv.Itoa(attempt)
 }
 
-// slurmLauncher runs a step attempt as a Slurm job step through srun.
+// slurmKind runs attempts through Slurm (SPEC §9).
+type slurmKind struct{}
+
+func (slurmKind) name() string  { return executorSlurm }
+func (slurmKind) title() string { return "Slurm" }
+
+func (slurmKind) attempt(runID string, s *spec.Step, n int, dir string, lim limits) attemptExecutor {
+	return newSlurmAttempt(slurmJobName(runID, s.ID, n), s, dir, lim)
+}
+
+// describe: the srun command line of attempt <attempt>, with the job name
+// in the runner's format and the step's declared limits.
+func (slurmKind) describe(runID, attempt string, s *spec.Step, dir string, argv []string) (wrapped, prefix []string) {
+	a := newSlurmAttempt("faber-"+runID+"-"+s.ID+"-a"+attempt, s, dir, limitsOf(s, nil))
+	return a.wrap(argv), a.wrap(nil)
+}
+
+// endLeftovers cancels the jobs a dead faber left behind for the run.
+func (slurmKind) endLeftovers(runID string, _ *Prior) int { return cancelLeftoverSlurmJobs(runID) }
+
+// definition: a Slurm step's block counts, so that a changed partition or
+// time limit re-runs it on resume --plan.
+func (slurmKind) definition(s *spec.Step) (string, any) { return "slurm", s.Slurm }
+
+// slurmAttempt runs a step attempt as a Slurm job step through srun.
 //
 // srun blocks until the job ends and hands back its exit code, stdout and
 // stderr, so the attempt's logs, exit-code rules and handlers work as for a
 // local process. The environment faber built for the srun process is the
 // job's (--export=ALL). --unbuffered is not used: it runs the task on a
 // pseudo-terminal, which would merge its stderr into stdout.
-type slurmLauncher struct {
+type slurmAttempt struct {
 	job  string // faber-<run-id>-<step>-a<N>: leftover jobs are found by it
 	dir  string // absolute: srun resolves a relative --chdir against its own, changed, directory
 	step *spec.Step
 	lim  limits
 }
 
-func newSlurmLauncher(runID string, step *spec.Step, attempt int, dir string, lim limits) *slurmLauncher {
+func newSlurmAttempt(job string, step *spec.Step, dir string, lim limits) *slurmAttempt {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	return &slurmLauncher{job: SlurmJobName(runID, step.ID, attempt), dir: dir, step: step, lim: lim}
+	return &slurmAttempt{job: job, dir: dir, step: step, lim: lim}
 }
 
-func (l *slurmLauncher) wrap(argv []string) []string {
-	return slurmArgv(l.job, l.dir, l.step, l.lim, argv)
+func (a *slurmAttempt) wrap(argv []string) []string {
+	return slurmArgv(a.job, a.dir, a.step, a.lim, argv)
 }
 
-func (l *slurmLauncher) terminate() bool { return slurmTerminate(l.job) }
+// writesLogs: srun relays the job's output, read through pipes.
+func (a *slurmAttempt) writesLogs() bool { return false }
 
-func (l *slurmLauncher) finish(argv []string, o *outcome, hard <-chan struct{}) string {
-	reason := slurmFinish(l.job, argv, o, slurmJobState, hard)
-	slurmUsage(l.job, o, slurmAcct)
+// setUp: Slurm enforces the limits (--mem, --cpus-per-task), no cgroup here.
+func (a *slurmAttempt) setUp() error { return nil }
+
+func (a *slurmAttempt) command(argv []string, newCmd func([]string) *osexec.Cmd) *osexec.Cmd {
+	return newCmd(argv)
+}
+
+// terminate: a running job's tasks get SIGTERM through scancel (srun
+// itself must not: it would SIGKILL them at once); a job that does not run
+// yet is withdrawn by SIGTERM to srun.
+func (a *slurmAttempt) terminate(grp procGroup) {
+	if !slurmTerminate(a.job) {
+		_ = grp.signal(false)
+	}
+}
+
+// kill: SIGKILL to srun; finish then makes sure the job is gone.
+func (a *slurmAttempt) kill(grp procGroup) { _ = grp.signal(true) }
+
+func (a *slurmAttempt) finish(argv []string, o *outcome, hard <-chan struct{}) string {
+	reason := slurmFinish(a.job, argv, o, slurmJobState, hard)
+	slurmUsage(a.job, o, slurmAcct)
 	return reason
 }
 
 // ownLine: srun's and slurmstepd's lines are Slurm's; when faber stopped the
 // attempt, so is a waiting shell's report of the kill (Slurm signals a job's
 // processes one by one, so the shell can see its child die first).
-func (l *slurmLauncher) ownLine(line []byte, stopped bool) bool {
+func (a *slurmAttempt) ownLine(line []byte, stopped bool) bool {
 	return slurmLine(line) || (stopped && shellKillReport(line))
+}
+
+func (a *slurmAttempt) release() {}
+
+// slurmArgv wraps a local argv into the srun command that runs it as the
+// Slurm job jobName in dir, with the step's slurm options under the
+// attempt's limits lim (grown by a rule or set by a classification):
+// memory is --mem, cpus --cpus-per-task, the timeout --time, over the slurm
+// block's own.
+func slurmArgv(jobName, dir string, s *spec.Step, lim limits, argv []string) []string {
+	out := []string{"srun", "--job-name=" + jobName, "--chdir=" + dir, "--export=ALL"}
+	sl := spec.Slurm{}
+	if s.Slurm != nil {
+		sl = *s.Slurm
+	}
+	if lim.memory > 0 {
+		sl.Mem = slurmMem(lim.memory)
+	}
+	if lim.cpus > 0 {
+		sl.CPUs = lim.cpus
+	}
+	if lim.timeout > s.Timeout {
+		sl.Time = "" // a grown timeout is the job's time limit too
+	}
+	out = append(out, slurmOptions(&sl, lim.timeout)...)
+	out = append(out, "--")
+	return append(out, argv...)
 }
 
 // slurmOptions are the srun options of a slurm: block. The time limit is
@@ -173,7 +244,7 @@ func slurmJobs() (map[string]string, error) {
 
 // waitGone waits (bounded) until none of the jobs for which keep reports
 // true is in the queue any more, or until hard is closed (a hard stop:
-// the next resume cancels what is left, CancelLeftoverSlurmJobs).
+// the next resume cancels what is left, cancelLeftoverSlurmJobs).
 func waitGone(keep func(id, name string) bool, hard <-chan struct{}) {
 	deadline := time.Now().Add(slurmGoneWait)
 	for {
@@ -228,23 +299,11 @@ func slurmCancel(job string, hard <-chan struct{}) {
 	waitGone(func(_, name string) bool { return name == job }, hard)
 }
 
-// PlanUsesSlurm reports whether a step of p (the end step included) runs
-// with executor: slurm; only then does a resume need to ask Slurm for
-// leftover jobs (squeue without a configuration retries for a minute).
-func PlanUsesSlurm(p *spec.Plan) bool {
-	for _, s := range p.Steps {
-		if s.Executor == executorSlurm {
-			return true
-		}
-	}
-	return p.End != nil && p.End.Executor == executorSlurm
-}
-
-// CancelLeftoverSlurmJobs cancels the Slurm jobs a dead faber left behind
+// cancelLeftoverSlurmJobs cancels the Slurm jobs a dead faber left behind
 // for run runID (found by job name); it returns how many it canceled. It
 // waits, bounded, until they have left the queue. Without Slurm's client
 // commands (or a controller to ask) it does nothing.
-func CancelLeftoverSlurmJobs(runID string) int {
+func cancelLeftoverSlurmJobs(runID string) int {
 	if _, err := osexec.LookPath("squeue"); err != nil {
 		return 0
 	}

@@ -74,10 +74,10 @@ commands:
 				t.Fatalf("no step %q", c.step)
 			}
 			sr := &stepRun{def: def, st: &StepState{ID: def.ID, Attempt: 3}}
-			l := r.launcherFor(sr, 3, r.vars(sr, 3, nil), limitsOf(def, nil))
+			l := r.attemptExecutor(sr, 3, r.vars(sr, 3, nil), limitsOf(def, nil))
 			if c.step == "plain" {
-				if l != nil {
-					t.Fatalf("a local step got a launcher: %#v", l)
+				if _, ok := l.(*localAttempt); !ok {
+					t.Fatalf("a local step got executor %#v", l)
 				}
 				return
 			}
@@ -85,7 +85,7 @@ commands:
 			if !reflect.DeepEqual(got, c.want) {
 				t.Fatalf("got  %q\nwant %q", got, c.want)
 			}
-			if j, want := l.(*slurmLauncher).job, "faber-p-20260101T000000-abcd-"+c.step+"-a3"; j != want {
+			if j, want := l.(*slurmAttempt).job, "faber-p-20260101T000000-abcd-"+c.step+"-a3"; j != want {
 				t.Fatalf("job name %q, want %q", j, want)
 			}
 		})
@@ -256,16 +256,23 @@ func TestIsRunJob(t *testing.T) {
 	}
 }
 
-func TestPlanUsesSlurm(t *testing.T) {
-	for y, want := range map[string]bool{
-		"name: p\nsteps:\n  - id: a\n    run: x\n":                                             false,
-		"name: p\nexecutor: local\nsteps:\n  - id: a\n    run: x\n":                            false,
-		"name: p\nexecutor: slurm\nsteps:\n  - id: a\n    run: x\n":                            true,
-		"name: p\nsteps:\n  - id: a\n    run: x\n  - id: b\n    executor: slurm\n    run: x\n": true,
-		"name: p\nsteps:\n  - id: a\n    run: x\nend:\n  executor: slurm\n  run: x\n":          true,
+// TestUsedKinds: a resume asks an engine for leftovers only when a step
+// (the end step included, a sub-plan step by its inherited executor) names
+// it; this machine's leftovers are always ended.
+func TestUsedKinds(t *testing.T) {
+	for y, want := range map[string]string{
+		"name: p\nsteps:\n  - id: a\n    run: x\n":                                             "local",
+		"name: p\nexecutor: local\nsteps:\n  - id: a\n    run: x\n":                            "local",
+		"name: p\nexecutor: slurm\nsteps:\n  - id: a\n    run: x\n":                            "local slurm",
+		"name: p\nsteps:\n  - id: a\n    run: x\n  - id: b\n    executor: slurm\n    run: x\n": "local slurm",
+		"name: p\nsteps:\n  - id: a\n    run: x\nend:\n  executor: slurm\n  run: x\n":          "local slurm",
 	} {
-		if got := PlanUsesSlurm(mustPlan(t, y)); got != want {
-			t.Errorf("PlanUsesSlurm(%q) = %v, want %v", y, got, want)
+		var names []string
+		for _, k := range usedKinds(mustPlan(t, y)) {
+			names = append(names, k.name())
+		}
+		if got := strings.Join(names, " "); got != want {
+			t.Errorf("usedKinds(%q) = %q, want %q", y, got, want)
 		}
 	}
 }
@@ -275,7 +282,7 @@ func TestPlanUsesSlurm(t *testing.T) {
 func TestCancelLeftoverSlurmJobsWithoutSlurm(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	start := time.Now()
-	if n := CancelLeftoverSlurmJobs("p-20260101T000000-abcd"); n != 0 {
+	if n := cancelLeftoverSlurmJobs("p-20260101T000000-abcd"); n != 0 {
 		t.Fatalf("canceled %d jobs without squeue", n)
 	}
 	if d := time.Since(start); d > time.Second {

@@ -54,3 +54,27 @@ func BenchmarkStepHashItem(b *testing.B) {
 		StepHash(p, s)
 	}
 }
+
+// TestStepHashGoldenExecutors: a Slurm step's hash covers its executor and
+// slurm block exactly as before executors were one seam (executor.go), and
+// a local step's, with or without a slurm block, covers neither.
+func TestStepHashGoldenExecutors(t *testing.T) {
+	src := "name: k\nsteps:\n" +
+		"  - id: e\n    executor: slurm\n    run: \"true\"\n" +
+		"  - id: f\n    executor: slurm\n    slurm: {partition: gpu, time: \"1:00:00\", extra_args: [--exclusive]}\n    run: \"echo <&>\"\n" +
+		"  - id: g\n    executor: local\n    slurm: {partition: gpu}\n    run: \"true\"\n"
+	p, err := spec.Parse(filepath.Join(t.TempDir(), "plan.yaml"), []byte(src), spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{ // computed by the code before the seam
+		"e": "97a11c8b2b1215c8391d60db",
+		"f": "1f5767079c8e8f41d28e57b1",
+		"g": "6eec4b58415a9eb45fccf4d3",
+	}
+	for _, s := range p.Steps {
+		if got := StepHash(p, s); got != want[s.ID] {
+			t.Errorf("StepHash(%s) = %s, want %s", s.ID, got, want[s.ID])
+		}
+	}
+}

@@ -3,7 +3,6 @@ package run
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -62,8 +61,9 @@ type DryStep struct {
 	Dir         string            `json:"dir"`
 	Timeout     *string           `json:"timeout"`
 	Executor    string            `json:"executor"`
-	// SrunPrefix is the srun command line (up to --) for executor: slurm.
-	SrunPrefix     []string     `json:"-"`
+	// ExecPrefix is the engine's own command line (srun … -- for
+	// executor: slurm), nil on this machine.
+	ExecPrefix     []string     `json:"-"`
 	FailureHandler *DryHandler  `json:"failure_handler"`
 	OnFailure      DryOnFailure `json:"on_failure"`
 	// Cache is, for a step with inputs, what the cache would do.
@@ -216,17 +216,9 @@ func buildDryStep(p *spec.Plan, s *spec.Step) (*DryStep, error) {
 		if err != nil {
 			return nil, fmt.Errorf("step %q: %w", s.ID, err)
 		}
-		if s.Executor == "slurm" {
-			ds.Executor = "slurm"
-			// The job name of attempt <attempt>, in the runner's format.
-			name := strings.TrimSuffix(exec.SlurmJobName(PhRunID, s.ID, 0), "0") + PhAttempt
-			dir := ds.Dir
-			if abs, err := filepath.Abs(dir); err == nil {
-				dir = abs
-			}
-			ds.SrunPrefix = exec.SlurmArgv(name, dir, s, nil)
-			ds.Argv = exec.SlurmArgv(name, dir, s, argv)
-		}
+		// How the step's engine runs it: the argv under the engine, and
+		// the engine's own part of it.
+		ds.Executor, ds.Argv, ds.ExecPrefix = exec.DescribeExecutor(s, PhRunID, PhAttempt, ds.Dir, argv)
 	}
 	hvars := exec.StepVars(p, s, PhRunID, PhAttempt, &exec.FailValues{
 		Error: PhError, ExitCode: PhExitCode, StdoutFile: PhStdoutFile, StderrFile: PhStderrFile})

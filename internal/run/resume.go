@@ -24,9 +24,9 @@ type Resumable struct {
 	Plan     *spec.Plan
 	Prior    *exec.Prior
 	Warnings []spec.Diagnostic
-	// SlurmCanceled is how many leftover Slurm jobs of a dead owner were
-	// canceled.
-	SlurmCanceled int
+	// Canceled says how many leftover scheduler jobs of a dead owner were
+	// canceled, by engine.
+	Canceled []exec.Canceled
 }
 
 // Resume takes over a run that is not active for a new session (SPEC §8):
@@ -84,22 +84,13 @@ func Resume(stateDir, runID string, opt state.Options, o ResumeOptions) (res *Re
 	}
 	res = &Resumable{Store: store, Plan: plan, Prior: prior, Warnings: plan.Warnings}
 
-	// A dead owner may have left processes behind: terminate them before any
-	// step runs again, so that no step ever runs twice at the same time.
-	for _, st := range prior.Steps {
-		if exec.Status(st.Status).Active() {
-			exec.KillLeftoverGroup(st.PGID, st.PStart)
-		}
-	}
-	exec.KillRunProcesses(runID)
-	// ... and the cgroups of its attempts, whatever still ran in them killed.
-	exec.RemoveRunCgroups(runID)
+	// A dead owner may have left processes, cgroups and scheduler jobs
+	// behind: end them before any step runs again, so that no step ever
+	// runs twice at the same time.
+	res.Canceled = exec.EndLeftovers(plan, prior, runID)
 	// ... and a sub-plan's context file that it wrote for a child that
 	// never read it.
 	exec.RemoveChildContexts(state.RunDir(stateDir, runID))
-	if exec.PlanUsesSlurm(plan) {
-		res.SlurmCanceled = exec.CancelLeftoverSlurmJobs(runID)
-	}
 	if err := exec.PrepareResume(plan, prior, exec.ResumeOptions{RetryPending: o.RetryPending, EditedPlan: o.PlanFile != ""}); err != nil {
 		return nil, usage(err)
 	}

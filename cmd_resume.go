@@ -51,9 +51,11 @@ func (c *ResumeCmd) Run(g *Globals) error {
 		sessionArgs{jobs: c.Jobs, failFast: c.FailFast, ui: c.UI})
 }
 
-// resumeSession continues a run in a new session: for resume, for a parent's
-// sub-plan step whose child run exists, and for recover after its agent.
-func resumeSession(g *Globals, runID string, o run.ResumeOptions, s sessionArgs) error {
+// resumeSession continues a run in a new session (run.ResumeSession): for
+// resume, for a parent's sub-plan step whose child run exists, and for
+// recover after its agent. It says what the takeover found, then runs the
+// session as runSession does.
+func resumeSession(g *Globals, runID string, o run.ResumeOptions, a sessionArgs) error {
 	plan := filepath.Join(state.RunDir(g.StateDir, runID), "plan.snapshot")
 	if o.PlanFile != "" {
 		plan = o.PlanFile
@@ -64,7 +66,7 @@ func resumeSession(g *Globals, runID string, o run.ResumeOptions, s sessionArgs)
 	if err := checkOpenFiles(); err != nil {
 		return err
 	}
-	res, err := run.Resume(g.StateDir, runID, storeOptions(g), o)
+	s, res, err := run.ResumeSession(g.StateDir, runID, storeOptions(g), o)
 	if err != nil {
 		var inv *spec.Invalid
 		if errors.As(err, &inv) {
@@ -78,8 +80,7 @@ func resumeSession(g *Globals, runID string, o run.ResumeOptions, s sessionArgs)
 	for _, c := range res.Canceled {
 		fmt.Fprintf(g.stderr, "faber: canceled %d leftover %s job(s) of run %s\n", c.Jobs, c.Engine, runID)
 	}
-	s.plan, s.store, s.runID, s.prior = res.Plan, res.Store, runID, res.Prior
-	return runSession(g, s)
+	return runSession(g, s, a)
 }
 
 // ResetCmd resets steps of a run.

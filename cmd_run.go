@@ -1,20 +1,17 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/mattn/go-isatty"
 
 	"github.com/faber-run/faber/exec"
-	"github.com/faber-run/faber/internal/control"
 	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/spec"
 	"github.com/faber-run/faber/state"
@@ -131,15 +128,14 @@ func (c *RunCmd) Run(g *Globals) error {
 	if err != nil {
 		return withCode(exitState, fmt.Errorf("cannot create run: %w", err))
 	}
-	return runSession(g, sessionArgs{plan: plan, store: store, runID: runID, jobs: c.Jobs, failFast: c.FailFast, ui: c.UI,
+	s := &run.Session{StateDir: g.StateDir, RunID: runID, Plan: plan, Store: store}
+	return runSession(g, s, sessionArgs{jobs: c.Jobs, failFast: c.FailFast, ui: c.UI,
 		parentRun: c.ParentRun, outputDir: c.OutputDir, cache: cacheOpts{noCache: c.NoCache, force: c.Force}})
 }
 
+// sessionArgs are what run and resume choose for a session: the command
+// line's settings, and a child run's parent.
 type sessionArgs struct {
-	plan     *spec.Plan
-	store    *state.Store
-	runID    string
-	prior    *exec.Prior
 	jobs     int
 	failFast bool
 	ui       string
@@ -156,8 +152,9 @@ type cacheOpts struct {
 	force   []string
 }
 
-// runSession runs one session of a run and maps its outcome to an exit code.
-func runSession(g *Globals, a sessionArgs) error {
+// runSession runs one session of a run (run.Session) with the renderer the
+// user chose, and maps its outcome to an exit code.
+func runSession(g *Globals, s *run.Session, a sessionArgs) error {
 	ctx, hard, trigger, stopSignals := signalContext()
 	defer stopSignals()
 	g.interrupt = trigger
@@ -169,96 +166,47 @@ func runSession(g *Globals, a sessionArgs) error {
 			ui = "tui"
 		}
 	}
-	// What dead fabers left in this state dir is cleaned beside the run,
-	// which does not wait for it (it waits at its end).
-	cleaned := make(chan struct{})
-	go func() {
-		defer close(cleaned)
-		run.CleanLeftovers(g.StateDir, a.runID)
-	}()
-	defer func() { <-cleaned }()
-	ctl, err := control.Start(a.store.Dir(), trigger)
-	if err != nil {
-		fmt.Fprintf(g.stderr, "faber: warning: no control channel (faber classify will wait for the run to end): %v\n", err)
-	}
-	var sink renderer
 	var view *tui.TUI
-	switch ui {
-	case "json":
-		sink = tui.NewJSON(g.stdout)
-	case "tui":
-		// The live view's r / x x reach the session through its control
-		// channel: without one, the session cannot wait for them.
-		view = newTUI(g, a.plan, a.runID, ctl != nil, a.prior)
-		sink = view
-	default:
-		sink = tui.NewPlain(g.stdout, tui.NewStyles(useColor(g, g.stdout)), true)
+	s.Show = func(control bool) (run.Display, <-chan struct{}) {
+		switch ui {
+		case "json":
+			return tui.NewJSON(g.stdout), nil
+		case "tui":
+			// The live view's r / x x reach the session through its
+			// control channel: without one, the session cannot wait for
+			// them.
+			view = newTUI(g, s.Plan, s.RunID, control, s.Prior)
+			return view, view.Decisions()
+		}
+		return tui.NewPlain(g.stdout, tui.NewStyles(useColor(g, g.stdout)), true), nil
 	}
+	s.Warn = func(msg string) { fmt.Fprintf(g.stderr, "faber: warning: %s\n", msg) }
 	self, _ := os.Executable()
-	r := &exec.Runner{
-		Self:       []string{self},
-		StateDir:   g.StateDir,
-		NewRunID:   func(name string, now time.Time) string { return state.NewRunID(g.StateDir, name, now) },
-		OutDir:     a.outputDir,
-		Plan:       a.plan,
-		RunID:      a.runID,
-		RunDir:     a.store.Dir(),
-		Store:      run.Recorder{Store: a.store},
-		Sink:       sink,
-		Jobs:       a.jobs,
-		FailFast:   a.failFast,
-		WantOutput: ui != "json",
-		HardStop:   hard,
-		Cache:      run.Cache{StateDir: g.StateDir},
-		NoCache:    a.cache.noCache,
-		Force:      a.cache.force,
+	s.Self = []string{self}
+	s.Interrupt, s.HardStop = trigger, hard
+	s.Jobs, s.FailFast, s.NoCache, s.Force = a.jobs, a.failFast, a.cache.noCache, a.cache.force
+	s.OutputDir = a.outputDir
+	if a.parentRun != "" {
+		s.ResultFile = os.Getenv("FABER_RESULT")
 	}
-	if m, err := state.ReadMeta(g.StateDir, a.runID); err == nil {
-		r.Secrets = m.Secrets // with those a parent run handed a child run
+	s.WantOutput = ui != "json"
+	s.Grown = tuneGCSteps
+	out, err := s.Run(ctx)
+	if se := (*run.StoppedError)(nil); errors.As(err, &se) {
+		return withCode(exitState, resumableStateErr(g, se.RunID, se.Err))
 	}
-	if ctl != nil {
-		r.Control = ctl.Requests()
+	if err != nil {
+		return withCode(exitState, err)
 	}
-	if view != nil {
-		// A pending_failed step that is all that is left waits in the
-		// view for r / x x / q instead of ending the run (README,
-		// "pending_failed"); plain and JSON progress end at once.
-		r.WaitDecisions = view.Decisions()
-	}
-	r.CheckState = func() error { return state.CheckSpace(g.StateDir, a.runID) }
-	// The pace follows the steps the run holds: a resumed run's plan has
-	// its dynamic fan-outs' items now, a running one when it reads them.
-	tuneGCSteps(len(a.plan.Steps))
-	r.Grown = tuneGCSteps
-	status, runErr := r.Run(ctx, a.prior)
-	if ctl != nil {
-		ctl.Stop()
-	}
-	sink.Close()
-	closeErr := a.store.Close()
-	if runErr != nil {
-		return withCode(exitState, resumableStateErr(g, a.runID, runErr))
-	}
-	if closeErr != nil {
-		// A store that cannot be written (a read-only or vanished run
-		// directory, I/O errors) is a state problem: its commits are in
-		// its log (if the directory is still there), which the next
-		// opening replays.
-		msg := strings.ReplaceAll(closeErr.Error(), "\n", "; ")
-		return withCode(exitState, fmt.Errorf("%s; fix the state dir, then see what was recorded: faber status %s", msg, a.runID))
-	}
-	code := exitCodeFor(status)
-	if a.parentRun != "" && status != exec.RunSuccess {
-		writeChildResult(a.runID, status, r.States(), exec.NewMaskerOf(append(exec.SecretValues(a.plan), r.Secrets...)))
-	}
+	code := exitCodeFor(out.Status)
 	if code != exitOK {
 		// The live view's summary ends with the same hints.
 		if view == nil || !view.Summarized() {
-			for _, h := range tui.EndHints(a.runID, r.States()) {
+			for _, h := range tui.EndHints(s.RunID, out.States) {
 				fmt.Fprintln(g.stderr, h)
 			}
 		}
-		fmt.Fprintf(g.stderr, "resume with: faber resume %s\n", a.runID)
+		fmt.Fprintf(g.stderr, "resume with: faber resume %s\n", s.RunID)
 	}
 	return codeOnly(code)
 }
@@ -288,12 +236,6 @@ func resumableStateErr(g *Globals, runID string, err error) error {
 		msg = fmt.Sprintf("state dir %s: no space left on device (%v)", g.StateDir, err)
 	}
 	return fmt.Errorf("%s; free some space, then: faber resume %s", msg, runID)
-}
-
-// renderer is what the run feeds: plain, JSON or the TUI.
-type renderer interface {
-	exec.Sink
-	Close() error
 }
 
 // exitCodeFor maps a run status to faber's exit code.
@@ -355,28 +297,6 @@ func unwrapPath(err error) error {
 		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
 	}
 	return err
-}
-
-// writeChildResult tells the parent step why a child run did not succeed:
-// the parent's {error} names the child's failed steps and their errors.
-// The errors are masked: the parent does not know the child plan's secrets.
-func writeChildResult(runID, status string, states []*exec.StepState, mask *exec.Masker) {
-	path := os.Getenv("FABER_RESULT")
-	if path == "" {
-		return
-	}
-	var parts []string
-	for _, st := range states {
-		if exec.Status(st.Status).Failed() {
-			parts = append(parts, fmt.Sprintf("step %s %s: %s", st.ID, st.Status, run.FirstLine(st.Error)))
-		}
-	}
-	msg := fmt.Sprintf("child run %s %s", runID, status)
-	if len(parts) > 0 {
-		msg += ": " + strings.Join(parts, "; ")
-	}
-	b, _ := json.Marshal(map[string]string{"status": "failure", "message": mask.String(msg)})
-	_ = os.WriteFile(path, b, 0o600)
 }
 
 // unique is vals without repeats, in order.

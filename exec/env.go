@@ -166,14 +166,17 @@ func (r *Runner) attemptSpec(sr *stepRun) (procSpec, error) {
 	}
 	lim := limitsOf(sr.def, sr.st)
 	ex := r.attemptExecutor(sr, n, vars, lim)
+	pe, _ := ex.(processExecutor)
 	var direct []string
 	if kind == KindScript {
 		argv[0] = r.lookShell(argv[0])
-		if ex.writesLogs() && len(extra) == 0 {
+		if pe != nil && pe.writesLogs() && len(extra) == 0 {
 			direct = r.directArgv(sr)
 		}
 	}
-	argv = ex.wrap(argv)
+	if pe != nil {
+		argv = pe.wrap(argv)
+	}
 	var shellArgv []string
 	if direct != nil {
 		// As sh would, the program sees its working directory as PWD.
@@ -256,6 +259,9 @@ func (r *Runner) procFor(sr *stepRun, kind string, argv []string, timeout time.D
 	if kind == "attempt" {
 		ps.onStart = func(pgid int, pstart string) {
 			r.msgs <- msg{kind: mStarted, sr: sr, pgid: pgid, pstart: pstart}
+		}
+		ps.onJob = func(job string) {
+			r.msgs <- msg{kind: mStarted, sr: sr, job: job}
 		}
 	}
 	return ps

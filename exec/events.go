@@ -24,12 +24,15 @@ type RunStarted struct {
 
 // RunResumed is the payload of run_resumed.
 type RunResumed struct {
-	ChangedSteps []string   `json:"changed_steps"`
-	EditedPlan   bool       `json:"edited_plan"`
-	Orphaned     []string   `json:"orphaned"`
-	Plan         string     `json:"plan"`
-	ResetSteps   []string   `json:"reset_steps"`
-	Steps        []StepInfo `json:"steps"`
+	ChangedSteps []string `json:"changed_steps"`
+	EditedPlan   bool     `json:"edited_plan"`
+	Orphaned     []string `json:"orphaned"`
+	Plan         string   `json:"plan"`
+	// Reattached are running steps whose batch job outlived the owner
+	// that died: the session waits for the job.
+	Reattached []string   `json:"reattached,omitempty"`
+	ResetSteps []string   `json:"reset_steps"`
+	Steps      []StepInfo `json:"steps"`
 }
 
 // StepStatus is the payload of step_status: what a reader needs to rebuild
@@ -98,6 +101,14 @@ type StepOrphaned struct {
 	Message        string `json:"message"`
 	PGID           int    `json:"pgid"`
 	PreviousStatus string `json:"previous_status"`
+}
+
+// StepReattached is the payload of step_reattached: a running step whose
+// batch job outlived its faber, found by resume, which waits for the job
+// instead of starting a new attempt.
+type StepReattached struct {
+	Job     string `json:"job"` // "slurm:123"
+	Message string `json:"message"`
 }
 
 // StepClassified is the payload of step_classified.
@@ -176,6 +187,7 @@ func (*RetryReserved) eventType() string    { return EvRetryReserved }
 func (*RecoveryFinished) eventType() string { return EvRecoveryFinished }
 func (*HandlerInvoked) eventType() string   { return EvHandlerInvoked }
 func (*StepOrphaned) eventType() string     { return EvStepOrphaned }
+func (*StepReattached) eventType() string   { return EvStepReattached }
 func (*StepClassified) eventType() string   { return EvStepClassified }
 func (*Warning) eventType() string          { return EvWarning }
 func (*WorkflowEnded) eventType() string    { return EvWorkflowCompleted }
@@ -205,6 +217,8 @@ func newPayload(typ string) Payload {
 		return &HandlerInvoked{}
 	case EvStepOrphaned:
 		return &StepOrphaned{}
+	case EvStepReattached:
+		return &StepReattached{}
 	case EvStepClassified:
 		return &StepClassified{}
 	case EvWarning:

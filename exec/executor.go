@@ -34,10 +34,18 @@ type executorKind interface {
 	// is the engine's own (nil when the engine adds nothing). runID and
 	// attempt are the dry run's placeholders.
 	describe(runID, attempt string, s *spec.Step, dir string, argv []string) (wrapped, prefix []string)
+	// reattachable returns the steps of prior whose running attempt is a
+	// job the engine still knows (queued, running, or ended with a record
+	// of how): the next session waits for it instead of running the step
+	// again. spare[i], the environment entry that marks steps[i]'s job's
+	// processes ("SLURM_JOB_ID=12"), keeps them from the end of this
+	// machine's leftovers (a single-node cluster runs them here).
+	reattachable(prior *Prior) (steps, spare []string)
 	// endLeftovers ends what a dead faber left running for run runID
-	// (prior is its records) before anything of it runs again, and returns
-	// how many scheduler jobs it canceled, which resume reports.
-	endLeftovers(runID string, prior *Prior) int
+	// (prior is its records) before anything of it runs again, except the
+	// attempts of the steps in keep and processes marked by spare, and
+	// returns how many scheduler jobs it canceled, which resume reports.
+	endLeftovers(runID string, prior *Prior, keep map[string]bool, spare []string) int
 	// definition returns what the step's settings for the engine add to
 	// its definition hash (resume.go), as a JSON key and value, or "" when
 	// nothing: a local step's hash stays what it was before there were
@@ -47,12 +55,14 @@ type executorKind interface {
 	title() string
 }
 
-// executorKinds are the engines, by the name `executor:` gives them; ""
-// (no executor:) is this machine.
-var executorKinds = map[string]executorKind{
-	"":            localKind{},
-	executorLocal: localKind{},
-	executorSlurm: slurmKind{},
+// executorKinds make the engines, by the name `executor:` gives them; ""
+// (no executor:) is this machine. A run makes each engine it uses once
+// (Runner.kind): an engine may keep what the run's attempts share, such as
+// the poller of a batch scheduler's jobs.
+var executorKinds = map[string]func() executorKind{
+	"":            func() executorKind { return localKind{} },
+	executorLocal: func() executorKind { return localKind{} },
+	executorSlurm: func() executorKind { return &slurmKind{} },
 }
 
 // kindOf is the engine that runs step s's attempts. A sub-plan step's
@@ -69,15 +79,42 @@ func kindOf(s *spec.Step) executorKind {
 // definition, and a resume asks the engine for leftovers.
 func kindNamed(name string) executorKind {
 	if k, ok := executorKinds[name]; ok {
-		return k
+		return k()
 	}
 	return localKind{} // spec accepts no other name
 }
 
-// attemptExecutor runs one process of an attempt where its engine says.
-// runProcLogs keeps the process group and the log files; the executor
-// decides what runs, how it stops and what its end means.
+// kind is the run's instance of the engine that runs step s's attempts.
+func (r *Runner) kind(s *spec.Step) executorKind {
+	name := kindOf(s).name()
+	r.kindsMu.Lock()
+	defer r.kindsMu.Unlock()
+	k, ok := r.kinds[name]
+	if !ok {
+		k = kindNamed(name)
+		if r.kinds == nil {
+			r.kinds = map[string]executorKind{}
+		}
+		r.kinds[name] = k
+	}
+	return k
+}
+
+// attemptExecutor is one attempt on its engine. It is a processExecutor
+// (the attempt is a process faber starts and waits for: on this machine,
+// or srun) or a batchExecutor (a job submitted to a scheduler, which runs
+// without a process of faber's and outlives it).
 type attemptExecutor interface {
+	// ownLine reports a stderr line that is the engine's rather than the
+	// step's, so {error} skips it; stopped says faber stopped the attempt.
+	ownLine(line []byte, stopped bool) bool
+}
+
+// processExecutor runs an attempt as a process faber starts: runProcLogs
+// keeps the process group and the log files, the executor decides what
+// runs, how it stops and what its end means.
+type processExecutor interface {
+	attemptExecutor
 	// wrap returns the argv that runs argv under the engine (srun … --
 	// argv); it is the attempt's argv from then on.
 	wrap(argv []string) []string
@@ -104,17 +141,23 @@ type attemptExecutor interface {
 	// by a hard stop (a second Ctrl-C): what finish waits for (a job
 	// leaving a cluster's queue) must then not be waited for.
 	finish(argv []string, o *outcome, hard <-chan struct{}) string
-	// ownLine reports a stderr line that is the engine's rather than the
-	// step's, so {error} skips it; stopped says faber stopped the attempt.
-	ownLine(line []byte, stopped bool) bool
 	// release frees what setUp made, after every process of the attempt
 	// got SIGKILL.
 	release()
 }
 
+// runAttempt runs ps's process, or submits its job, to the end (its log
+// files opened already).
+func runAttempt(ps procSpec, ctrl *procCtrl, logs procLogs) outcome {
+	if b, ok := ps.exec.(batchExecutor); ok {
+		return runBatch(ps, ctrl, logs, b)
+	}
+	return runProcLogs(ps, ctrl, logs)
+}
+
 // attemptExecutor is the executor of the step's attempt n.
 func (r *Runner) attemptExecutor(sr *stepRun, n int, vars map[string]string, lim limits) attemptExecutor {
-	return kindOf(sr.def).attempt(r.RunID, sr.def, n, r.workDir(sr, vars), lim)
+	return r.kind(sr.def).attempt(r.RunID, sr.def, n, r.workDir(sr, vars), lim)
 }
 
 // usedKinds are the engines a run of p needs at run level: this machine's
@@ -144,15 +187,37 @@ type Canceled struct {
 	Jobs   int
 }
 
+// Leftovers is what a resume did with what a dead owner left running.
+type Leftovers struct {
+	Canceled []Canceled
+	// Reattach are the steps whose batch job outlived the owner: the
+	// next session waits for the job (PrepareResume keeps them running).
+	Reattach map[string]bool
+}
+
 // EndLeftovers ends what a dead owner of run runID left running, on every
 // engine plan p uses (an engine it does not use is not asked: squeue
 // without a configuration retries for a minute), so that no step ever runs
-// twice at the same time. It reports the engines that canceled jobs.
-func EndLeftovers(p *spec.Plan, prior *Prior, runID string) []Canceled {
-	var out []Canceled
-	for _, k := range usedKinds(p) {
-		if n := k.endLeftovers(runID, prior); n > 0 {
-			out = append(out, Canceled{Engine: k.title(), Jobs: n})
+// twice at the same time, except the batch jobs still known to their
+// scheduler, which the next session re-attaches to.
+func EndLeftovers(p *spec.Plan, prior *Prior, runID string) Leftovers {
+	kinds := usedKinds(p)
+	out := Leftovers{Reattach: map[string]bool{}}
+	var spare []string
+	for _, k := range kinds {
+		steps, sp := k.reattachable(prior)
+		for i, id := range steps {
+			// Never the end step; and not a step an edited plan changed:
+			// its job runs what the step no longer says, and is canceled.
+			if s := p.Step(id); s != nil && (prior.Steps[id].Hash == "" || prior.Steps[id].Hash == StepHash(p, s)) {
+				out.Reattach[id] = true
+				spare = append(spare, sp[i])
+			}
+		}
+	}
+	for _, k := range kinds {
+		if n := k.endLeftovers(runID, prior, out.Reattach, spare); n > 0 {
+			out.Canceled = append(out.Canceled, Canceled{Engine: k.title(), Jobs: n})
 		}
 	}
 	return out

@@ -25,19 +25,22 @@ func (localKind) describe(_, _ string, _ *spec.Step, _ string, argv []string) (w
 	return argv, nil
 }
 
+// reattachable: a process of a dead faber is not waited for; it is ended.
+func (localKind) reattachable(*Prior) (steps, spare []string) { return nil, nil }
+
 // endLeftovers terminates the process groups a dead owner's active steps
 // left (each checked against its leader's start time), the processes that
-// carry the run's FABER_RUN_ID, and the cgroups of its attempts, whatever
-// still ran in them killed.
-func (localKind) endLeftovers(runID string, prior *Prior) int {
+// carry the run's FABER_RUN_ID (but those spare marks), and the cgroups of
+// its attempts, whatever still ran in them killed.
+func (localKind) endLeftovers(runID string, prior *Prior, keep map[string]bool, spare []string) int {
 	if prior != nil {
 		for _, st := range prior.Steps {
-			if Status(st.Status).Active() {
+			if Status(st.Status).Active() && !keep[st.ID] {
 				killLeftoverGroup(st.PGID, st.PStart)
 			}
 		}
 	}
-	killRunProcesses(runID)
+	killRunProcesses(runID, spare)
 	removeRunCgroups(runID)
 	return 0
 }

@@ -18,9 +18,21 @@ const groupRecordDelay = 20 * time.Millisecond
 // belongs to run runID (FABER_RUN_ID), and its process group: the leftovers
 // of a faber that died. Step attempts, handlers and recovery scripts all
 // carry FABER_RUN_ID, and children inherit it, so this finds processes whose
-// group was never recorded too. It returns how many processes it signalled.
-func killRunProcesses(runID string) int {
+// group was never recorded too. A process whose environment holds one of
+// spare ("SLURM_JOB_ID=12": a batch job that resume re-attaches to, which a
+// single-node cluster runs here) is left alone. It returns how many
+// processes it signalled.
+func killRunProcesses(runID string, spare []string) int {
 	marker := []byte("FABER_RUN_ID=" + runID + "\x00")
+	spared := func(env []byte) bool {
+		for _, s := range spare {
+			m := []byte(s + "\x00")
+			if bytes.HasPrefix(env, m) || bytes.Contains(env, append([]byte{0}, m...)) {
+				return true
+			}
+		}
+		return false
+	}
 	// Never this process or its ancestors: an agent started by `faber
 	// recover` carries the run id and may itself call faber.
 	skip := map[int]bool{}
@@ -41,7 +53,7 @@ func killRunProcesses(runID string) int {
 		if err != nil {
 			continue
 		}
-		if bytes.HasPrefix(env, marker) || bytes.Contains(env, append([]byte{0}, marker...)) {
+		if (bytes.HasPrefix(env, marker) || bytes.Contains(env, append([]byte{0}, marker...))) && !spared(env) {
 			pids = append(pids, pid)
 		}
 	}

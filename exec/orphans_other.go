@@ -9,4 +9,4 @@ const groupRecordDelay = 0
 
 // killRunProcesses finds leftover processes by environment on Linux only;
 // elsewhere the recorded process groups (killLeftoverGroup) are used.
-func killRunProcesses(runID string) int { return 0 }
+func killRunProcesses(runID string, spare []string) int { return 0 }

@@ -43,6 +43,9 @@ type procSpec struct {
 	// onStart is called once the process runs, with its group id and the
 	// leader's start token, before the process can have done much.
 	onStart func(pgid int, pstart string)
+	// onJob, if set, is called once a batch scheduler accepted the
+	// attempt's job, with the job's reference (batchExecutor.ref).
+	onJob func(job string)
 	// exec runs the process where its step's executor says (executor.go);
 	// nil is this machine, with no cgroup (handlers, recovery scripts).
 	exec attemptExecutor
@@ -328,9 +331,9 @@ func runProc(ps procSpec, ctrl *procCtrl) outcome {
 // runProcLogs is runProc with the log files opened already (openLogs), which
 // it closes.
 func runProcLogs(ps procSpec, ctrl *procCtrl, logs procLogs) (o outcome) {
-	ex := ps.exec
-	if ex == nil {
-		ex = &localAttempt{}
+	ex, ok := ps.exec.(processExecutor)
+	if !ok {
+		ex = &localAttempt{} // handlers, recovery scripts: this machine
 	}
 	o.exec = ex
 	o.timeout = ps.timeout
@@ -523,7 +526,7 @@ func runProcLogs(ps procSpec, ctrl *procCtrl, logs procLogs) (o outcome) {
 
 // startProcess starts ps's process through its executor, writing to outW
 // and errW. It returns the program it started (or tried to start last).
-func startProcess(ps procSpec, ex attemptExecutor, outW, errW *os.File) (*osexec.Cmd, string, error) {
+func startProcess(ps procSpec, ex processExecutor, outW, errW *os.File) (*osexec.Cmd, string, error) {
 	newCmd := func(argv []string) *osexec.Cmd {
 		cmd := osexec.Command(argv[0], argv[1:]...)
 		cmd.Dir = ps.dir
@@ -579,7 +582,7 @@ func (o *outcome) cannotStart(err error) {
 // stopGracefully asks the attempt to end (ex.terminate) and ends it hard
 // after grace (10s when 0), or at once when kill closes, unless the leader
 // ends first: then its result goes back to done.
-func stopGracefully(ex attemptExecutor, grp procGroup, grace time.Duration, done chan error, kill <-chan struct{}) {
+func stopGracefully(ex processExecutor, grp procGroup, grace time.Duration, done chan error, kill <-chan struct{}) {
 	if grace <= 0 {
 		grace = 10 * time.Second
 	}

@@ -85,6 +85,10 @@ func StepHash(p *spec.Plan, s *spec.Step) string {
 type ResumeOptions struct {
 	RetryPending bool // pending_failed steps go back to pending too
 	EditedPlan   bool // the plan differs from the stored one: compare hashes
+	// Reattach are running steps whose batch job outlived the dead owner
+	// (EndLeftovers): they stay in_progress, and the session waits for
+	// their job instead of starting a new attempt.
+	Reattach map[string]bool
 }
 
 // ResumeError names steps the plan to resume with no longer has although
@@ -157,11 +161,20 @@ func PrepareResume(p *spec.Plan, prior *Prior, opts ResumeOptions) error {
 		order = append(order, p.End)
 	}
 
-	// 1. Orphans: steps that were running when faber died.
-	var orphaned []string
+	// 1. Orphans: steps that were running when faber died, but those whose
+	// batch job outlived it.
+	var orphaned, reattached []string
 	for _, s := range order {
 		st := prior.Steps[s.ID]
 		if st == nil {
+			continue
+		}
+		if opts.Reattach[st.ID] && st.Status == StatusInProgress && st.Job != "" {
+			evs = append(evs, Event{Type: EvStepReattached, StepID: st.ID, Attempt: st.Attempt, Data: &StepReattached{
+				Job:     st.Job,
+				Message: "faber stopped while the step's job ran on; this session waits for the job",
+			}})
+			reattached = append(reattached, st.ID)
 			continue
 		}
 		if Status(st.Status).Active() {
@@ -234,6 +247,7 @@ func PrepareResume(p *spec.Plan, prior *Prior, opts ResumeOptions) error {
 		Steps:        StepInfos(p),
 		ResetSteps:   nonNil(ids),
 		Orphaned:     nonNil(orphaned),
+		Reattached:   reattached,
 		ChangedSteps: nonNil(rerun),
 		EditedPlan:   opts.EditedPlan,
 	}}}, evs...)

@@ -111,6 +111,10 @@ type Runner struct {
 	halted   error // the state problem that stopped the run (see halt)
 	baseEnv  []string
 	outDir   string
+	// kinds are the engines the run's attempts ran on (executor.go), made
+	// at first use.
+	kindsMu  sync.Mutex
+	kinds    map[string]executorKind
 	planFile string            // the plan file's absolute path (FABER_PLAN)
 	shells   map[string]string // shell name -> resolved path
 	mask     *Masker           // the plan's secrets, masked in events and output lines
@@ -193,6 +197,7 @@ type msg struct {
 	out     outcome
 	pgid    int
 	pstart  string
+	job     string // mStarted: a batch job's reference
 	argv    []string
 	hType   string
 	invoked time.Time
@@ -339,6 +344,13 @@ func (r *Runner) setup(prior *Prior) {
 	for _, sr := range r.steps {
 		if sr.st.Status == StatusPending && (sr.join == nil && sr.waiting == 0 || sr.join != nil && !joinWaits(sr)) {
 			r.push(sr)
+		}
+	}
+	// Steps whose batch job outlived the owner that died (PrepareResume
+	// kept them running): this session waits for their job.
+	for _, sr := range r.steps {
+		if sr.st.Status == StatusInProgress && sr.st.Job != "" && r.fatal == nil {
+			r.reattach(sr)
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 )
 
 // The scheduler (SPEC §2, §3): dependencies, job slots, starting attempts and
@@ -109,7 +111,11 @@ func (r *Runner) handle(m msg) {
 	sr := m.sr
 	switch m.kind {
 	case mStarted:
-		sr.st.PGID, sr.st.PStart = m.pgid, m.pstart
+		if m.job != "" {
+			sr.st.Job = m.job
+		} else {
+			sr.st.PGID, sr.st.PStart = m.pgid, m.pstart
+		}
 		r.commit([]*StepState{sr.st})
 	case mAttemptDone:
 		r.done(sr)
@@ -177,7 +183,7 @@ func (r *Runner) startAttempt(sr *stepRun) {
 	st.ExitCode = nil
 	st.Error = ""
 	st.DurationMs = 0
-	st.PGID, st.PStart = 0, ""
+	st.PGID, st.PStart, st.Job = 0, "", ""
 	st.Hash = StepHash(r.Plan, sr.def)
 	st.CacheKey, st.CachedFrom = "", nil
 	if sr.def.PlanPath != "" && st.ChildRunID == "" {
@@ -224,7 +230,7 @@ func (r *Runner) startAttempt(sr *stepRun) {
 					}()
 				}
 			}
-			out := runProcLogs(ps, ctrl, logs)
+			out := runAttempt(ps, ctrl, logs)
 			if ahead {
 				// The process did not start: nothing is made ahead.
 				aheadDone(g.ahead)
@@ -257,6 +263,47 @@ func (r *Runner) startAttempt(sr *stepRun) {
 		r.ahead.Add(1)
 	}
 	gate <- g
+}
+
+// reattach waits, in this session, for the batch job of the step's running
+// attempt, which outlived the faber that submitted it, and records how it
+// really ended: no new attempt starts. The attempt keeps its number, its
+// start time (its timeout counts from it) and its log files.
+func (r *Runner) reattach(sr *stepRun) {
+	st := sr.st
+	r.takeSlot(sr)
+	ps, err := r.attemptSpec(sr)
+	b, ok := ps.exec.(batchExecutor)
+	_, id, _ := strings.Cut(st.Job, ":")
+	if err == nil && (!ok || id == "") {
+		err = fmt.Errorf("step %q: job %s: its executor does not re-attach to jobs", sr.def.ID, st.Job)
+	}
+	ctrl := newCtrl()
+	sr.ctrl = ctrl
+	r.work(sr)
+	started := r.now()
+	if st.StartedAt != nil {
+		started = *st.StartedAt
+	}
+	go func() {
+		o := outcome{exec: ps.exec, timeout: ps.timeout, lim: ps.lim, started: started}
+		o.lim.timeout = ps.timeout
+		if err != nil {
+			o.startErr, o.exitCode = err, 127
+		} else if outF, _, ferr := openLog(ps.stdoutPath); ferr != nil {
+			o.startErr, o.logErr, o.exitCode = ferr, ferr, 127
+		} else if errF, _, ferr := openLog(ps.stderrPath); ferr != nil {
+			outF.Close()
+			o.startErr, o.logErr, o.exitCode = ferr, ferr, 127
+		} else {
+			o.finishBatch(ps, ctrl, b, id, outF, errF)
+			outF.Close()
+			errF.Close()
+		}
+		o.finished = time.Now()
+		r.hashOutputs(sr, &o)
+		r.msgs <- msg{kind: mAttemptDone, sr: sr, out: o}
+	}()
 }
 
 // startGate lets an attempt's process start once its start is committed
@@ -366,7 +413,7 @@ func (r *Runner) attemptDone(sr *stepRun, out outcome) {
 		st.DurationMs = out.finished.Sub(*st.StartedAt).Milliseconds()
 	}
 	st.ExitCode = intp(out.exitCode)
-	st.PGID, st.PStart = 0, ""
+	st.PGID, st.PStart, st.Job = 0, "", ""
 	if sr.def.PlanPath == "" && sr.def.FanOut == nil {
 		sr.ended = attemptEnd(st.Attempt, &out)
 		st.Attempts = append(st.Attempts, sr.ended)

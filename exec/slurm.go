@@ -7,8 +7,10 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/faber-run/faber/internal/lazyre"
@@ -34,29 +36,114 @@ func slurmJobName(runID, stepID string, attempt int) string {
 	return "faber-" + runID + "-" + stepID + "-a" + strconv.Itoa(attempt)
 }
 
-// slurmKind runs attempts through Slurm (SPEC §9).
-type slurmKind struct{}
+// slurmKind runs attempts through Slurm (SPEC §9): as batch jobs
+// (slurm_batch.go), or with mode: blocking through srun.
+type slurmKind struct {
+	pollOnce sync.Once
+	poll     *jobPoller
+}
 
-func (slurmKind) name() string  { return executorSlurm }
-func (slurmKind) title() string { return "Slurm" }
+func (*slurmKind) name() string  { return executorSlurm }
+func (*slurmKind) title() string { return "Slurm" }
 
-func (slurmKind) attempt(runID string, s *spec.Step, n int, dir string, lim limits) attemptExecutor {
-	return newSlurmAttempt(slurmJobName(runID, s.ID, n), s, dir, lim)
+func (k *slurmKind) attempt(runID string, s *spec.Step, n int, dir string, lim limits) attemptExecutor {
+	if slurmBlocking(s) {
+		return newSlurmAttempt(slurmJobName(runID, s.ID, n), s, dir, lim)
+	}
+	return k.batch(slurmJobName(runID, s.ID, n), s, dir, lim)
+}
+
+// slurmBlocking reports whether step s runs its attempts through srun
+// (mode: blocking) rather than as batch jobs.
+func slurmBlocking(s *spec.Step) bool {
+	return s.Slurm != nil && s.Slurm.Mode == "blocking"
 }
 
 // describe: the srun command line of attempt <attempt>, with the job name
 // in the runner's format and the step's declared limits.
-func (slurmKind) describe(runID, attempt string, s *spec.Step, dir string, argv []string) (wrapped, prefix []string) {
-	a := newSlurmAttempt("faber-"+runID+"-"+s.ID+"-a"+attempt, s, dir, limitsOf(s, nil))
-	return a.wrap(argv), a.wrap(nil)
+func (k *slurmKind) describe(runID, attempt string, s *spec.Step, dir string, argv []string) (wrapped, prefix []string) {
+	job := "faber-" + runID + "-" + s.ID + "-a" + attempt
+	if slurmBlocking(s) {
+		a := newSlurmAttempt(job, s, dir, limitsOf(s, nil))
+		return a.wrap(argv), a.wrap(nil)
+	}
+	// The attempt's files, under the run's logs/<step>/ (README, "Logs").
+	at := "<logs>/attempt-" + attempt
+	b := k.batch(job, s, dir, limitsOf(s, nil))
+	prefix = append([]string{"sbatch"}, b.sbatchArgs(at+".sbatch", at+".out", at+".err", nil)...)
+	return append(prefix[:len(prefix):len(prefix)], argv...), prefix
 }
 
-// endLeftovers cancels the jobs a dead faber left behind for the run.
-func (slurmKind) endLeftovers(runID string, _ *Prior) int { return cancelLeftoverSlurmJobs(runID) }
+// endLeftovers cancels the jobs a dead faber left behind for the run, but
+// those of the steps resume re-attaches to.
+func (*slurmKind) endLeftovers(runID string, prior *Prior, keep map[string]bool, _ []string) int {
+	kept := map[string]bool{}
+	if prior != nil {
+		for id := range keep {
+			if st := prior.Steps[id]; st != nil {
+				if j, ok := strings.CutPrefix(st.Job, executorSlurm+":"); ok {
+					kept[j] = true
+				}
+			}
+		}
+	}
+	return cancelLeftoverSlurmJobs(runID, kept)
+}
+
+// reattachable: the steps whose batch job squeue (or sacct) still knows.
+func (*slurmKind) reattachable(prior *Prior) (steps, spare []string) {
+	if prior == nil {
+		return nil, nil
+	}
+	byJob := map[string]string{}
+	for _, st := range prior.Steps {
+		if st.Status != StatusInProgress {
+			continue
+		}
+		if j, ok := strings.CutPrefix(st.Job, executorSlurm+":"); ok {
+			byJob[j] = st.ID
+		}
+	}
+	if len(byJob) == 0 {
+		return nil, nil
+	}
+	if _, err := osexec.LookPath("squeue"); err != nil {
+		return nil, nil
+	}
+	jobs, err := slurmListJobs()
+	if err != nil {
+		return nil, nil
+	}
+	var missing []string
+	for j := range byJob {
+		if _, ok := jobs[j]; !ok {
+			missing = append(missing, j)
+		}
+	}
+	if len(missing) > 0 {
+		for j, js := range slurmRecord(missing) {
+			if js.done {
+				jobs[j] = js
+			}
+		}
+	}
+	var ids []string
+	for j := range byJob {
+		if _, ok := jobs[j]; ok {
+			ids = append(ids, j)
+		}
+	}
+	sort.Strings(ids)
+	for _, j := range ids {
+		steps = append(steps, byJob[j])
+		spare = append(spare, "SLURM_JOB_ID="+j)
+	}
+	return steps, spare
+}
 
 // definition: a Slurm step's block counts, so that a changed partition or
 // time limit re-runs it on resume --plan.
-func (slurmKind) definition(s *spec.Step) (string, any) { return "slurm", s.Slurm }
+func (*slurmKind) definition(s *spec.Step) (string, any) { return "slurm", s.Slurm }
 
 // slurmAttempt runs a step attempt as a Slurm job step through srun.
 //
@@ -127,6 +214,14 @@ func (a *slurmAttempt) release() {}
 // block's own.
 func slurmArgv(jobName, dir string, s *spec.Step, lim limits, argv []string) []string {
 	out := []string{"srun", "--job-name=" + jobName, "--chdir=" + dir, "--export=ALL"}
+	out = append(out, slurmLimits(s, lim)...)
+	out = append(out, "--")
+	return append(out, argv...)
+}
+
+// slurmLimits are the slurm block's options of step s under the attempt's
+// limits lim, which win over the block's own.
+func slurmLimits(s *spec.Step, lim limits) []string {
 	sl := spec.Slurm{}
 	if s.Slurm != nil {
 		sl = *s.Slurm
@@ -140,9 +235,7 @@ func slurmArgv(jobName, dir string, s *spec.Step, lim limits, argv []string) []s
 	if lim.timeout > s.Timeout {
 		sl.Time = "" // a grown timeout is the job's time limit too
 	}
-	out = append(out, slurmOptions(&sl, lim.timeout)...)
-	out = append(out, "--")
-	return append(out, argv...)
+	return slurmOptions(&sl, lim.timeout)
 }
 
 // slurmOptions are the srun options of a slurm: block. The time limit is
@@ -300,14 +393,15 @@ func slurmCancel(job string, hard <-chan struct{}) {
 }
 
 // cancelLeftoverSlurmJobs cancels the Slurm jobs a dead faber left behind
-// for run runID (found by job name); it returns how many it canceled. It
+// for run runID (found by job name), but those in kept (by id); it returns
+// how many it canceled. It
 // waits, bounded, until they have left the queue. Without Slurm's client
 // commands (or a controller to ask) it does nothing.
-func cancelLeftoverSlurmJobs(runID string) int {
+func cancelLeftoverSlurmJobs(runID string, kept map[string]bool) int {
 	if _, err := osexec.LookPath("squeue"); err != nil {
 		return 0
 	}
-	mine := func(_, name string) bool { return isRunJob(runID, name) }
+	mine := func(id, name string) bool { return isRunJob(runID, name) && !kept[id] }
 	jobs, err := slurmJobs()
 	if err != nil {
 		return 0

@@ -61,14 +61,14 @@ func TestCancelLeftoverSlurmJobs(t *testing.T) {
 		t.Fatalf("queued %q, want the 3 test jobs", got)
 	}
 	start := time.Now()
-	if n := cancelLeftoverSlurmJobs(run); n != 2 {
+	if n := cancelLeftoverSlurmJobs(run, nil); n != 2 {
 		t.Fatalf("canceled %d jobs, want 2", n)
 	}
 	if got := queued(); len(got) != 1 || got[0] != names[2] {
 		t.Fatalf("after cancel, queued %q, want only %s", got, names[2])
 	}
 	t.Logf("canceled and gone in %v", time.Since(start))
-	if n := cancelLeftoverSlurmJobs(run); n != 0 {
+	if n := cancelLeftoverSlurmJobs(run, nil); n != 0 {
 		t.Fatalf("second call canceled %d jobs, want 0", n)
 	}
 }

@@ -9,12 +9,13 @@ import (
 )
 
 // TestSlurmWrap checks the srun argv an attempt gets from the plan's
-// executor and slurm: block; no cluster is needed.
+// executor and slurm: block in mode: blocking; no cluster is needed.
 func TestSlurmWrap(t *testing.T) {
 	p := mustPlan(t, `
 name: p
 executor: slurm
 slurm:
+  mode: blocking
   partition: gpu
   account: proj
   time: "2:00:00"
@@ -81,7 +82,7 @@ commands:
 				}
 				return
 			}
-			got := l.wrap(c.argv)
+			got := l.(processExecutor).wrap(c.argv)
 			if !reflect.DeepEqual(got, c.want) {
 				t.Fatalf("got  %q\nwant %q", got, c.want)
 			}
@@ -282,7 +283,7 @@ func TestUsedKinds(t *testing.T) {
 func TestCancelLeftoverSlurmJobsWithoutSlurm(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	start := time.Now()
-	if n := cancelLeftoverSlurmJobs("p-20260101T000000-abcd"); n != 0 {
+	if n := cancelLeftoverSlurmJobs("p-20260101T000000-abcd", nil); n != 0 {
 		t.Fatalf("canceled %d jobs without squeue", n)
 	}
 	if d := time.Since(start); d > time.Second {

@@ -31,6 +31,7 @@ const (
 	EvRecoveryFinished  = "recovery_script_finished"
 	EvHandlerInvoked    = "step_handler_invoked"
 	EvStepOrphaned      = "step_orphaned"
+	EvStepReattached    = "step_reattached"
 	EvStepClassified    = "step_classified"
 	EvWarning           = "warning"
 	EvWorkflowCompleted = "workflow_completed"
@@ -109,6 +110,9 @@ type StepState struct {
 	// so a later resume can kill leftovers of a dead faber safely.
 	PGID   int    `json:"pgid,omitempty"`
 	PStart string `json:"pstart,omitempty"`
+	// Job is the batch scheduler's job of the running attempt
+	// ("slurm:123"): resume re-attaches to it while it runs.
+	Job string `json:"job,omitempty"`
 }
 
 // RunState is the persisted run record.

@@ -800,6 +800,7 @@ type rawSlurm struct {
 	GPUs      str   `yaml:"gpus" doc:"GPUs, as Slurm writes it (2, or a100:2)."`
 	Time      str   `yaml:"time" doc:"Slurm time limit (1:00:00)."`
 	ExtraArgs words `yaml:"extra_args" doc:"Extra srun arguments (a list, or a string split as shell words)."`
+	Mode      str   `yaml:"mode" enum:"batch,blocking" doc:"How attempts run: batch (sbatch: jobs are submitted, polled, and outlive faber) or blocking (one srun per attempt, for interactive use)."`
 }
 
 // ---- leaf values ----

@@ -115,6 +115,10 @@ type Slurm struct {
 	GPUs      string
 	Time      string
 	ExtraArgs []string
+	// Mode is "batch" (sbatch), "blocking" (srun) or "" (not set: batch).
+	// Left out of JSON when not set, so that definition hashes stay what
+	// they were before there was a mode.
+	Mode string `json:",omitempty"`
 }
 
 // Phase is a named group of steps.

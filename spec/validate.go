@@ -592,6 +592,7 @@ func slurmOf(rs *rawSlurm, base *Slurm, b *builder) *Slurm {
 	set(&out.Mem, rs.Mem)
 	set(&out.GPUs, rs.GPUs)
 	set(&out.Time, rs.Time)
+	set(&out.Mode, rs.Mode)
 	if rs.CPUs.Set {
 		out.CPUs = rs.CPUs.V
 	}

@@ -87,11 +87,12 @@ func Resume(stateDir, runID string, opt state.Options, o ResumeOptions) (res *Re
 	// A dead owner may have left processes, cgroups and scheduler jobs
 	// behind: end them before any step runs again, so that no step ever
 	// runs twice at the same time.
-	res.Canceled = exec.EndLeftovers(plan, prior, runID)
+	left := exec.EndLeftovers(plan, prior, runID)
+	res.Canceled = left.Canceled
 	// ... and a sub-plan's context file that it wrote for a child that
 	// never read it.
 	exec.RemoveChildContexts(state.RunDir(stateDir, runID))
-	if err := exec.PrepareResume(plan, prior, exec.ResumeOptions{RetryPending: o.RetryPending, EditedPlan: o.PlanFile != ""}); err != nil {
+	if err := exec.PrepareResume(plan, prior, exec.ResumeOptions{RetryPending: o.RetryPending, EditedPlan: o.PlanFile != "", Reattach: left.Reattach}); err != nil {
 		return nil, usage(err)
 	}
 	if o.PlanFile != "" {

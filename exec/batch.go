@@ -1,0 +1,359 @@
+package exec
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Batch schedulers (sbatch, qsub): an attempt is a job submitted to the
+// scheduler, with no process of faber's waiting for it, so the job outlives
+// faber. Its id is recorded with the step (StepState.Job); the job writes
+// the attempt's log files itself, so echo, `logs --follow` and {error}
+// work as for a local step. One poller per engine and run asks the
+// scheduler about every job of the run in one call per tick.
+
+// batchExecutor is an attempt executor whose attempts are scheduler jobs.
+type batchExecutor interface {
+	attemptExecutor
+	// submit submits the job that runs ps (its argv, dir, env and log
+	// files) and returns its id. A rejection returns the scheduler's
+	// words as a *rejected error.
+	submit(ps procSpec) (id string, err error)
+	// poller is the run's poller of the engine's jobs.
+	poller() *jobPoller
+	// cancel asks job id to end: gracefully (its processes get SIGTERM; a
+	// queued job is withdrawn), or at once (hard). last is what the
+	// poller saw of it last.
+	cancel(id string, last jobState, hard bool)
+	// ended completes o from the job's final state js (its exit code is
+	// set already): what the attempt used, its cause, an exit code the
+	// engine corrects. It returns a reason for {error} when the engine,
+	// not the step, decided how the attempt ended, else "".
+	ended(id string, js jobState, o *outcome) string
+	// ref is the job's reference in the step's record: "slurm:123".
+	ref(id string) string
+}
+
+// rejected is a scheduler's refusal of a job at submission: msg is
+// {error}, log what the scheduler's client printed (for the attempt's
+// stderr log).
+type rejected struct{ msg, log string }
+
+func (e *rejected) Error() string { return e.msg }
+
+// jobState is what the scheduler says of a job.
+type jobState struct {
+	state    string // the engine's word: PENDING, RUNNING, COMPLETED, ...
+	done     bool   // the job ended: what follows is final
+	exitCode int    // 128+N for death by signal N
+	signal   int
+	node     string // where it ran ("" when it never did)
+	// vanished says the job left the scheduler with no record of how it
+	// ended (done is true).
+	vanished bool
+}
+
+// Poll pacing: a tick after a change, then twice as long while nothing
+// changes, up to pollMax. pollRecord bounds how long a job that left the
+// queue is looked for in the engine's record (qacct's records appear
+// seconds after a job leaves qstat).
+const (
+	pollMin    = 200 * time.Millisecond
+	pollMax    = 5 * time.Second
+	pollRecord = 60 * time.Second
+)
+
+// jobPoller watches the jobs of one engine for a run: each tick, one call
+// (list) says how every job of the user stands; a job no longer listed is
+// looked up in the engine's record (record, one call for all of them)
+// until it is found there or pollRecord passes.
+type jobPoller struct {
+	list   func() (map[string]jobState, error)
+	record func(ids []string) map[string]jobState // nil: the engine keeps none
+
+	mu      sync.Mutex
+	watched map[string]*jobWatch
+	running bool
+	wake    chan struct{}
+	calls   atomic.Int64 // status calls made (list and record): bench/ reports them
+}
+
+type jobWatch struct {
+	last    jobState
+	gone    time.Time // when it was first missing from the list
+	done    chan jobState
+	changed bool
+}
+
+func newJobPoller(list func() (map[string]jobState, error), record func([]string) map[string]jobState) *jobPoller {
+	return &jobPoller{list: list, record: record, watched: map[string]*jobWatch{}, wake: make(chan struct{}, 1)}
+}
+
+// watch starts watching job id; its final state arrives on the channel.
+func (p *jobPoller) watch(id string) <-chan jobState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := &jobWatch{done: make(chan jobState, 1), last: jobState{state: "SUBMITTED"}}
+	p.watched[id] = w
+	if !p.running {
+		p.running = true
+		go p.loop()
+	} else {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
+	return w.done
+}
+
+// unwatch stops watching job id (its attempt gave up on it).
+func (p *jobPoller) unwatch(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.watched, id)
+}
+
+// last is what the poller saw of job id last.
+func (p *jobPoller) last(id string) jobState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w := p.watched[id]; w != nil {
+		return w.last
+	}
+	return jobState{}
+}
+
+func (p *jobPoller) loop() {
+	interval := pollMin
+	for {
+		p.mu.Lock()
+		if len(p.watched) == 0 {
+			p.running = false
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+		changed := p.tick()
+		if changed {
+			interval = pollMin
+		} else {
+			interval = min(interval*2, pollMax)
+		}
+		t := time.NewTimer(interval)
+		select {
+		case <-t.C:
+		case <-p.wake:
+			t.Stop()
+			interval = pollMin
+		}
+	}
+}
+
+// tick asks the scheduler once (and its record once, for jobs that left
+// it) and hands every job that ended its final state. It reports whether
+// any job changed.
+func (p *jobPoller) tick() (changed bool) {
+	jobs, err := p.list()
+	p.calls.Add(1)
+	if err != nil {
+		return false // the scheduler did not answer: ask again later
+	}
+	now := time.Now()
+	var gone []string
+	p.mu.Lock()
+	for id, w := range p.watched {
+		js, ok := jobs[id]
+		if !ok {
+			if w.gone.IsZero() {
+				w.gone = now
+			}
+			gone = append(gone, id)
+			continue
+		}
+		w.gone = time.Time{}
+		if js.state != w.last.state {
+			changed = true
+		}
+		w.last = js
+		if js.done {
+			p.finish(id, w, js)
+		}
+	}
+	p.mu.Unlock()
+	if len(gone) == 0 {
+		return changed
+	}
+	var recs map[string]jobState
+	if p.record != nil {
+		recs = p.record(gone)
+		p.calls.Add(1)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, id := range gone {
+		w := p.watched[id]
+		if w == nil {
+			continue
+		}
+		if js, ok := recs[id]; ok && js.done {
+			p.finish(id, w, js)
+			changed = true
+		} else if now.Sub(w.gone) >= pollRecord || (p.record == nil && now.Sub(w.gone) >= 2*pollMin) {
+			// Missing from the list twice (or, with a record, for
+			// pollRecord) and from the record: nothing says how it ended.
+			p.finish(id, w, jobState{state: w.last.state, done: true, vanished: true, node: w.last.node})
+			changed = true
+		}
+	}
+	return changed
+}
+
+func (p *jobPoller) finish(id string, w *jobWatch, js jobState) {
+	w.done <- js
+	delete(p.watched, id)
+}
+
+// runBatch runs an attempt as a scheduler job: it submits the job, records
+// its id, and waits for the poller to say how it ended, stopping it on a
+// timeout or a stop as runProcLogs stops a process.
+func runBatch(ps procSpec, ctrl *procCtrl, logs procLogs, b batchExecutor) (o outcome) {
+	o.exec = b
+	o.timeout = ps.timeout
+	o.lim = ps.lim
+	o.lim.timeout = ps.timeout
+	o.started = time.Now()
+	defer func() { o.finished = time.Now() }()
+	if err := logs.fail; err != nil {
+		o.startErr, o.logErr, o.exitCode = err, err, 127
+		if Scarce(err) {
+			o.sysErr = err
+		}
+		return o
+	}
+	outF, errF := logs.out, logs.err
+	defer outF.Close()
+	defer errF.Close()
+	if ctrl.Reason() != "" {
+		o.stoppedBy = ctrl.Reason()
+		o.exitCode = 130
+		return o
+	}
+	id, err := b.submit(ps)
+	if err != nil {
+		if rj, ok := err.(*rejected); ok {
+			fmt.Fprint(errF, rj.log)
+			o.exitCode = 1
+			o.execReason = rj.msg
+		} else {
+			fmt.Fprintf(errF, "faber: cannot submit the job: %v\n", err)
+			o.cannotStart(err)
+		}
+		o.stderrTail = fileTail(errF, tailSize)
+		return o
+	}
+	if ps.afterStart != nil {
+		ps.afterStart()
+	}
+	if ps.onJob != nil {
+		ps.onJob(b.ref(id))
+	}
+	o.finishBatch(ps, ctrl, b, id, outF, errF)
+	return o
+}
+
+// finishBatch waits for job id of ps's attempt to end (stopping it on a
+// timeout or a stop) and completes o from how it ended. Resume re-attaches
+// to a job that outlived faber through it too.
+func (o *outcome) finishBatch(ps procSpec, ctrl *procCtrl, b batchExecutor, id string, outF, errF *os.File) {
+	poll := b.poller()
+	done := poll.watch(id)
+	var echoTick <-chan time.Time
+	var fe *fileEcho
+	if ps.onLine != nil && !ps.pipeLines && isRegular(outF) && isRegular(errF) {
+		fe = newFileEcho(ps.onLine, outF, errF, ps.stdoutPath, ps.stderrPath)
+		t := time.NewTicker(echoPoll)
+		defer t.Stop()
+		echoTick = t.C
+	}
+	var timer <-chan time.Time
+	if ps.timeout > 0 {
+		t := time.NewTimer(max(ps.timeout-time.Since(o.started), 0))
+		defer t.Stop()
+		timer = t.C
+	}
+	grace := ps.grace
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	// stopping: the job was asked to end gracefully, then after grace at
+	// once; once canceled hard, the wait for its end is bounded (a hard
+	// stop does not wait: the next resume cancels what is left).
+	var graceT, giveUp <-chan time.Time
+	stopping, hard := false, false
+	stop := func(now bool) {
+		if now {
+			if !hard {
+				hard = true
+				b.cancel(id, poll.last(id), true)
+				giveUp = time.After(slurmGoneWait)
+			}
+			return
+		}
+		if !stopping {
+			stopping = true
+			b.cancel(id, poll.last(id), false)
+			graceT = time.After(grace)
+		}
+	}
+	stopCh, kill := ctrl.stop, ctrl.kill
+	var js jobState
+wait:
+	for {
+		select {
+		case js = <-done:
+			break wait
+		case <-echoTick:
+			fe.read(false)
+		case <-timer:
+			timer = nil
+			o.timedOut = true
+			stop(false)
+		case <-stopCh:
+			stopCh = nil
+			stop(false)
+		case <-graceT:
+			graceT = nil
+			stop(true)
+		case <-kill:
+			// A hard stop (a second Ctrl-C): the job is killed and not
+			// waited for; the next resume cancels what is left of it.
+			kill = nil
+			stop(true)
+			giveUp = time.After(0)
+		case <-giveUp:
+			last := poll.last(id)
+			poll.unwatch(id)
+			js = jobState{state: last.state, done: true, exitCode: 137, signal: 9, node: last.node}
+			break wait
+		}
+	}
+	if fe != nil {
+		fe.read(true)
+	}
+	o.stderrTail = fileTail(errF, tailSize)
+	o.exitCode, o.signal = js.exitCode, js.signal
+	if o.timedOut {
+		o.exitCode, o.signal = 124, 0
+	}
+	if r := ctrl.Reason(); r != "" && !o.timedOut {
+		o.stoppedBy = r
+	}
+	o.execReason = b.ended(id, js, o)
+	if ps.resultPath != "" {
+		o.resultStatus, o.resultMessage = readResult(ps.resultPath)
+	}
+}

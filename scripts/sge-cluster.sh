@@ -24,7 +24,7 @@
 #
 # Runs as root. Needs the Debian packages gridengine-master, gridengine-exec
 # and gridengine-client (Son of Grid Engine 8.1.9 on Debian 12); it installs
-# them with apt-get when they are missing (about half a minute), answering
+# them with apt-get when they are missing (10 to 30 s), answering
 # debconf's questions so that the packages set up no cluster of their own.
 #
 # The cluster: one host (this one, `hostname`, which must resolve; its
@@ -38,33 +38,34 @@
 # interpreter), accounting records written as soon as a job ends
 # (accounting_flush_time 0), a notify time of 5 s (qdel of a -notify job:
 # SIGUSR2, SIGKILL 5 s later) and no mail. A job starts about a second
-# after qsub; `start` takes about 5 s once the packages are there.
+# after qsub; `start` takes about 5 s once the packages are there. The
+# daemons log to $DIR/spool/qmaster/messages and
+# $DIR/spool/execd/<host>/messages.
 #
 # What Grid Engine does here (SGE 8.1.9, measured on this cluster; what an
 # executor for it has to know):
 #
 # - Submission. `qsub -terse` prints the job id alone ("12"; an array job
-#   "12.1-3:1"). A job runs in the submitter's home directory unless -cwd
-#   or -wd DIR, and relative -o/-e paths are relative to it. `-b y` runs a
+#   "12.1-3:1"). A job runs in the submitter's home directory unless -cwd or
+#   -wd DIR, and relative -o/-e paths are relative to it. `-b y` runs a
 #   binary with its arguments joined by spaces, quoting lost (`-b y sh -c
 #   'exit 7'` runs `sh -c exit 7`, exit 0): submit a script (a file, or on
 #   stdin). `-N` rejects ':' and '@' (qsub exits 1, "Unable to run job:
 #   Colon (':') not allowed in objectname"); the rejected submission still
 #   uses up a job id. `-sync y` waits and exits with the job's exit code.
-#   Root may submit only because min_uid/min_gid are 0 here (a stock
-#   cluster rejects uid 0: min_uid 1000).
+#   Root may submit only because min_uid/min_gid are 0 here (a stock cluster
+#   rejects uid 0: min_uid 1000).
 # - qacct -j ID: one block per run (per task for arrays) of "key value"
 #   lines after a line of '=' signs, among them jobname, jobnumber, taskid
 #   ("undefined" for a plain job, else the task number), qsub_time,
 #   start_time, end_time ("Fri Nov 27 13:51:43 2026": whole seconds),
-#   granted_pe ("NONE" or "smp"), slots, failed, exit_status,
-#   ru_wallclock ("6s"), ru_maxrss ("4.578KB"), cpu, maxvmem ("3.375MB";
-#   "0.000B" for a job that ends before the execd's first sample), category
-#   (the -l/-pe requests: "-l h_rt=5"). failed is "0" or a code and a
-#   reason ("37  : qmaster enforced h_rt, h_cpu, or h_vmem limit");
-#   exit_status is the code, then for a signal its name: "137
-#   (Killed)". An id it has no record of: exit 1, "error: job id 42 not
-#   found" (on stderr).
+#   granted_pe ("NONE" or "smp"), slots, failed, exit_status, ru_wallclock
+#   ("6s"), ru_maxrss ("4.578KB"), cpu, maxvmem ("3.375MB"; "0.000B" for a
+#   job that ends before the execd's first sample), category (the -l/-pe
+#   requests: "-l h_rt=5"). failed is "0" or a code and a reason ("37  :
+#   qmaster enforced h_rt, h_cpu, or h_vmem limit"); exit_status is the
+#   code, then for a signal its name: "137 (Killed)". An id it has no record
+#   of: exit 1, "error: job id 42 not found" (on stderr).
 # - When the record appears: a job leaves qstat when its execd reports its
 #   end (a `sleep 1` job: ~2 s after qsub); with accounting_flush_time 0
 #   (this cluster) its qacct record is there at once (within 50 ms in every
@@ -72,46 +73,46 @@
 #   accounting_flush_time) it came 10-12 s after the job left qstat: sites
 #   keep that, so retry qacct for at least flush_time + a few seconds.
 # - Exit codes. exit 3: "failed 0", "exit_status 3". Two codes are traps:
-#   exit 99 re-queues the job (qstat "Rq", then it runs again, every ~7-10
-#   s, forever) with a qacct record per run, "failed 25  : rescheduling",
-#   "exit_status 99"; exit 100 leaves the job in qstat in state "Eqw" until
-#   qdel, qacct "failed 30  : application error returned", "exit_status
-#   100". A job script must remap 99 and 100 and keep the real code
-#   elsewhere (a file) for faber.
+#   exit 99 re-queues the job (qstat "Rq", then it runs again: 3 runs in 20
+#   s here, on until qdel) with a qacct record per run, "failed 25  :
+#   rescheduling", "exit_status 99"; exit 100 leaves the job in qstat in
+#   state "Eqw" until qdel, qacct "failed 30  : application error returned",
+#   "exit_status 100". A job script must remap 99 and 100 and keep the real
+#   code elsewhere (a file) for faber.
 # - Killed from outside SGE (kill -9 / kill -TERM of the job's process):
 #   "failed 100 : assumedly after job", exit_status 137 (Killed) / 143
 #   (Terminated).
-# - qdel of a running job: SIGKILL at once (no SIGTERM); qacct "failed 100
-#   : assumedly after job", "exit_status 137 (Killed)" -- the same as a
-#   kill -9 from outside, so faber must remember that it asked. With qsub
-#   -notify: SIGUSR2 first, SIGKILL the queue's notify time later. qdel of
-#   a job still queued (qw, hqw) or in Eqw leaves no qacct record for that
-#   (never-run) attempt. qdel of an unknown id: exit 1, 'denied: job "42"
-#   does not exist'.
+# - qdel of a running job: SIGKILL at once (no SIGTERM); qacct "failed 100 :
+#   assumedly after job", "exit_status 137 (Killed)" -- the same as a kill
+#   -9 from outside, so faber must remember that it asked. With qsub
+#   -notify: SIGUSR2 first, SIGKILL the queue's notify time later. qdel adds
+#   no qacct record for a job that is not running: one deleted while queued
+#   (qw, hqw) has none at all; one in Eqw or Rq keeps only its past runs'.
+#   qdel of an unknown id: exit 1, 'denied: job "42" does not exist'.
 # - h_rt (-l h_rt=0:0:5): SIGKILL only (no warning signal), up to about a
 #   second late: "failed 37  : qmaster enforced h_rt, h_cpu, or h_vmem
 #   limit", "exit_status 137 (Killed)", ru_wallclock 6s. Do not add s_rt
 #   (SIGUSR1 as a warning): with s_rt=3,h_rt=8, a job that survived the
 #   SIGUSR1 was never killed at h_rt (it ran past 25 s); one that did not
-#   trap it died of it: "failed 100", "exit_status 138 (User defined
-#   signal 1)".
-# - h_vmem (-l h_vmem=100M) is an address-space limit (setrlimit): a
-#   program allocating more gets an allocation failure (Python:
-#   MemoryError) and exits as it likes; qacct "failed 0", exit_status the
-#   job's own.
+#   trap it died of it: "failed 100", exit_status 138 (SIGUSR1).
+# - h_vmem (-l h_vmem=100M) is an address-space limit (setrlimit): a program
+#   allocating more gets an allocation failure (Python: MemoryError) and
+#   exits as it likes; qacct "failed 0", exit_status the job's own.
 # - qstat (no -u: only the caller's jobs; -u '*': everybody's) prints
 #   nothing when there are no jobs, else two header lines ("job-ID  prior
 #   name user state submit/start at queue slots ja-task-ID", dashes) and a
 #   line per job (per running array task; an array's pending tasks on one
-#   line, "1-3:1" or "3,4" in ja-task-ID): states r, qw, hqw, Rq (re-queued), Eqw (error), dr
-#   (being deleted), t. `qstat -xml` always prints a document: <job_info>
+#   line, "1-3:1" or "3,4" in ja-task-ID): states r, qw, hqw, Rq
+#   (re-queued), Eqw (error), dr (being deleted), t. `qstat -xml` always
+#   prints a document (with empty lists when there are no jobs): <job_info>
 #   holds <queue_info> with the running jobs (<job_list state="running">)
-#   then <job_info> with the pending ones (<job_list state="pending">), each
-#   with <JB_job_number>, <JAT_prio>, <JB_name>, <JB_owner>, <state> (r,
-#   qw, Eqw, Rq, ...), <JAT_start_time> (running) or <JB_submission_time>
-#   ("2026-11-27T13:51:43"), <queue_name> ("all.q@vm"; empty when
-#   pending), <slots>, and <tasks> for array tasks ("2", "3,4"). `qstat -j ID` exits 1
-#   once the job has left ("Following jobs do not exist").
+#   then <job_info> with the pending ones
+#   (<job_list state="pending">), each with <JB_job_number>, <JAT_prio>,
+#   <JB_name>, <JB_owner>, <state> (r, qw, Eqw, Rq, ...), <JAT_start_time>
+#   (running) or <JB_submission_time> ("2026-11-27T13:51:43"), <queue_name>
+#   ("all.q@vm"; empty when pending), <slots>, and <tasks> for array tasks
+#   ("2", "3,4"). `qstat -j ID` exits 1 once the job has left ("Following
+#   jobs do not exist").
 #
 # Ports of their own (16444/16445), so that a system Grid Engine on the
 # usual ones (6444/6445) does not get in the way.
@@ -145,14 +146,31 @@ gridengine-common shared/gridengineconfig boolean false
 gridengine-common shared/gridenginecell string default
 gridengine-common shared/gridenginemaster string $(hostname)
 EOF
+	# The packages' init scripts would start a qmaster and an execd for a
+	# cluster that does not exist (failing the install) and an exim; where
+	# no policy-rc.d forbids service starts (containers usually have one),
+	# one does for the time of the install.
+	local policy=/usr/sbin/policy-rc.d ours=
+	if [ ! -e $policy ]; then
+		printf '#!/bin/sh\n# scripts/sge-cluster.sh: no service starts while it installs.\nexit 101\n' >$policy
+		chmod 755 $policy
+		ours=1
+	fi
 	# Bounded: a broken mirror must fail, not hang CI.
 	export DEBIAN_FRONTEND=noninteractive
+	local rc=0
 	timeout 300 apt-get update -q >&2 || say "apt-get update failed; trying the install anyway"
-	timeout 600 apt-get install -y -q --no-install-recommends gridengine-master gridengine-exec gridengine-client >&2 ||
-		die "apt-get install gridengine-master gridengine-exec gridengine-client failed"
+	timeout 600 apt-get install -y -q --no-install-recommends gridengine-master gridengine-exec gridengine-client >&2 || rc=$?
+	[ -z "$ours" ] || rm -f $policy
+	[ $rc = 0 ] || die "apt-get install gridengine-master gridengine-exec gridengine-client failed"
 }
 
 host() { hostname; }
+
+alive() { # alive PID: that process runs (a zombie does not)
+	kill -0 "$1" 2>/dev/null || return 1
+	[ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]
+}
 
 pid_of() { # pid_of NAME: the pid in NAME's pid file, if that process runs
 	local f p
@@ -164,21 +182,31 @@ pid_of() { # pid_of NAME: the pid in NAME's pid file, if that process runs
 	esac
 	[ -s "$f" ] || return 1
 	p=$(cat "$f")
-	kill -0 "$p" 2>/dev/null || return 1
+	alive "$p" || return 1
 	echo "$p"
 }
 
-stop_daemon() { # stop_daemon NAME
-	local p _
-	p=$(pid_of "$1") || return 0
-	kill -TERM "$p" 2>/dev/null || true
+# stop_daemons: SIGTERM to both daemons at once (each takes seconds to end:
+# qmaster about 6 s), SIGKILL to what still runs 10 s later.
+stop_daemons() {
+	local n p pids="" running _
+	for n in execd qmaster; do
+		if p=$(pid_of $n); then pids="$pids $p"; fi
+	done
+	[ -n "$pids" ] || return 0
+	# shellcheck disable=SC2086 # one pid per word
+	kill -TERM $pids 2>/dev/null || true
 	for _ in $(seq 100); do
-		kill -0 "$p" 2>/dev/null || break
+		running=""
+		for p in $pids; do
+			if alive "$p"; then running=1; fi
+		done
+		[ -n "$running" ] || break
 		sleep 0.1
 	done
-	if kill -0 "$p" 2>/dev/null; then
+	for p in $pids; do
 		kill -KILL "$p" 2>/dev/null || true
-	fi
+	done
 }
 
 stop() {
@@ -187,8 +215,7 @@ stop() {
 	if pid_of qmaster >/dev/null; then
 		timeout 10 qdel -f -u '*' >/dev/null 2>&1 || true
 	fi
-	stop_daemon execd
-	stop_daemon qmaster
+	stop_daemons
 	# sge_shepherd processes (and their jobs) of jobs that were still running.
 	kill_shepherds
 	say "stopped (logs in $DIR)"
@@ -197,12 +224,16 @@ stop() {
 # kill_shepherds kills the process groups of this cluster's sge_shepherd
 # processes: they inherit SGE_ROOT from this cluster's execd.
 kill_shepherds() {
-	local p pid
+	local p pid c
 	for p in /proc/[0-9]*; do
 		[ "$(cat "$p/comm" 2>/dev/null)" = sge_shepherd ] || continue
 		if tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qx "SGE_ROOT=$DIR"; then
 			pid=${p#/proc/}
-			pkill -KILL -P "$pid" 2>/dev/null || true
+			# Each job runs in a session and process group of its own,
+			# a child of its shepherd.
+			for c in $(pgrep -P "$pid"); do
+				kill -KILL -- "-$c" 2>/dev/null || kill -KILL "$c" 2>/dev/null || true
+			done
 			kill -KILL "$pid" 2>/dev/null || true
 		fi
 	done

@@ -403,7 +403,8 @@ start() {
 		return
 	fi
 	stop 2>/dev/null # leftovers of an earlier start
-	rm -rf "$DIR"
+	# What an earlier start wrote (no more: $FABER_SGE_DIR may hold more).
+	rm -rf "${DIR:?}/$CELL" "$DIR/spool" "$DIR/templates" "$DIR/bin" "$DIR/lib" "$DIR/utilbin" "$DIR/util"
 	write_cell
 	$LIB/sge_qmaster || die "sge_qmaster did not start; see $DIR/spool/qmaster/messages"
 	wait_qmaster

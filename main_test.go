@@ -54,7 +54,8 @@ func TestScripts(t *testing.T) {
 	// The Slurm scripts share one single-node cluster: they run one at a
 	// time, each on an idle cluster (a job still completing holds every new
 	// job back for seconds, longer than the timeouts some scripts test).
-	var slurmMu sync.Mutex
+	// The Grid Engine scripts likewise share one single-host cluster.
+	var slurmMu, sgeMu sync.Mutex
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
@@ -62,6 +63,13 @@ func TestScripts(t *testing.T) {
 				slurmMu.Lock()
 				env.Defer(slurmMu.Unlock)
 				if err := waitSlurmIdle(); err != nil {
+					env.T().Log(err)
+				}
+			}
+			if strings.HasPrefix(filepath.Base(env.WorkDir), "script-sge_") && os.Getenv("FABER_SGE") == "1" {
+				sgeMu.Lock()
+				env.Defer(sgeMu.Unlock)
+				if err := waitSGEIdle(); err != nil {
 					env.T().Log(err)
 				}
 			}
@@ -80,6 +88,13 @@ func TestScripts(t *testing.T) {
 			// (scripts/slurm-cluster.sh prints it).
 			if v := os.Getenv("SLURM_CONF"); v != "" {
 				env.Setenv("SLURM_CONF", v)
+			}
+			// Grid Engine's find theirs through these (scripts/sge-cluster.sh
+			// prints them).
+			for _, k := range []string{"SGE_ROOT", "SGE_CELL", "SGE_QMASTER_PORT", "SGE_EXECD_PORT"} {
+				if v := os.Getenv(k); v != "" {
+					env.Setenv(k, v)
+				}
 			}
 			return nil
 		},
@@ -638,7 +653,9 @@ func cmdSeqCheck(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // scriptCondition knows [slurm]: a Slurm cluster is up for the Slurm
-// scripts (FABER_SLURM=1 and sinfo answers; see scripts/slurm-cluster.sh).
+// scripts (FABER_SLURM=1 and sinfo answers; see scripts/slurm-cluster.sh),
+// and [sge]: a Grid Engine cluster is up for the Grid Engine scripts
+// (FABER_SGE=1 and qstat answers; see scripts/sge-cluster.sh).
 func scriptCondition(cond string) (bool, error) {
 	switch cond {
 	case "race":
@@ -656,6 +673,15 @@ func scriptCondition(cond string) (bool, error) {
 		// skipping it, so that CI cannot pass without running them.
 		if out, err := osexec.Command("sinfo", "-h").CombinedOutput(); err != nil {
 			return false, fmt.Errorf("FABER_SLURM=1 but sinfo fails (%v: %s); start a cluster with scripts/slurm-cluster.sh start and export SLURM_CONF", err, bytes.TrimSpace(out))
+		}
+		return true, nil
+	case "sge":
+		if os.Getenv("FABER_SGE") != "1" {
+			return false, nil
+		}
+		// As for [slurm]: asked for but not answering fails the script.
+		if out, err := osexec.Command("qstat").CombinedOutput(); err != nil {
+			return false, fmt.Errorf("FABER_SGE=1 but qstat fails (%v: %s); start a cluster with eval \"$(scripts/sge-cluster.sh start)\" (it exports SGE_ROOT, SGE_CELL and the ports)", err, bytes.TrimSpace(out))
 		}
 		return true, nil
 	}

@@ -28,6 +28,7 @@ import (
 
 func TestMain(m *testing.M) {
 	termquiet.Restore()
+	fakeSlurmMain() // the contract test's fake sbatch, squeue, scancel
 	// The chaos test runs this test binary as faber, so that it can kill -9
 	// a real faber process.
 	if os.Getenv("FABER_TEST_AS_FABER") == "1" {

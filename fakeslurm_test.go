@@ -101,12 +101,37 @@ func fakeSbatch(dir string, args []string) int {
 			return 1
 		}
 	}
-	jd := filepath.Join(dir, strconv.Itoa(id))
+	// --array=0-<k-1>: tasks <id>_0 ... <id>_<k-1>, each a job of its own
+	// (the array's own directory only holds its id).
+	tasks := []string{strconv.Itoa(id)}
+	if a, ok := opt["--array"]; ok {
+		_, last, _ := strings.Cut(a, "-")
+		k, _ := strconv.Atoi(last)
+		tasks = tasks[:0]
+		for t := 0; t <= k; t++ {
+			tasks = append(tasks, fmt.Sprintf("%d_%d", id, t))
+		}
+		_ = os.WriteFile(filepath.Join(dir, strconv.Itoa(id), "array"), nil, 0o644)
+	}
+	for _, task := range tasks {
+		if !fakeStart(dir, task, opt, args[i:]) {
+			return 1
+		}
+	}
+	fmt.Println(id)
+	return 0
+}
+
+// fakeStart starts job (or array task) id of sbatch's options opt and
+// script and arguments argv; it reports whether it could.
+func fakeStart(dir, id string, opt map[string]string, argv []string) bool {
+	jd := filepath.Join(dir, id)
+	_ = os.MkdirAll(jd, 0o755)
 	_ = os.WriteFile(filepath.Join(jd, "name"), []byte(opt["--job-name"]), 0o644)
 	// The monitor: its own session, so that it outlives faber; it starts
 	// the job and records its end.
 	self, _ := os.Executable()
-	mon := osexec.Command(self, append([]string{strconv.Itoa(id), opt["--chdir"], opt["--output"], opt["--error"]}, args[i:]...)...)
+	mon := osexec.Command(self, append([]string{id, opt["--chdir"], opt["--output"], opt["--error"]}, argv...)...)
 	mon.Args[0] = "fakeslurm-job"
 	// The monitor carries no FABER_RUN_ID: resume's scan for a dead
 	// faber's processes must not take it for one of them.
@@ -121,7 +146,7 @@ func fakeSbatch(dir string, args []string) int {
 	mon.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := mon.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "sbatch: error:", err)
-		return 1
+		return false
 	}
 	// The job is listed once its process group is known.
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
@@ -130,8 +155,7 @@ func fakeSbatch(dir string, args []string) int {
 		}
 	}
 	_ = mon.Process.Release()
-	fmt.Println(id)
-	return 0
+	return true
 }
 
 // fakeJob is the monitor: args are id, chdir, output, error, script, argv.
@@ -142,6 +166,9 @@ func fakeJob(dir string, args []string) int {
 	cmd.Dir = chdir
 	env, _ := os.ReadFile(filepath.Join(jd, "env"))
 	cmd.Env = append(strings.Split(string(env), "\x00"), "SLURM_JOB_ID="+id)
+	if arr, task, ok := strings.Cut(id, "_"); ok {
+		cmd.Env = append(cmd.Env, "SLURM_ARRAY_JOB_ID="+arr, "SLURM_ARRAY_TASK_ID="+task)
+	}
 	o, _ := os.OpenFile(out, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	e, _ := os.OpenFile(errPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	cmd.Stdout, cmd.Stderr = o, e
@@ -176,10 +203,14 @@ func fakeJobs(dir string) []fakeJobState {
 	ents, _ := os.ReadDir(dir)
 	var jobs []fakeJobState
 	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
+		arr, _, _ := strings.Cut(e.Name(), "_")
+		if _, err := strconv.Atoi(arr); err != nil {
 			continue
 		}
 		jd := filepath.Join(dir, e.Name())
+		if _, err := os.Stat(filepath.Join(jd, "array")); err == nil {
+			continue // an array's id: its tasks are its jobs
+		}
 		name, _ := os.ReadFile(filepath.Join(jd, "name"))
 		j := fakeJobState{id: e.Name(), name: string(name), state: "RUNNING"}
 		if b, err := os.ReadFile(filepath.Join(jd, "status")); err == nil {
@@ -215,7 +246,7 @@ func fakeSqueue(dir string, args []string) int {
 		}
 		switch {
 		case strings.HasPrefix(format, "--Format="):
-			fmt.Printf("%s|%s|%d|localhost\n", j.id, j.state, j.ws)
+			fmt.Printf("%s|%s|%d|localhost|%s\n", j.id, j.state, j.ws, j.id)
 		case format == "--format=%i %j":
 			fmt.Printf("%s %s\n", j.id, j.name)
 		default:

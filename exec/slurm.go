@@ -41,6 +41,8 @@ func slurmJobName(runID, stepID string, attempt int) string {
 type slurmKind struct {
 	pollOnce sync.Once
 	poll     *jobPoller
+	arrOnce  sync.Once
+	arr      *arrayBatcher
 }
 
 func (*slurmKind) name() string  { return executorSlurm }
@@ -50,7 +52,7 @@ func (k *slurmKind) attempt(runID string, s *spec.Step, n int, dir string, lim l
 	if slurmBlocking(s) {
 		return newSlurmAttempt(slurmJobName(runID, s.ID, n), s, dir, lim)
 	}
-	return k.batch(slurmJobName(runID, s.ID, n), s, dir, lim)
+	return k.batch(runID, slurmJobName(runID, s.ID, n), s, dir, lim)
 }
 
 // slurmBlocking reports whether step s runs its attempts through srun
@@ -69,7 +71,7 @@ func (k *slurmKind) describe(runID, attempt string, s *spec.Step, dir string, ar
 	}
 	// The attempt's files, under the run's logs/<step>/ (README, "Logs").
 	at := "<logs>/attempt-" + attempt
-	b := k.batch(job, s, dir, limitsOf(s, nil))
+	b := k.batch(runID, job, s, dir, limitsOf(s, nil))
 	prefix = append([]string{"sbatch"}, b.sbatchArgs(at+".sbatch", at+".out", at+".err", nil)...)
 	return append(prefix[:len(prefix):len(prefix)], argv...), prefix
 }
@@ -136,7 +138,11 @@ func (*slurmKind) reattachable(prior *Prior) (steps, spare []string) {
 	sort.Strings(ids)
 	for _, j := range ids {
 		steps = append(steps, byJob[j])
-		spare = append(spare, "SLURM_JOB_ID="+j)
+		raw := j
+		if r := jobs[j].raw; r != "" {
+			raw = r // an array task's processes carry its own job id
+		}
+		spare = append(spare, "SLURM_JOB_ID="+raw)
 	}
 	return steps, spare
 }
@@ -322,7 +328,7 @@ func slurmCmd(name string, args ...string) (string, error) {
 
 // slurmJobs lists this user's queued and running jobs as id -> name.
 func slurmJobs() (map[string]string, error) {
-	out, err := slurmCmd("squeue", append([]string{"--noheader", "--format=%i %j"}, slurmUser()...)...)
+	out, err := slurmCmd("squeue", append([]string{"--noheader", "--array", "--format=%i %j"}, slurmUser()...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -93,9 +93,11 @@ func (*slurmKind) endLeftovers(runID string, prior *Prior, keep map[string]bool,
 }
 
 // reattachable: the steps whose batch job squeue (or sacct) still knows.
-func (*slurmKind) reattachable(prior *Prior) (steps, spare []string) {
+// When the run has recorded jobs and squeue cannot say, resume must not go
+// on: a job still running would run again beside it.
+func (*slurmKind) reattachable(prior *Prior) (steps, spare []string, err error) {
 	if prior == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	byJob := map[string]string{}
 	for _, st := range prior.Steps {
@@ -107,14 +109,11 @@ func (*slurmKind) reattachable(prior *Prior) (steps, spare []string) {
 		}
 	}
 	if len(byJob) == 0 {
-		return nil, nil
-	}
-	if _, err := osexec.LookPath("squeue"); err != nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	jobs, err := slurmListJobs()
 	if err != nil {
-		return nil, nil
+		return nil, nil, fmt.Errorf("cannot ask Slurm about the run's %d running job(s) (%v); resuming now could run them twice: try again when squeue answers", len(byJob), err)
 	}
 	var missing []string
 	for j := range byJob {
@@ -144,7 +143,7 @@ func (*slurmKind) reattachable(prior *Prior) (steps, spare []string) {
 		}
 		spare = append(spare, "SLURM_JOB_ID="+raw)
 	}
-	return steps, spare
+	return steps, spare, nil
 }
 
 // definition: a Slurm step's block counts, so that a changed partition or

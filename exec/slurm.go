@@ -72,6 +72,15 @@ func (k *slurmKind) describe(runID, attempt string, s *spec.Step, dir string, ar
 	// The attempt's files, under the run's logs/<step>/ (README, "Logs").
 	at := "<logs>/attempt-" + attempt
 	b := k.batch(runID, job, s, dir, limitsOf(s, nil))
+	if s.FanOutOf != "" {
+		// A task of the array of the items that start with it: the
+		// array's job script runs the item's task script, which runs argv
+		// (wrapped is argv itself).
+		b.job = "faber-" + runID + "-" + s.FanOutOf + "-a0"
+		prefix = append([]string{"sbatch", "--array=<the items that start together>"},
+			b.sbatchArgs("<the first item's logs>/attempt-<N>.array.sbatch", os.DevNull, os.DevNull, nil)...)
+		return argv, prefix
+	}
 	prefix = append([]string{"sbatch"}, b.sbatchArgs(at+".sbatch", at+".out", at+".err", nil)...)
 	return append(prefix[:len(prefix):len(prefix)], argv...), prefix
 }

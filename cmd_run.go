@@ -102,6 +102,9 @@ func (c *RunCmd) Run(g *Globals) error {
 	if err := checkOpenFiles(); err != nil {
 		return err
 	}
+	if err := exec.CheckExecutors(plan); err != nil {
+		return withCode(exitUsage, err)
+	}
 	abs, _ := filepath.Abs(c.Plan)
 	now := time.Now()
 	runID := c.RunID

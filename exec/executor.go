@@ -55,6 +55,10 @@ type executorKind interface {
 	definition(s *spec.Step) (key string, value any)
 	// title names the engine's jobs in messages ("Slurm").
 	title() string
+	// check says what the engine lacks where faber runs for the steps
+	// that use it (its client commands in PATH), before a run starts
+	// anything; nil when nothing.
+	check(steps []*spec.Step) error
 }
 
 // executorKinds make the engines, by the name `executor:` gives them; ""
@@ -181,6 +185,32 @@ func usedKinds(p *spec.Plan) []executorKind {
 		add(p.End)
 	}
 	return kinds
+}
+
+// CheckExecutors says, before a run or a resume of plan p starts
+// anything, what an engine its steps use lacks here (Slurm's sbatch not in
+// PATH, say): without it every attempt would fail one by one, each through
+// the failure pipeline.
+func CheckExecutors(p *spec.Plan) error {
+	byKind := map[string][]*spec.Step{}
+	var kinds []executorKind
+	all := append(append([]*spec.Step(nil), p.Steps...), p.End)
+	for _, s := range all {
+		if s == nil {
+			continue
+		}
+		k := kindOf(s)
+		if _, ok := byKind[k.name()]; !ok {
+			kinds = append(kinds, k)
+		}
+		byKind[k.name()] = append(byKind[k.name()], s)
+	}
+	for _, k := range kinds {
+		if err := k.check(byKind[k.name()]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Canceled says how many leftover jobs of an engine a resume canceled.

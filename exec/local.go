@@ -45,6 +45,9 @@ func (localKind) endLeftovers(runID string, prior *Prior, keep map[string]bool, 
 	return 0
 }
 
+// check: this machine has what it needs.
+func (localKind) check([]*spec.Step) error { return nil }
+
 // definition: a local step's hash is its command alone.
 func (localKind) definition(*spec.Step) (string, any) { return "", nil }
 

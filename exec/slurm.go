@@ -101,6 +101,22 @@ func (*slurmKind) endLeftovers(runID string, prior *Prior, keep map[string]bool,
 	return cancelLeftoverSlurmJobs(runID, kept)
 }
 
+// check: Slurm's client commands that the steps' mode uses are in PATH.
+func (*slurmKind) check(steps []*spec.Step) error {
+	for _, s := range steps {
+		need := []string{"sbatch", "squeue", "scancel"}
+		if slurmBlocking(s) {
+			need = []string{"srun", "squeue", "scancel"}
+		}
+		for _, c := range need {
+			if _, err := osexec.LookPath(c); err != nil {
+				return fmt.Errorf("step %q: executor: slurm needs Slurm's %s in PATH, and it is not there (run faber where Slurm's client commands are)", s.ID, c)
+			}
+		}
+	}
+	return nil
+}
+
 // reattachable: the steps whose batch job squeue (or sacct) still knows.
 // When the run has recorded jobs and squeue cannot say, resume must not go
 // on: a job still running would run again beside it.

@@ -82,6 +82,9 @@ func Resume(stateDir, runID string, opt state.Options, o ResumeOptions) (res *Re
 	if o.PlanFile == "" {
 		exec.FillPending(plan, prior) // the stored plan: its steps that never started
 	}
+	if err := exec.CheckExecutors(plan); err != nil {
+		return nil, usage(err)
+	}
 	res = &Resumable{Store: store, Plan: plan, Prior: prior, Warnings: plan.Warnings}
 
 	// A dead owner may have left processes, cgroups and scheduler jobs

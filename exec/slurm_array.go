@@ -39,6 +39,7 @@ type arrayResult struct {
 // arrayBatcher gathers the items to submit as arrays, by fan-out and
 // limits.
 type arrayBatcher struct {
+	window  time.Duration // arrayWindow; tests wait longer
 	mu      sync.Mutex
 	pending map[string][]*arrayTask
 	// submissions counts sbatch calls made for arrays (bench/ reports it).
@@ -46,7 +47,7 @@ type arrayBatcher struct {
 }
 
 func (k *slurmKind) arrays() *arrayBatcher {
-	k.arrOnce.Do(func() { k.arr = &arrayBatcher{pending: map[string][]*arrayTask{}} })
+	k.arrOnce.Do(func() { k.arr = &arrayBatcher{window: arrayWindow, pending: map[string][]*arrayTask{}} })
 	return k.arr
 }
 
@@ -60,7 +61,7 @@ func (b *arrayBatcher) submit(a *slurmBatch, ps procSpec) (string, error) {
 	b.pending[key] = append(b.pending[key], t)
 	b.mu.Unlock()
 	if first {
-		time.AfterFunc(arrayWindow, func() { b.flush(key) })
+		time.AfterFunc(b.window, func() { b.flush(key) })
 	}
 	r := <-t.done
 	return r.id, r.err

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/faber-run/faber/spec"
 )
 
 // TestTaskScriptExact: an array task's script runs its item's argv in its
@@ -68,5 +71,91 @@ func TestShQuote(t *testing.T) {
 		if err != nil || string(out) != s {
 			t.Errorf("shQuote(%q) read back as %q (%v)", s, out, err)
 		}
+	}
+}
+
+// TestArrayBatcherGroups: the items of a fan-out submitted together are
+// one sbatch --array, each getting its task's id; an item of the same
+// fan-out whose limits differ (a retry whose memory grew) is a job of its
+// own, and so is an item that starts alone.
+func TestArrayBatcherGroups(t *testing.T) {
+	bin := t.TempDir()
+	calls := filepath.Join(bin, "calls")
+	fake := "#!/bin/sh\necho \"$*\" >> " + shQuote(calls) + "\nn=$(wc -l < " + shQuote(calls) + ")\necho $((n + 40))\n"
+	if err := os.WriteFile(filepath.Join(bin, "sbatch"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	logs := t.TempDir()
+	k := &slurmKind{}
+	k.arrays().window = 3 * time.Second // all four start well within it, however busy the machine
+	item := func(key string, mem int64) (*slurmBatch, procSpec) {
+		s := &spec.Step{ID: "fan[" + key + "]", FanOutOf: "fan", Run: "true"}
+		d := filepath.Join(logs, key)
+		_ = os.MkdirAll(d, 0o700)
+		ps := procSpec{argv: []string{"/bin/sh", "-c", "true"}, env: []string{"FABER_STEP_ID=" + s.ID},
+			stdoutPath: filepath.Join(d, "attempt-1.out"), stderrPath: filepath.Join(d, "attempt-1.err")}
+		return k.batch("r-1", "faber-r-1-"+s.ID+"-a1", s, logs, limits{memory: mem}), ps
+	}
+	type res struct {
+		key, id string
+		err     error
+	}
+	out := make(chan res, 4)
+	for _, key := range []string{"a", "b", "c"} {
+		go func() {
+			a, ps := item(key, 0)
+			id, err := a.submit(ps)
+			out <- res{key, id, err}
+		}()
+	}
+	go func() {
+		a, ps := item("d", 2<<30) // grown limits: its own submission
+		id, err := a.submit(ps)
+		out <- res{"d", id, err}
+	}()
+	ids := map[string]string{}
+	for range 4 {
+		r := <-out
+		if r.err != nil {
+			t.Fatalf("%s: %v", r.key, r.err)
+		}
+		ids[r.key] = r.id
+	}
+	b, _ := os.ReadFile(calls)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d sbatch calls, want 2 (one array, one job):\n%s", len(lines), b)
+	}
+	var arrayID, jobID string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "--array=0-2 ") {
+			arrayID = "array"
+			if !strings.Contains(l, "--job-name=faber-r-1-fan-a0") {
+				t.Errorf("array call %q: not named after the fan-out", l)
+			}
+		} else if strings.Contains(l, "--mem=2048M") {
+			jobID = "job"
+		}
+	}
+	if arrayID == "" || jobID == "" {
+		t.Fatalf("calls:\n%s", b)
+	}
+	tasks := map[string]bool{}
+	for _, key := range []string{"a", "b", "c"} {
+		arr, task, ok := strings.Cut(ids[key], "_")
+		if !ok || (arr != "41" && arr != "42") {
+			t.Fatalf("item %s got id %q, not an array task", key, ids[key])
+		}
+		tasks[task] = true
+		if _, err := os.Stat(filepath.Join(logs, key, "attempt-1.task.sh")); err != nil {
+			t.Errorf("item %s has no task script: %v", key, err)
+		}
+	}
+	if len(tasks) != 3 {
+		t.Errorf("tasks %v, want three different ones", tasks)
+	}
+	if strings.Contains(ids["d"], "_") {
+		t.Errorf("the item with grown limits got %q, an array task", ids["d"])
 	}
 }

@@ -18,10 +18,9 @@ import (
 
 // Grid Engine (executor: sge; Son of Grid Engine 8.1 is what faber is
 // tested with, scripts/sge-cluster.sh, whose comment lists what the engine
-// does). Each attempt is a qsub batch job that runs a generated job script
-// (sgeScript; sge_batch.go). There is no blocking mode yet: qrsh joins its
-// arguments into one shell command line, and running the job script
-// through it was not made to work in time (spec accepts mode: batch only).
+// does). Each attempt is a job that runs a generated job script
+// (sgeScript): as a qsub batch job by default (sge_batch.go), or with
+// mode: blocking through qrsh -now no (sge_blocking.go).
 
 // executorSge is the value of `executor:` that runs steps on Grid Engine.
 const executorSge = "sge"
@@ -73,15 +72,31 @@ func (k *sgeKind) attempt(runID string, s *spec.Step, n int, dir string, lim lim
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	return &sgeBatch{kind: k, job: sgeJobName(runID, s.ID, n), dir: dir, step: s, lim: lim}
+	job := sgeJobName(runID, s.ID, n)
+	if sgeBlocking(s) {
+		return &sgeAttempt{kind: k, job: job, dir: dir, step: s, lim: lim}
+	}
+	return &sgeBatch{kind: k, job: job, dir: dir, step: s, lim: lim}
 }
 
-// describe: the qsub command line of attempt <attempt>; its job script
-// (<logs>/attempt-<N>.sge) runs the argv.
+// sgeBlocking reports whether step s runs its attempts through qrsh (mode:
+// blocking) rather than as batch jobs.
+func sgeBlocking(s *spec.Step) bool {
+	return s.Sge != nil && s.Sge.Mode == "blocking"
+}
+
+// describe: the qsub command line of attempt <attempt>, whose job script
+// (<logs>/attempt-<N>.sge) runs the argv; or the qrsh one, whose command
+// line is the job script.
 func (k *sgeKind) describe(runID, attempt string, s *spec.Step, dir string, argv []string) (wrapped, prefix []string) {
-	job := "faber-" + runID + "-" + s.ID + "-a" + attempt
+	job := "faber-" + sgeName(runID) + "-" + sgeName(s.ID) + "-a" + attempt
+	lim := limitsOf(s, nil)
+	if sgeBlocking(s) {
+		prefix = append([]string{"qrsh"}, qrshArgs(job, s, lim)...)
+		return append(prefix[:len(prefix):len(prefix)], argv...), prefix
+	}
 	at := "<logs>/attempt-" + attempt
-	prefix = append([]string{"qsub"}, qsubArgs(job, s, limitsOf(s, nil), at+".out", at+".err", at+".sge")...)
+	prefix = append([]string{"qsub"}, qsubArgs(job, s, lim, at+".out", at+".err", at+".sge")...)
 	return append(prefix[:len(prefix):len(prefix)], argv...), prefix
 }
 

@@ -813,7 +813,7 @@ type rawSge struct {
 	Queue          str   `yaml:"queue" doc:"Grid Engine queue (-q)."`
 	Project        str   `yaml:"project" doc:"Grid Engine project (-P)."`
 	ExtraArgs      words `yaml:"extra_args" doc:"Extra qsub/qrsh arguments (a list, or a string split as shell words)."`
-	Mode           str   `yaml:"mode" enum:"batch" doc:"How attempts run: batch (qsub: jobs are submitted, polled, and outlive faber; the only mode so far)."`
+	Mode           str   `yaml:"mode" enum:"batch,blocking" doc:"How attempts run: batch (qsub: jobs are submitted, polled, and outlive faber) or blocking (one qrsh -now no per attempt, for interactive use)."`
 }
 
 // ---- leaf values ----

@@ -132,7 +132,7 @@ type Sge struct {
 	Queue          string   `json:"queue,omitempty"`
 	Project        string   `json:"project,omitempty"`
 	ExtraArgs      []string `json:"extra_args,omitempty"`
-	Mode           string   `json:"mode,omitempty"` // "batch" or "" (batch)
+	Mode           string   `json:"mode,omitempty"` // "batch", "blocking", "" (batch)
 }
 
 // Phase is a named group of steps.

@@ -69,7 +69,7 @@ func (a *sgeBatch) submit(ps procSpec) (string, error) {
 	case err != nil && errors.As(err, &ee):
 		var msgs []string
 		for _, l := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
-			if l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "Unable to run job: ")); l != "" {
+			if l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "Unable to run job: ")); l != "" && l != "Exiting." {
 				msgs = appendNew(msgs, strings.TrimSuffix(l, "."))
 			}
 		}
@@ -223,10 +223,21 @@ func sgeMarkedExit(tail []byte) (int, bool) {
 // or "".
 func sgeErrorReason(id string) string {
 	out, _ := sgeCmd("qstat", "-j", id)
+	return parseErrorReason(out)
+}
+
+// parseErrorReason reads qstat -j's "error reason    1:      11/27/2026
+// 14:29:41 [0:19453]: error: can't open output file ...".
+func parseErrorReason(out string) string {
 	for _, l := range strings.Split(out, "\n") {
-		if k, v, ok := strings.Cut(l, ":"); ok && strings.HasPrefix(strings.TrimSpace(k), "error reason") {
-			return ": " + strings.TrimSpace(v)
+		if !strings.HasPrefix(l, "error reason") {
+			continue
 		}
+		_, v, _ := strings.Cut(l, ":")
+		if _, msg, ok := strings.Cut(v, "]: "); ok {
+			v = msg
+		}
+		return ": " + strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), "error: "))
 	}
 	return ""
 }

@@ -295,3 +295,13 @@ func TestSgeEnded(t *testing.T) {
 		t.Errorf("withdrawn on a timeout: %d %q", o.exitCode, r)
 	}
 }
+
+func TestParseErrorReason(t *testing.T) {
+	out := "job_number:                 79\nerror reason          1:      11/27/2026 14:29:41 [0:19453]: error: can't open output file \"/nonexistent/x.out\": No such file or directory\nscheduling info:            Job is in error state\n"
+	if got, want := parseErrorReason(out), `: can't open output file "/nonexistent/x.out": No such file or directory`; got != want {
+		t.Errorf("parseErrorReason = %q, want %q", got, want)
+	}
+	if got := parseErrorReason("job_number: 1\n"); got != "" {
+		t.Errorf("no reason: %q", got)
+	}
+}

@@ -62,7 +62,7 @@ func (a *sgeAttempt) command(argv []string, newCmd func([]string) *osexec.Cmd) *
 
 // terminate: qdel of the job (by name): a queued job is withdrawn (qrsh
 // then exits); a running one gets SIGUSR2 (-notify), which its script
-// turns into SIGTERM to the step. qrsh itself ignores SIGTERM.
+// turns into SIGTERM to the step. qrsh does not end on SIGTERM.
 func (a *sgeAttempt) terminate(grp procGroup) {
 	_, _ = sgeCmd("qdel", a.job)
 }

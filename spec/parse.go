@@ -809,7 +809,7 @@ type rawSge struct {
 	rawMeta
 	PE             str   `yaml:"pe" doc:"Parallel environment that grants cpus (qsub -pe PE N; e.g. smp). Without it cpus is not requested."`
 	MemoryResource str   `yaml:"memory_resource" doc:"Resource that memory requests (qsub -l RESOURCE=bytes; default h_vmem)."`
-	MemoryPerSlot  boolv `yaml:"memory_per_slot" doc:"The memory resource is per slot (the site's consumable is): memory is divided by cpus."`
+	MemoryPerSlot  boolv `yaml:"memory_per_slot" doc:"Divide memory by cpus (with pe), for a resource Grid Engine counts per slot such as h_vmem: the job as a whole then gets memory."`
 	Queue          str   `yaml:"queue" doc:"Grid Engine queue (-q)."`
 	Project        str   `yaml:"project" doc:"Grid Engine project (-P)."`
 	ExtraArgs      words `yaml:"extra_args" doc:"Extra qsub/qrsh arguments (a list, or a string split as shell words)."`

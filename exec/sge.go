@@ -228,9 +228,10 @@ const sgeExitMarker = "faber-sge: exit status "
 var reSgeExit = lazyre.New(`^faber-sge: exit status ([0-9]+)`)
 
 // sgeDeleting is the line a job script writes to stderr when Grid Engine
-// deletes the job (qdel's SIGUSR2: -notify), before it sends the step
-// SIGTERM: a deletion faber did not ask for is then named in {error}.
-const sgeDeleting = "faber-sge: Grid Engine is deleting the job (SIGUSR2 of qdel -notify): SIGTERM to the step"
+// is ending the job (SIGUSR2 of a -notify job: qdel, or h_rt), before it
+// sends the step SIGTERM: a qdel faber did not ask for is then named in
+// {error} (h_rt is told apart by the record's failed 37).
+const sgeDeleting = "faber-sge: Grid Engine is ending the job (SIGUSR2: qdel or h_rt): SIGTERM to the step"
 
 // sgeScript is the job script of an attempt: it goes to dir and runs argv
 // with the environment faber built (env, but Grid Engine's own job

@@ -51,6 +51,10 @@ steps:
 			t.Errorf("%s: sgeOptions = %q, want %q", id, got, want)
 		}
 	}
+	// own-hrt's cpus are not requested (no pe): the plan says so.
+	if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0].Message, `step "own-hrt": cpus is not requested from Grid Engine without sge: pe`) {
+		t.Errorf("warnings: %+v", p.Warnings)
+	}
 	if got := sgeHrt(cases["own-hrt"]); got != "0:0:30" {
 		t.Errorf("sgeHrt = %q", got)
 	}

@@ -567,6 +567,10 @@ func (b *builder) step(rs *rawStepBody, where string, pos Pos) *Step {
 	}
 	s.Slurm = slurmOf(rs.Slurm, pl.Slurm, b)
 	s.Sge = sgeOf(rs.Sge, pl.Sge, b)
+	if s.Executor == "sge" && s.CPUs > 0 && (s.Sge == nil || s.Sge.PE == "") {
+		// Grid Engine grants CPUs only through a parallel environment.
+		b.warnf(pos, "%s: cpus is not requested from Grid Engine without sge: pe (a parallel environment, such as smp)", where)
+	}
 	s.Env, s.EnvKeys = b.omap(&rs.Env)
 	s.OnFailure = OnFailure{Kind: OnStop, RetryOnSuccess: true, MaxRetries: 1, HandlerTimeout: s.HandlerTimeout, Pos: pos}
 	s.src = &stepSrc{raw: rs, where: where}

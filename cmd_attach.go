@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/mattn/go-isatty"
 
+	"github.com/faber-run/faber/exec"
 	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/state"
 	"github.com/faber-run/faber/tui"
@@ -82,6 +84,7 @@ func (c *AttachCmd) Run(g *Globals) error {
 			return err
 		}
 		fmt.Fprint(g.stdout, tui.SummaryOf(opt, caught.Events))
+		jobsLeft(g, id)
 		return codeOnly(exitCodeFor(status))
 	}
 
@@ -129,6 +132,25 @@ func (c *AttachCmd) Run(g *Globals) error {
 			return err
 		}
 		return codeOnly(exitCodeFor(status))
+	}
+}
+
+// jobsLeft tells, of a run whose faber died, the batch jobs its running
+// steps had: they may run on, and resume re-attaches to them.
+func jobsLeft(g *Globals, id string) {
+	v, err := run.View(g.StateDir, id)
+	if err != nil {
+		return
+	}
+	var jobs []string
+	for _, st := range v.Steps {
+		if st.Job != "" && st.Status == exec.StatusInProgress {
+			jobs = append(jobs, st.ID+" ("+st.Job+")")
+		}
+	}
+	if len(jobs) > 0 {
+		fmt.Fprintf(g.stderr, "faber: the run's faber died while these steps' batch jobs ran, which may run on: %s\n"+
+			"  faber resume %s   re-attaches to them and records how they end\n", strings.Join(jobs, ", "), id)
 	}
 }
 

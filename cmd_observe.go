@@ -133,7 +133,13 @@ func (c *StatusCmd) Run(g *Globals) error {
 		return err
 	}
 	warnDamaged(g, de)
-	return printStatus(g, v, c.All)
+	if err := printStatus(g, v, c.All); err != nil {
+		return err
+	}
+	if v.Run.Status == exec.RunInterrupted {
+		jobsLeft(g, c.RunID) // batch jobs that may outlive the faber that died
+	}
+	return nil
 }
 
 // printStatus prints the status table of a view: every field of a step it

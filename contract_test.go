@@ -70,7 +70,11 @@ func TestContract(t *testing.T) {
 			t.Fatalf("seed %d: model: %v", seed, err)
 		}
 		ran++
-		t.Logf("seed %d: %d steps", seed, len(c.StepIDs()))
+		how := ""
+		if c.Batch {
+			how = ", on (fake) Slurm in batch mode"
+		}
+		t.Logf("seed %d: %d steps%s", seed, len(c.StepIDs()), how)
 		if msg := checkCase(t, self, c, allowed); msg != "" {
 			if os.Getenv("FABER_CONTRACT_ALL") != "" {
 				// Survey mode: every disagreement, unshrunk.
@@ -145,10 +149,26 @@ func checkCase(t *testing.T, self string, c *model.Case, allowed map[string]mode
 		}
 	}
 	stateDir := filepath.Join(dir, ".faber")
+	// A Batch case runs against the fake Slurm (fakeslurm_test.go): its
+	// commands first in PATH, its jobs' state in dir/fakeslurm.
+	var slurmEnv []string
+	if c.Batch {
+		bin, err := fakeSlurmBin(dir, self)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs := filepath.Join(dir, "fakeslurm")
+		if err := os.MkdirAll(jobs, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		slurmEnv = []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "FABER_FAKE_SLURM=" + jobs}
+		defer endFakeJobs(jobs)
+	}
 	// faber runs faber; with kill > 0 it kills it (SIGKILL) once it has
 	// printed that many lines, and reports exit code -9.
 	faber := func(kill int, args ...string) (int, string) {
 		cmd := faberCmd(self, dir, stateDir, args...)
+		cmd.Env = append(cmd.Env, slurmEnv...)
 		out := &lineCounter{kill: kill, killed: make(chan struct{})}
 		cmd.Stdout, cmd.Stderr = out, out
 		done := make(chan error, 1)
@@ -289,6 +309,15 @@ func checkCase(t *testing.T, self string, c *model.Case, allowed map[string]mode
 		}
 	}
 	trace, _ := os.ReadFile(filepath.Join(dir, "trace.log"))
+	if c.Batch {
+		// Every attempt ran as a batch job: s.sh logs each attempt once,
+		// and only a job runs it (handlers and recovery scripts, which
+		// run here, log other lines).
+		attempts := strings.Count("\n"+string(trace), "\nattempt ")
+		if jobs := len(fakeJobs(filepath.Join(dir, "fakeslurm"))); attempts > jobs {
+			return transcript.String() + fmt.Sprintf("%d attempts ran but only %d Slurm jobs were submitted", attempts, jobs)
+		}
+	}
 	got := model.Outcome{Codes: codes}
 	var allEvs [][]ev
 	for i, id := range runs {

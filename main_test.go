@@ -28,6 +28,7 @@ import (
 
 func TestMain(m *testing.M) {
 	termquiet.Restore()
+	fakeSlurmMain() // the contract test's fake sbatch, squeue, scancel
 	// The chaos test runs this test binary as faber, so that it can kill -9
 	// a real faber process.
 	if os.Getenv("FABER_TEST_AS_FABER") == "1" {
@@ -379,7 +380,7 @@ func fabertest(args []string) int {
 	// Arguments each command needs at least: a script that passes fewer
 	// gets a usage error, not a Go panic in the middle of a step's output.
 	need := map[string]int{"exit": 1, "sleep": 1, "argv-to": 1, "waitfile": 1, "alloc": 1, "fail-until": 3,
-		"ticker": 2, "alive": 1, "kill": 1, "stamp": 1, "onterm": 2, "exitcode": 2, "gone": 2, "sparse": 2, "abspaths": 1, "result": 1}
+		"ticker": 2, "alive": 1, "kill": 1, "stamp": 1, "onterm": 2, "exitcode": 2, "gone": 2, "sparse": 2, "abspaths": 1, "result": 1, "samearray": 2}
 	if n := need[args[0]]; len(args)-1 < n {
 		fmt.Fprintf(os.Stderr, "fabertest %s: needs %d argument(s), got %d\n", args[0], n, len(args)-1)
 		return 2
@@ -388,6 +389,25 @@ func fabertest(args []string) int {
 	case "exit":
 		n, _ := strconv.Atoi(args[1])
 		return n
+	case "samearray":
+		// samearray FILE...: each file says array=<the same non-empty id>.
+		re := regexp.MustCompile(`array=(\S*)`)
+		first := ""
+		for _, f := range args[1:] {
+			b, err := os.ReadFile(f)
+			m := re.FindSubmatch(b)
+			if err != nil || m == nil || len(m[1]) == 0 {
+				fmt.Fprintf(os.Stderr, "fabertest samearray: %s names no array (%v)\n", f, err)
+				return 1
+			}
+			if first == "" {
+				first = string(m[1])
+			} else if string(m[1]) != first {
+				fmt.Fprintf(os.Stderr, "fabertest samearray: %s ran in array %s, not %s\n", f, m[1], first)
+				return 1
+			}
+		}
+		return 0
 	case "sleep":
 		d, err := time.ParseDuration(args[1])
 		if err != nil {

@@ -54,6 +54,9 @@ type jobState struct {
 	// vanished says the job left the scheduler with no record of how it
 	// ended (done is true).
 	vanished bool
+	// raw is the scheduler's own id of an array task (Slurm's JobID of
+	// <array>_<task>), which its processes carry; "" when it is the id.
+	raw string
 }
 
 // Poll pacing: a tick after a change, then twice as long while nothing

@@ -142,13 +142,14 @@ func TestJobPollerBacksOff(t *testing.T) {
 }
 
 func TestParseSqueueJobs(t *testing.T) {
-	got := parseSqueueJobs("56|FAILED|1792|vm\n55|RUNNING|0|vm\n57|PENDING|0|\n58|CANCELLED|15|vm\n59|TIMEOUT|0|(null)\nnoise\n")
+	got := parseSqueueJobs("56|FAILED|1792|vm|56\n55|RUNNING|0|vm\n57|PENDING|0|\n58|CANCELLED|15|vm\n59|TIMEOUT|0|(null)\n60_1|RUNNING|0|vm|62\nnoise\n")
 	want := map[string]jobState{
-		"56": {state: "FAILED", done: true, exitCode: 7, node: "vm"},
-		"55": {state: "RUNNING", node: "vm"},
-		"57": {state: "PENDING"},
-		"58": {state: "CANCELLED", done: true, exitCode: 143, signal: 15, node: "vm"},
-		"59": {state: "TIMEOUT", done: true},
+		"56":   {state: "FAILED", done: true, exitCode: 7, node: "vm", raw: "56"},
+		"60_1": {state: "RUNNING", node: "vm", raw: "62"},
+		"55":   {state: "RUNNING", node: "vm"},
+		"57":   {state: "PENDING"},
+		"58":   {state: "CANCELLED", done: true, exitCode: 143, signal: 15, node: "vm"},
+		"59":   {state: "TIMEOUT", done: true},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got  %+v\nwant %+v", got, want)

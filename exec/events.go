@@ -111,6 +111,12 @@ type StepReattached struct {
 	Message string `json:"message"`
 }
 
+// StepSubmitted is the payload of step_submitted: a batch scheduler
+// accepted the attempt's job, which the step's record keeps while it runs.
+type StepSubmitted struct {
+	Job string `json:"job"` // "slurm:123", "slurm:123_4" for an array's task
+}
+
 // StepClassified is the payload of step_classified.
 type StepClassified struct {
 	Action string `json:"action"`
@@ -188,6 +194,7 @@ func (*RecoveryFinished) eventType() string { return EvRecoveryFinished }
 func (*HandlerInvoked) eventType() string   { return EvHandlerInvoked }
 func (*StepOrphaned) eventType() string     { return EvStepOrphaned }
 func (*StepReattached) eventType() string   { return EvStepReattached }
+func (*StepSubmitted) eventType() string    { return EvStepSubmitted }
 func (*StepClassified) eventType() string   { return EvStepClassified }
 func (*Warning) eventType() string          { return EvWarning }
 func (*WorkflowEnded) eventType() string    { return EvWorkflowCompleted }
@@ -219,6 +226,8 @@ func newPayload(typ string) Payload {
 		return &StepOrphaned{}
 	case EvStepReattached:
 		return &StepReattached{}
+	case EvStepSubmitted:
+		return &StepSubmitted{}
 	case EvStepClassified:
 		return &StepClassified{}
 	case EvWarning:

@@ -40,7 +40,9 @@ type executorKind interface {
 	// again. spare[i], the environment entry that marks steps[i]'s job's
 	// processes ("SLURM_JOB_ID=12"), keeps them from the end of this
 	// machine's leftovers (a single-node cluster runs them here).
-	reattachable(prior *Prior) (steps, spare []string)
+	// An error says the engine could not be asked about jobs it has of
+	// the run: resuming then could run a step twice.
+	reattachable(prior *Prior) (steps, spare []string, err error)
 	// endLeftovers ends what a dead faber left running for run runID
 	// (prior is its records) before anything of it runs again, except the
 	// attempts of the steps in keep and processes marked by spare, and
@@ -201,12 +203,15 @@ type Leftovers struct {
 // without a configuration retries for a minute), so that no step ever runs
 // twice at the same time, except the batch jobs still known to their
 // scheduler, which the next session re-attaches to.
-func EndLeftovers(p *spec.Plan, prior *Prior, runID string) Leftovers {
+func EndLeftovers(p *spec.Plan, prior *Prior, runID string) (Leftovers, error) {
 	kinds := usedKinds(p)
 	out := Leftovers{Reattach: map[string]bool{}}
 	var spare []string
 	for _, k := range kinds {
-		steps, sp := k.reattachable(prior)
+		steps, sp, err := k.reattachable(prior)
+		if err != nil {
+			return out, err
+		}
 		for i, id := range steps {
 			// Never the end step; and not a step an edited plan changed:
 			// its job runs what the step no longer says, and is canceled.
@@ -221,7 +226,7 @@ func EndLeftovers(p *spec.Plan, prior *Prior, runID string) Leftovers {
 			out.Canceled = append(out.Canceled, Canceled{Engine: k.title(), Jobs: n})
 		}
 	}
-	return out
+	return out, nil
 }
 
 // DescribeExecutor says, for a dry run, how step s's attempts run: the

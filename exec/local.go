@@ -26,7 +26,7 @@ func (localKind) describe(_, _ string, _ *spec.Step, _ string, argv []string) (w
 }
 
 // reattachable: a process of a dead faber is not waited for; it is ended.
-func (localKind) reattachable(*Prior) (steps, spare []string) { return nil, nil }
+func (localKind) reattachable(*Prior) (steps, spare []string, err error) { return nil, nil, nil }
 
 // endLeftovers terminates the process groups a dead owner's active steps
 // left (each checked against its leader's start time), the processes that

@@ -206,6 +206,7 @@ func (p *Replayer) apply(e *Event) {
 		st := p.get(e.StepID)
 		st.Status = e.Status
 		st.Attempt = e.Attempt
+		st.Job = "" // a job is announced after its attempt's start
 		if d.Phase != "" {
 			st.Phase = d.Phase
 		}
@@ -238,6 +239,10 @@ func (p *Replayer) apply(e *Event) {
 		}
 	case *CacheHit:
 		p.get(e.StepID).CachedFrom = &CachedFrom{RunID: d.CachedRunID, Attempt: d.CachedAttempt, Seq: d.CachedSeq}
+	case *StepSubmitted:
+		p.get(e.StepID).Job = d.Job
+	case *StepReattached:
+		p.get(e.StepID).Job = d.Job
 	case *StepClassified:
 		p.get(e.StepID).Classified = d.Action
 		setLimits(p.get(e.StepID), d.MemoryBytes, d.TimeoutMs)
@@ -331,6 +336,10 @@ func normalized(e *Event) Event {
 		n.Data = &StepClassified{Action: validUTF8(d.Action), MemoryBytes: d.MemoryBytes, TimeoutMs: d.TimeoutMs}
 	case *RetryReserved:
 		n.Data = &RetryReserved{MemoryBytes: d.MemoryBytes, TimeoutMs: d.TimeoutMs}
+	case *StepSubmitted:
+		n.Data = &StepSubmitted{Job: validUTF8(d.Job)}
+	case *StepReattached:
+		n.Data = &StepReattached{Job: validUTF8(d.Job), Message: validUTF8(d.Message)}
 	default:
 		n.Data = e.Data // a payload Replayer does not read
 	}

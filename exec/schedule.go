@@ -113,9 +113,10 @@ func (r *Runner) handle(m msg) {
 	case mStarted:
 		if m.job != "" {
 			sr.st.Job = m.job
-		} else {
-			sr.st.PGID, sr.st.PStart = m.pgid, m.pstart
+			r.commit([]*StepState{sr.st}, Event{Type: EvStepSubmitted, StepID: sr.def.ID, Attempt: sr.st.Attempt, Data: &StepSubmitted{Job: m.job}})
+			break
 		}
+		sr.st.PGID, sr.st.PStart = m.pgid, m.pstart
 		r.commit([]*StepState{sr.st})
 	case mAttemptDone:
 		r.done(sr)

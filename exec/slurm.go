@@ -41,6 +41,8 @@ func slurmJobName(runID, stepID string, attempt int) string {
 type slurmKind struct {
 	pollOnce sync.Once
 	poll     *jobPoller
+	arrOnce  sync.Once
+	arr      *arrayBatcher
 }
 
 func (*slurmKind) name() string  { return executorSlurm }
@@ -50,7 +52,7 @@ func (k *slurmKind) attempt(runID string, s *spec.Step, n int, dir string, lim l
 	if slurmBlocking(s) {
 		return newSlurmAttempt(slurmJobName(runID, s.ID, n), s, dir, lim)
 	}
-	return k.batch(slurmJobName(runID, s.ID, n), s, dir, lim)
+	return k.batch(runID, slurmJobName(runID, s.ID, n), s, dir, lim)
 }
 
 // slurmBlocking reports whether step s runs its attempts through srun
@@ -69,7 +71,16 @@ func (k *slurmKind) describe(runID, attempt string, s *spec.Step, dir string, ar
 	}
 	// The attempt's files, under the run's logs/<step>/ (README, "Logs").
 	at := "<logs>/attempt-" + attempt
-	b := k.batch(job, s, dir, limitsOf(s, nil))
+	b := k.batch(runID, job, s, dir, limitsOf(s, nil))
+	if s.FanOutOf != "" {
+		// A task of the array of the items that start with it: the
+		// array's job script runs the item's task script, which runs argv
+		// (wrapped is argv itself).
+		b.job = "faber-" + runID + "-" + s.FanOutOf + "-a0"
+		prefix = append([]string{"sbatch", "--array=<the items that start together>"},
+			b.sbatchArgs("<the first item's logs>/attempt-<N>.array.sbatch", os.DevNull, os.DevNull, nil)...)
+		return argv, prefix
+	}
 	prefix = append([]string{"sbatch"}, b.sbatchArgs(at+".sbatch", at+".out", at+".err", nil)...)
 	return append(prefix[:len(prefix):len(prefix)], argv...), prefix
 }
@@ -91,9 +102,11 @@ func (*slurmKind) endLeftovers(runID string, prior *Prior, keep map[string]bool,
 }
 
 // reattachable: the steps whose batch job squeue (or sacct) still knows.
-func (*slurmKind) reattachable(prior *Prior) (steps, spare []string) {
+// When the run has recorded jobs and squeue cannot say, resume must not go
+// on: a job still running would run again beside it.
+func (*slurmKind) reattachable(prior *Prior) (steps, spare []string, err error) {
 	if prior == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	byJob := map[string]string{}
 	for _, st := range prior.Steps {
@@ -105,14 +118,11 @@ func (*slurmKind) reattachable(prior *Prior) (steps, spare []string) {
 		}
 	}
 	if len(byJob) == 0 {
-		return nil, nil
-	}
-	if _, err := osexec.LookPath("squeue"); err != nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	jobs, err := slurmListJobs()
 	if err != nil {
-		return nil, nil
+		return nil, nil, fmt.Errorf("cannot ask Slurm about the run's %d running job(s) (%v); resuming now could run them twice: try again when squeue answers", len(byJob), err)
 	}
 	var missing []string
 	for j := range byJob {
@@ -136,9 +146,13 @@ func (*slurmKind) reattachable(prior *Prior) (steps, spare []string) {
 	sort.Strings(ids)
 	for _, j := range ids {
 		steps = append(steps, byJob[j])
-		spare = append(spare, "SLURM_JOB_ID="+j)
+		raw := j
+		if r := jobs[j].raw; r != "" {
+			raw = r // an array task's processes carry its own job id
+		}
+		spare = append(spare, "SLURM_JOB_ID="+raw)
 	}
-	return steps, spare
+	return steps, spare, nil
 }
 
 // definition: a Slurm step's block counts, so that a changed partition or
@@ -322,7 +336,7 @@ func slurmCmd(name string, args ...string) (string, error) {
 
 // slurmJobs lists this user's queued and running jobs as id -> name.
 func slurmJobs() (map[string]string, error) {
-	out, err := slurmCmd("squeue", append([]string{"--noheader", "--format=%i %j"}, slurmUser()...)...)
+	out, err := slurmCmd("squeue", append([]string{"--noheader", "--array", "--format=%i %j"}, slurmUser()...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -28,11 +28,11 @@ import (
 const slurmJobScript = "#!/bin/sh\n# faber: runs the attempt's argv, given as this script's arguments\nexec \"$@\"\n"
 
 // batch is the executor of one attempt as a batch job.
-func (k *slurmKind) batch(job string, s *spec.Step, dir string, lim limits) *slurmBatch {
+func (k *slurmKind) batch(runID, job string, s *spec.Step, dir string, lim limits) *slurmBatch {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	return &slurmBatch{kind: k, job: job, dir: dir, step: s, lim: lim}
+	return &slurmBatch{kind: k, runID: runID, job: job, dir: dir, step: s, lim: lim}
 }
 
 // poller is the run's poller of its Slurm jobs.
@@ -43,12 +43,12 @@ func (k *slurmKind) poller() *jobPoller {
 
 // slurmBatch is one attempt as a Slurm batch job.
 type slurmBatch struct {
-	kind *slurmKind
-	job  string // faber-<run-id>-<step>-a<N>: leftover jobs are found by it
-	dir  string // absolute
-	step *spec.Step
-	lim  limits
-	args []string // sbatch's options, once submitted (rejections name them)
+	kind  *slurmKind
+	runID string
+	job   string // faber-<run-id>-<step>-a<N>: leftover jobs are found by it
+	dir   string // absolute
+	step  *spec.Step
+	lim   limits
 }
 
 // sbatchArgs are sbatch's options and arguments for the attempt, its job
@@ -61,7 +61,17 @@ func (a *slurmBatch) sbatchArgs(script, out, errPath string, argv []string) []st
 	return append(args, argv...)
 }
 
+// submit submits the attempt: an item of a fan-out joins the array of
+// the items started with it (slurm_array.go), any other step is a job.
 func (a *slurmBatch) submit(ps procSpec) (string, error) {
+	if a.step.FanOutOf != "" {
+		return a.kind.arrays().submit(a, ps)
+	}
+	return a.submitJob(ps)
+}
+
+// submitJob submits the attempt as a job of its own.
+func (a *slurmBatch) submitJob(ps procSpec) (string, error) {
 	out, err1 := filepath.Abs(ps.stdoutPath)
 	errPath, err2 := filepath.Abs(ps.stderrPath)
 	if err1 != nil || err2 != nil {
@@ -75,12 +85,17 @@ func (a *slurmBatch) submit(ps procSpec) (string, error) {
 	if err := os.WriteFile(script, []byte(slurmJobScript), 0o700); err != nil {
 		return "", err
 	}
-	args := a.sbatchArgs(script, out, errPath, ps.argv)
+	return runSbatch(a.sbatchArgs(script, out, errPath, ps.argv), ps.env, a.dir)
+}
+
+// runSbatch runs sbatch with args in dir, with environment env (the job's:
+// --export=ALL), and returns the id of the job it submitted.
+func runSbatch(args, env []string, dir string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), slurmCmdTimeout)
 	defer cancel()
 	cmd := osexec.CommandContext(ctx, "sbatch", args...)
-	cmd.Env = ps.env
-	cmd.Dir = a.dir
+	cmd.Env = env
+	cmd.Dir = dir
 	cmd.WaitDelay = slurmCmdTimeout
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -117,7 +132,7 @@ func userOptionsOf(args []string) string {
 			break // the job script
 		}
 		switch {
-		case a == "--parsable", a == "--export=ALL", a == "--no-requeue", a == "--open-mode=append",
+		case a == "--parsable", a == "--export=ALL", a == "--no-requeue", a == "--open-mode=append", strings.HasPrefix(a, "--array="),
 			strings.HasPrefix(a, "--job-name="), strings.HasPrefix(a, "--chdir="),
 			strings.HasPrefix(a, "--output="), strings.HasPrefix(a, "--error="):
 			continue
@@ -213,17 +228,19 @@ var slurmDone = map[string]bool{
 }
 
 // slurmListJobs is one squeue call: every job of this user that the
-// controller knows, ended ones too (for MinJobAge after they ended).
+// controller knows, ended ones too (for MinJobAge after they ended), an
+// array's tasks one by one (--array).
 func slurmListJobs() (map[string]jobState, error) {
-	out, err := slurmCmd("squeue", append([]string{"--noheader", "--states=all",
-		"--Format=JobID:|,State:|,exit_code:|,NodeList:"}, slurmUser()...)...)
+	out, err := slurmCmd("squeue", append([]string{"--noheader", "--states=all", "--array",
+		"--Format=JobArrayID:|,State:|,exit_code:|,NodeList:|,JobID:"}, slurmUser()...)...)
 	if err != nil {
 		return nil, err
 	}
 	return parseSqueueJobs(out), nil
 }
 
-// parseSqueueJobs reads squeue's `JobID|State|exit_code|NodeList` lines;
+// parseSqueueJobs reads squeue's `JobArrayID|State|exit_code|NodeList|JobID`
+// lines (an array's task is <array id>_<task>, with a JobID of its own);
 // exit_code is a wait status (code<<8 | signal).
 func parseSqueueJobs(out string) map[string]jobState {
 	jobs := map[string]jobState{}
@@ -243,6 +260,9 @@ func parseSqueueJobs(out string) map[string]jobState {
 			js.node = ""
 		}
 		js.done = slurmDone[js.state]
+		if len(f) > 4 {
+			js.raw = strings.TrimSpace(f[4])
+		}
 		jobs[strings.TrimSpace(f[0])] = js
 	}
 	return jobs

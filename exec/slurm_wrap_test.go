@@ -290,3 +290,22 @@ func TestCancelLeftoverSlurmJobsWithoutSlurm(t *testing.T) {
 		t.Fatalf("took %v without squeue", d)
 	}
 }
+
+// TestReattachableWithoutSlurm: a run with a recorded running batch job
+// cannot be resumed while Slurm cannot be asked about it (the job may
+// still run: a new attempt would run beside it); one without cannot hang
+// or fail on it.
+func TestReattachableWithoutSlurm(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	k := &slurmKind{}
+	prior := &Prior{Steps: map[string]*StepState{
+		"a": {ID: "a", Status: StatusInProgress, Attempt: 1, Job: "slurm:12"},
+	}}
+	if _, _, err := k.reattachable(prior); err == nil || !strings.Contains(err.Error(), "could run them twice") {
+		t.Fatalf("err = %v, want a refusal", err)
+	}
+	prior.Steps["a"].Job = ""
+	if steps, _, err := k.reattachable(prior); err != nil || steps != nil {
+		t.Fatalf("no job recorded: steps %v, err %v", steps, err)
+	}
+}

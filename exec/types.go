@@ -32,6 +32,7 @@ const (
 	EvHandlerInvoked    = "step_handler_invoked"
 	EvStepOrphaned      = "step_orphaned"
 	EvStepReattached    = "step_reattached"
+	EvStepSubmitted     = "step_submitted"
 	EvStepClassified    = "step_classified"
 	EvWarning           = "warning"
 	EvWorkflowCompleted = "workflow_completed"

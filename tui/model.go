@@ -850,6 +850,9 @@ func (m *Model) apply(e exec.Event) {
 	case exec.EvStepOrphaned:
 		r := m.step(e.StepID, e)
 		r.log.add(logLine{text: "was running when faber died: " + data[exec.StepOrphaned](e).Message, mark: true})
+	case exec.EvStepSubmitted:
+		r := m.step(e.StepID, e)
+		r.log.add(logLine{text: "submitted as job " + data[exec.StepSubmitted](e).Job, mark: true})
 	case exec.EvStepReattached:
 		r := m.step(e.StepID, e)
 		r.log.add(logLine{text: "re-attached to its job " + data[exec.StepReattached](e).Job + ", which outlived faber", mark: true})

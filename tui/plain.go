@@ -147,6 +147,9 @@ func PlainLine(e exec.Event, s Styles) string {
 	case exec.EvStepOrphaned:
 		d := data[exec.StepOrphaned](e)
 		return fmt.Sprintf("%s %s %s was running when faber died: %s", ts, s.Glyph(exec.StatusInterrupted), e.StepID, d.Message)
+	case exec.EvStepSubmitted:
+		d := data[exec.StepSubmitted](e)
+		return fmt.Sprintf("%s %s %s submitted as job %s", ts, s.Glyph(exec.StatusInProgress), e.StepID, d.Job)
 	case exec.EvStepReattached:
 		d := data[exec.StepReattached](e)
 		return fmt.Sprintf("%s %s %s re-attached to its job %s, which outlived faber", ts, s.Glyph(exec.StatusInProgress), e.StepID, d.Job)

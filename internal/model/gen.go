@@ -40,6 +40,11 @@ type Case struct {
 	Rerun bool
 	// Grow: before the first resume, add a file to every Glob's directory.
 	Grow bool
+	// Batch: the plan says executor: slurm, so that every attempt is a
+	// batch job (sbatch; the contract test plays Slurm): every rule of
+	// SPEC §3–§8 holds unchanged, and a killed faber's running jobs are
+	// re-attached to by the resume (README "Slurm").
+	Batch bool
 }
 
 // GPhase is a phase of a Case.
@@ -194,6 +199,9 @@ func Gen(seed uint64) *Case {
 	if c.End {
 		c.Codes["end"] = []Exit{{Code: []int{0, 0, 1}[pick(3)]}}
 	}
+	// Drawn from a stream of its own, so that adding it changed no other
+	// draw: every seed is the plan it was, now and then on Slurm.
+	c.Batch = rand.New(rand.NewPCG(seed^0xba7c4, seed)).Float64() < 0.3
 	return c
 }
 
@@ -379,6 +387,9 @@ exit "$1"
 func (c *Case) YAML() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "name: rand%d\njobs: %d\n", c.Seed%1000, c.Jobs)
+	if c.Batch {
+		b.WriteString("executor: slurm\n")
+	}
 	if c.Cancel {
 		b.WriteString("stop_mode: cancel\n")
 	}
@@ -630,6 +641,9 @@ func (c *Case) Shrinks() []*Case {
 	}
 	if c.End {
 		variant(func(d *Case) { d.End = false })
+	}
+	if c.Batch {
+		variant(func(d *Case) { d.Batch = false })
 	}
 	if c.Kill > 0 {
 		variant(func(d *Case) { d.Kill = 0 })

@@ -87,7 +87,10 @@ func Resume(stateDir, runID string, opt state.Options, o ResumeOptions) (res *Re
 	// A dead owner may have left processes, cgroups and scheduler jobs
 	// behind: end them before any step runs again, so that no step ever
 	// runs twice at the same time.
-	left := exec.EndLeftovers(plan, prior, runID)
+	left, err := exec.EndLeftovers(plan, prior, runID)
+	if err != nil {
+		return nil, stateProblem(err)
+	}
 	res.Canceled = left.Canceled
 	// ... and a sub-plan's context file that it wrote for a child that
 	// never read it.

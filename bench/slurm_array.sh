@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# bench/slurm_array.sh: issue 29's point 7. A fan-out of ITEMS items of
+# `true` on executor: slurm (batch mode, --jobs ITEMS so that every item is
+# ready at once) next to the same work submitted by hand as one array
+# (`sbatch --array=0-<ITEMS-1> --wait --wrap true`), alternating in each of
+# REPS rounds, on the Slurm cluster SLURM_CONF names (scripts/slurm-cluster.sh
+# start). Wrappers first in PATH count faber's sbatch and squeue calls.
+# Prints a markdown table: submissions per fan-out, status calls and their
+# rate, wall time (median) and its ratio to the hand-made array (median of
+# each round's ratio), faber's peak RSS, and PASS/FAIL against the goals
+# (a few submissions per fan-out, one status call per tick, wall <= 1.2x).
+#
+#   eval "$(scripts/slurm-cluster.sh start)"
+#   bash bench/slurm_array.sh                 # ITEMS=100 REPS=3
+#   ITEMS=1000 REPS=1 bash bench/slurm_array.sh   # ~10 min on the 2-CPU test cluster
+set -euo pipefail
+ITEMS=${ITEMS:-100}
+REPS=${REPS:-3}
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=lib.sh
+source "$REPO/bench/lib.sh"
+need_gnu_time
+if ! sinfo >/dev/null 2>&1; then
+	say "no Slurm cluster answers (sinfo); start one: eval \"\$(scripts/slurm-cluster.sh start)\""
+	exit 2
+fi
+work_with_faber slurmarray
+mkdir -p "$WORK/bin"
+for c in sbatch squeue; do
+	real=$(command -v "$c")
+	printf '#!/bin/sh\necho "$(date +%%s%%N) %s" >>"%s/calls"\nexec %s "$@"\n' "$c" "$WORK" "$real" >"$WORK/bin/$c"
+	chmod +x "$WORK/bin/$c"
+done
+printf 'name: arr\nexecutor: slurm\nsteps:\n  - id: t\n    foreach: {range: [1, %d]}\n    run: "true"\n' "$ITEMS" >"$WORK/arr.yaml"
+
+by_hand() { # prints ms
+	local t0
+	t0=$(now_ns)
+	sbatch --array=0-$((ITEMS - 1)) --wait --output=/dev/null --job-name=bench-hand --wrap true >/dev/null
+	echo $((($(now_ns) - t0) / 1000000))
+}
+faber_run() { # prints "ms rss_kb sbatch squeue"
+	local t0 t1 st=$WORK/state
+	: >"$WORK/calls"
+	t0=$(now_ns)
+	PATH="$WORK/bin:$PATH" /usr/bin/time -f %M -o "$WORK/rss" "$WORK/faber" run "$WORK/arr.yaml" --jobs "$ITEMS" --ui plain --state-dir "$st" >/dev/null
+	t1=$(now_ns)
+	echo "$(((t1 - t0) / 1000000)) $(cat "$WORK/rss") $(grep -c ' sbatch$' "$WORK/calls") $(grep -c ' squeue$' "$WORK/calls")"
+	rm -rf "$st"
+}
+R=$WORK/rounds
+: >"$R"
+for i in $(seq "$REPS"); do
+	say "round $i/$REPS: $ITEMS items"
+	if ((i % 2)); then
+		h=$(by_hand)
+		read -r f rss sb sq <<<"$(faber_run)"
+	else
+		read -r f rss sb sq <<<"$(faber_run)"
+		h=$(by_hand)
+	fi
+	echo "$f $h $(calc %.3f "$f / $h") $rss $sb $sq" >>"$R"
+done
+col() { awk -v c="$1" '{print $c}' "$R"; }
+fm=$(col 1 | median)
+hm=$(col 2 | median)
+ratio=$(col 3 | median)
+rss=$(col 4 | median)
+sb=$(col 5 | median)
+sq=$(col 6 | median)
+rate=$(calc %.2f "$sq / ($fm / 1000)")
+echo "| $ITEMS-item fan-out on Slurm (batch), $REPS rounds, load $(cut -d' ' -f1-3 /proc/loadavg) | value | goal |"
+echo "|---|---|---|"
+echo "| sbatch submissions by faber | $sb | $(pf "$sb <= 3") (a few per fan-out) |"
+echo "| squeue calls by faber (one per tick, all jobs) | $sq ($rate per s) | $(pf "$rate <= 5.5") (at most one per 0.2 s tick) |"
+echo "| faber's wall time | $(calc %.1f "$fm / 1000") s | |"
+echo "| the hand-made array (\`sbatch --array --wait\`) | $(calc %.1f "$hm / 1000") s | |"
+echo "| ratio (median of rounds) | ${ratio}× | $(pf "$ratio <= 1.2") (≤ 1.2×) |"
+echo "| faber's peak RSS | $(calc %.0f "$rss / 1024") MB | |"

@@ -211,14 +211,6 @@ func sgeJobVar(name string) bool {
 	return strings.HasPrefix(name, "SGE_")
 }
 
-// shQuote quotes s as one word for a POSIX shell: single quotes, each '
-// written '\”. It holds any byte but NUL (which no argv or environment
-// holds); mvdan.cc/sh's syntax.Quote refuses newlines and other
-// non-printable characters for POSIX sh.
-func shQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // sgeExitMarker starts the line a job script writes to stderr when the step
 // exited 99 or 100, which Grid Engine reads as "requeue the job" and "hold
 // it in error": the job exits 1 instead and faber reads the step's code
@@ -393,9 +385,9 @@ func sgeCmd(name string, args ...string) (string, error) {
 }
 
 // reattachable: the steps whose batch job qstat (or qacct) still knows.
-func (k *sgeKind) reattachable(prior *Prior) (steps, spare []string) {
+func (k *sgeKind) reattachable(prior *Prior) (steps, spare []string, err error) {
 	if prior == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	byJob := map[string]string{}
 	for _, st := range prior.Steps {
@@ -407,14 +399,11 @@ func (k *sgeKind) reattachable(prior *Prior) (steps, spare []string) {
 		}
 	}
 	if len(byJob) == 0 {
-		return nil, nil
-	}
-	if _, err := osexec.LookPath("qstat"); err != nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	jobs, err := sgeListJobs()
 	if err != nil {
-		return nil, nil
+		return nil, nil, fmt.Errorf("cannot ask Grid Engine about the run's %d running job(s) (%v); resuming now could run them twice: try again when qstat answers", len(byJob), err)
 	}
 	var missing []string
 	for j := range byJob {
@@ -442,7 +431,7 @@ func (k *sgeKind) reattachable(prior *Prior) (steps, spare []string) {
 		steps = append(steps, byJob[j])
 		spare = append(spare, "JOB_ID="+j)
 	}
-	return steps, spare
+	return steps, spare, nil
 }
 
 // endLeftovers deletes the run's jobs a dead faber left behind (found by

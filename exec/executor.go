@@ -69,6 +69,7 @@ var executorKinds = map[string]func() executorKind{
 	"":            func() executorKind { return localKind{} },
 	executorLocal: func() executorKind { return localKind{} },
 	executorSlurm: func() executorKind { return &slurmKind{} },
+	executorSge:   func() executorKind { return &sgeKind{} },
 }
 
 // kindOf is the engine that runs step s's attempts. A sub-plan step's

@@ -700,8 +700,9 @@ type rawPlan struct {
 	KillGrace        durv              `yaml:"kill_grace" doc:"Time between SIGTERM and SIGKILL when a step is stopped (Go duration, default 10s)."`
 	Memory           sizev             `yaml:"memory" doc:"Default memory limit of every step's attempt (512MiB, 2GiB; binary units): a cgroup locally where faber can make one, --mem on Slurm."`
 	CPUs             intv              `yaml:"cpus" min:"1" doc:"Default CPU limit of every step's attempt: a cgroup cpu.max locally where faber can make one, --cpus-per-task on Slurm."`
-	Executor         str               `yaml:"executor" enum:"local,slurm" doc:"Where steps run: local (default) or slurm."`
+	Executor         str               `yaml:"executor" enum:"local,slurm,sge" doc:"Where steps run: local (default), slurm or sge (Grid Engine)."`
 	Slurm            *rawSlurm         `yaml:"slurm" doc:"Slurm settings for steps run with executor: slurm."`
+	Sge              *rawSge           `yaml:"sge" doc:"Grid Engine settings for steps run with executor: sge."`
 	Phases           list[*rawPhase]   `yaml:"phases" doc:"Named groups of steps, run in order (use either phases or steps)."`
 	Steps            stepList          `yaml:"steps" doc:"The steps of a single phase named main (use either phases or steps)."`
 	End              *rawEnd           `yaml:"end" label:"end step" doc:"A step run at the end of every session that was not interrupted, whatever happened."`
@@ -730,8 +731,9 @@ type rawStepBody struct {
 	KillGrace      durv               `yaml:"kill_grace" doc:"Time between SIGTERM and SIGKILL for this step (Go duration)."`
 	Memory         sizev              `yaml:"memory" doc:"Memory limit of one attempt (512MiB, 2GiB; binary units), overriding the plan's: a cgroup locally where faber can make one, --mem on Slurm."`
 	CPUs           intv               `yaml:"cpus" min:"1" doc:"CPU limit of one attempt, overriding the plan's: a cgroup cpu.max locally where faber can make one, --cpus-per-task on Slurm."`
-	Executor       str                `yaml:"executor" enum:"local,slurm" doc:"Where this step runs: local or slurm (overrides the plan's)."`
+	Executor       str                `yaml:"executor" enum:"local,slurm,sge" doc:"Where this step runs: local, slurm or sge (overrides the plan's)."`
 	Slurm          *rawSlurm          `yaml:"slurm" doc:"Slurm settings of this step (merged over the plan's)."`
+	Sge            *rawSge            `yaml:"sge" doc:"Grid Engine settings of this step (merged over the plan's)."`
 }
 
 type rawStep struct {
@@ -801,6 +803,17 @@ type rawSlurm struct {
 	Time      str   `yaml:"time" doc:"Slurm time limit (1:00:00)."`
 	ExtraArgs words `yaml:"extra_args" doc:"Extra srun arguments (a list, or a string split as shell words)."`
 	Mode      str   `yaml:"mode" enum:"batch,blocking" doc:"How attempts run: batch (sbatch: jobs are submitted, polled, and outlive faber) or blocking (one srun per attempt, for interactive use)."`
+}
+
+type rawSge struct {
+	rawMeta
+	PE             str   `yaml:"pe" doc:"Parallel environment that grants cpus (qsub -pe PE N; e.g. smp). Without it cpus is not requested."`
+	MemoryResource str   `yaml:"memory_resource" doc:"Resource that memory requests (qsub -l RESOURCE=bytes; default h_vmem)."`
+	MemoryPerSlot  boolv `yaml:"memory_per_slot" doc:"Divide memory by cpus (with pe), for a resource Grid Engine counts per slot such as h_vmem: the job as a whole then gets memory."`
+	Queue          str   `yaml:"queue" doc:"Grid Engine queue (-q)."`
+	Project        str   `yaml:"project" doc:"Grid Engine project (-P)."`
+	ExtraArgs      words `yaml:"extra_args" doc:"Extra qsub/qrsh arguments (a list, or a string split as shell words)."`
+	Mode           str   `yaml:"mode" enum:"batch,blocking" doc:"How attempts run: batch (qsub: jobs are submitted, polled, and outlive faber) or blocking (one qrsh -now no per attempt, for interactive use)."`
 }
 
 // ---- leaf values ----

@@ -411,7 +411,7 @@ func TestErrors(t *testing.T) {
 		{"duplicate handler", head + "failure_handlers:\n  - {name: h, rules: [{exit_codes: [1]}]}\n  - {name: h, rules: [{exit_codes: [1]}]}\nsteps: [{id: a, run: x}]\n", `plan.yaml:4:6: failure handler "h" is defined twice (first at line 3)`},
 		{"no rules", head + "failure_handlers: [{name: h, rules: []}]\nsteps: [{id: a, run: x}]\n", `plan.yaml:2:37: failure handler "h": has no rules`},
 		{"stop mode", head + "stop_mode: halt\nsteps: [{id: a, run: x}]\n", `plan.yaml:2:12: stop_mode: must be drain or cancel, not "halt"`},
-		{"executor", head + "executor: k8s\nsteps: [{id: a, run: x}]\n", `plan.yaml:2:11: executor: must be local or slurm, not "k8s"`},
+		{"executor", head + "executor: k8s\nsteps: [{id: a, run: x}]\n", `plan.yaml:2:11: executor: must be local, slurm or sge, not "k8s"`},
 		{"run and prompt", head + "steps:\n  - id: a\n    run: x\n    prompt: y\n", `plan.yaml:5:13: step "a": has both run and prompt (prompt is an alias of run)`},
 		{"no run", head + "steps:\n  - id: a\n    name: A\n", `plan.yaml:3:5: step "a": has neither run nor plan`},
 		{"end without run", head + "steps: [{id: a, run: x}]\nend:\n  timeout: 1s\n", "plan.yaml:4:3: end step: has no run"},

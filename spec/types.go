@@ -93,6 +93,7 @@ type Plan struct {
 	CPUs             int           // default CPU limit of an attempt; 0 = none
 	Executor         string        // "" or "local" (slurm later)
 	Slurm            *Slurm        // plan-level slurm block, or nil
+	Sge              *Sge          // plan-level sge block, or nil
 
 	Phases []*Phase
 	Steps  []*Step // every step in plan order, excluding End
@@ -119,6 +120,19 @@ type Slurm struct {
 	// Left out of JSON when not set, so that definition hashes stay what
 	// they were before there was a mode.
 	Mode string `json:",omitempty"`
+}
+
+// Sge holds the settings of an `sge:` block (Grid Engine), merged as a
+// slurm: block is. It is a step's definition on Grid Engine (its JSON goes
+// into the definition hash): every field is left out when not set.
+type Sge struct {
+	PE             string   `json:"pe,omitempty"`
+	MemoryResource string   `json:"memory_resource,omitempty"` // "" = h_vmem
+	MemoryPerSlot  bool     `json:"memory_per_slot,omitempty"`
+	Queue          string   `json:"queue,omitempty"`
+	Project        string   `json:"project,omitempty"`
+	ExtraArgs      []string `json:"extra_args,omitempty"`
+	Mode           string   `json:"mode,omitempty"` // "batch", "blocking", "" (batch)
 }
 
 // Phase is a named group of steps.
@@ -163,6 +177,8 @@ type Step struct {
 	Executor string
 	// Slurm is the step's slurm block merged over the plan's, or nil.
 	Slurm *Slurm
+	// Sge is the step's sge block merged over the plan's, or nil.
+	Sge *Sge `json:",omitempty"`
 	// Plan is a sub-plan step's `plan:` as written ("" for a run step);
 	// PlanPath is it resolved against the plan's directory.
 	Plan     string

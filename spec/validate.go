@@ -126,6 +126,7 @@ func (p *parser) build(raw *rawPlan) *Plan {
 	}
 	pl.Env, pl.EnvKeys = b.omap(&raw.Env)
 	pl.Slurm = slurmOf(raw.Slurm, nil, b)
+	pl.Sge = sgeOf(raw.Sge, nil, b)
 
 	b.context(raw)
 	b.secrets(raw)
@@ -565,6 +566,11 @@ func (b *builder) step(rs *rawStepBody, where string, pos Pos) *Step {
 		s.Executor = rs.Executor.V
 	}
 	s.Slurm = slurmOf(rs.Slurm, pl.Slurm, b)
+	s.Sge = sgeOf(rs.Sge, pl.Sge, b)
+	if s.Executor == "sge" && s.CPUs > 0 && (s.Sge == nil || s.Sge.PE == "") {
+		// Grid Engine grants CPUs only through a parallel environment.
+		b.warnf(pos, "%s: cpus is not requested from Grid Engine without sge: pe (a parallel environment, such as smp)", where)
+	}
 	s.Env, s.EnvKeys = b.omap(&rs.Env)
 	s.OnFailure = OnFailure{Kind: OnStop, RetryOnSuccess: true, MaxRetries: 1, HandlerTimeout: s.HandlerTimeout, Pos: pos}
 	s.src = &stepSrc{raw: rs, where: where}
@@ -595,6 +601,46 @@ func slurmOf(rs *rawSlurm, base *Slurm, b *builder) *Slurm {
 	set(&out.Mode, rs.Mode)
 	if rs.CPUs.Set {
 		out.CPUs = rs.CPUs.V
+	}
+	if rs.ExtraArgs.Set {
+		out.ExtraArgs = nil
+		if rs.ExtraArgs.IsLine {
+			w, err := subst.Words(rs.ExtraArgs.Line.V)
+			if err != nil {
+				b.errorf(rs.ExtraArgs.Line.Pos, "%s: extra_args: %v", rs.Where, err)
+			}
+			out.ExtraArgs = w
+		} else {
+			for _, s := range rs.ExtraArgs.List {
+				out.ExtraArgs = append(out.ExtraArgs, s.V)
+			}
+		}
+	}
+	return out
+}
+
+// sgeOf converts an sge block, merged over base (the plan's block).
+func sgeOf(rs *rawSge, base *Sge, b *builder) *Sge {
+	if rs == nil {
+		return base
+	}
+	out := &Sge{}
+	if base != nil {
+		*out = *base
+		out.ExtraArgs = append([]string(nil), base.ExtraArgs...)
+	}
+	set := func(dst *string, s str) {
+		if s.Set {
+			*dst = s.V
+		}
+	}
+	set(&out.PE, rs.PE)
+	set(&out.MemoryResource, rs.MemoryResource)
+	set(&out.Queue, rs.Queue)
+	set(&out.Project, rs.Project)
+	set(&out.Mode, rs.Mode)
+	if rs.MemoryPerSlot.Set {
+		out.MemoryPerSlot = rs.MemoryPerSlot.V
 	}
 	if rs.ExtraArgs.Set {
 		out.ExtraArgs = nil

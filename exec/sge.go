@@ -104,6 +104,23 @@ func (k *sgeKind) describe(runID, attempt string, s *spec.Step, dir string, argv
 // or parallel environment re-runs it on resume --plan.
 func (*sgeKind) definition(s *spec.Step) (string, any) { return "sge", s.Sge }
 
+// check: Grid Engine's client commands that the steps' mode uses are in
+// PATH.
+func (*sgeKind) check(steps []*spec.Step) error {
+	for _, s := range steps {
+		need := []string{"qsub", "qstat", "qdel"}
+		if sgeBlocking(s) {
+			need = []string{"qrsh", "qstat", "qdel"}
+		}
+		for _, c := range need {
+			if _, err := osexec.LookPath(c); err != nil {
+				return fmt.Errorf("step %q: executor: sge needs Grid Engine's %s in PATH, and it is not there (run faber where Grid Engine's client commands are)", s.ID, c)
+			}
+		}
+	}
+	return nil
+}
+
 // sgeOptions are the job's resource requests, common to qsub and qrsh: the
 // sge block's queue, project and parallel environment (for cpus), the
 // attempt's memory as the memory resource (h_vmem unless the block names

@@ -255,7 +255,11 @@ func sgeScript(job, dir string, env, argv []string) string {
 	b.WriteString("#!/bin/sh\n# faber: the job script of " + strings.ReplaceAll(job, "\n", " ") + " (generated; Grid Engine runs it)\n")
 	b.WriteString("cd " + shQuote(dir) + " || exit 1\n")
 	b.WriteString("trap '' USR2\n")
-	b.WriteString("env --")
+	// The step's own status goes through a file: the script's wait can
+	// be interrupted by the signal that stops the step, and then says
+	// 128+SIGUSR2, not how the step ended.
+	b.WriteString("st=${TMPDIR:-/tmp}/faber-sge-status.$$\nrm -f \"$st\"\n")
+	b.WriteString("( trap : TERM\nenv --")
 	for _, kv := range env {
 		name, _, ok := strings.Cut(kv, "=")
 		if !ok || name == "" || sgeJobVar(name) {
@@ -270,20 +274,19 @@ func sgeScript(job, dir string, env, argv []string) string {
 	for _, a := range argv {
 		b.WriteString(" \\\n  " + shQuote(a))
 	}
-	b.WriteString(` &
+	b.WriteString(`
+echo $? > "$st" ) &
 pid=$!
-sig=
-stop() { sig=1; trap '' TERM USR2; kill -TERM 0; }
+stop() { trap '' TERM USR2; kill -TERM 0; }
 trap stop TERM
 trap 'echo "` + sgeDeleting + `" >&2; stop' USR2
-while :; do
-	wait "$pid"
-	code=$?
-	# wait returns early when a signal ran stop: wait again for the step.
-	if [ -n "$sig" ] && kill -0 "$pid" 2>/dev/null; then continue; fi
-	break
-done
+# wait returns early when a signal ran stop: wait again while the step's
+# subshell lives.
+while kill -0 "$pid" 2>/dev/null; do wait "$pid"; done
+code=$(cat "$st" 2>/dev/null)
+rm -f "$st"
 case $code in
+'') code=137 ;; # the subshell was killed too: Grid Engine's SIGKILL
 99|100)
 	echo "` + sgeExitMarker + `$code (the job exits 1: Grid Engine requeues a job that exits 99 and holds one that exits 100)" >&2
 	exit 1 ;;

@@ -372,6 +372,16 @@ func ReadLog(stateDir, runID string, afterSeq int64) (Log, error) {
 	return l, nil
 }
 
+// emptyFile reports whether name (a file of dbDir an error names) is there
+// and empty.
+func emptyFile(dbDir, name string) bool {
+	if name == "" {
+		return false
+	}
+	fi, err := os.Stat(filepath.Join(dbDir, name))
+	return err == nil && fi.Mode().IsRegular() && fi.Size() == 0
+}
+
 // memtableFile finds a memtable (write-ahead log) file that an error names.
 var memtableFile = regexp.MustCompile(`[0-9]+\.mem\b`)
 
@@ -396,6 +406,12 @@ func readStoreEvents(runID, dir string, afterSeq int64) ([][]byte, error) {
 			if strings.Contains(err.Error(), e.Error()) {
 				return nil, err
 			}
+		}
+		if emptyFile(dbDir, badgerFile.FindString(err.Error())) {
+			// A memtable or value log a kill left empty (created, not yet
+			// sized): its next owner removes it (removeEmptyLogs); a
+			// reader cannot, and reads the event log instead.
+			return nil, err
 		}
 		if memtableFile.MatchString(err.Error()) {
 			// A write-ahead log (memtable) that a crash cut mid-write: only

@@ -351,7 +351,7 @@ func openStore(stateDir, runID string, opt Options, first *storeSizes) (_ *Store
 			return nil, fail("open store", err)
 		}
 	}
-	removeEmptyMemtables(dbDir)
+	removeEmptyLogs(dbDir)
 	// Opening writes through fresh sparse mappings, and the memtables a
 	// crash left behind are written out as tables at once: make sure it
 	// all fits before Badger starts (see space.go).
@@ -1029,18 +1029,20 @@ func (s *Store) logf(format string, args ...any) {
 	fmt.Fprintf(s.log, "state: run %s: "+format+"\n", append([]any{s.runID}, args...)...)
 }
 
-// removeEmptyMemtables deletes zero-length memtable files (*.mem). Badger
-// creates a memtable file and only then sizes it; a process killed between
-// the two (a kill -9 while the store opens) leaves an empty file that Badger
-// then refuses to open ("Create a new file"). An empty file never held a
-// write — entries go in only after it is sized — so removing it loses nothing.
-func removeEmptyMemtables(dbDir string) {
+// removeEmptyLogs deletes zero-length memtable files (*.mem) and value
+// logs (*.vlog). Badger creates such a file and only then sizes it; a
+// process killed between the two (a kill -9 while the store opens, or
+// while a value log rotates) leaves an empty file that Badger then refuses
+// to open ("Create a new file"). An empty file never held a write —
+// entries go in only after it is sized and its header written — so
+// removing it loses nothing.
+func removeEmptyLogs(dbDir string) {
 	ents, err := os.ReadDir(dbDir)
 	if err != nil {
 		return
 	}
 	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), ".mem") {
+		if !strings.HasSuffix(e.Name(), ".mem") && !strings.HasSuffix(e.Name(), ".vlog") {
 			continue
 		}
 		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {

@@ -3,6 +3,8 @@ package exec
 import (
 	"fmt"
 	"os"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -224,27 +226,13 @@ func (p *jobPoller) finish(id string, w *jobWatch, js jobState) {
 // its id, and waits for the poller to say how it ended, stopping it on a
 // timeout or a stop as runProcLogs stops a process.
 func runBatch(ps procSpec, ctrl *procCtrl, logs procLogs, b batchExecutor) (o outcome) {
-	o.exec = b
-	o.timeout = ps.timeout
-	o.lim = ps.lim
-	o.lim.timeout = ps.timeout
-	o.started = time.Now()
+	ended := o.begin(ps, b, ctrl, logs)
 	defer func() { o.finished = time.Now() }()
-	if err := logs.fail; err != nil {
-		o.startErr, o.logErr, o.exitCode = err, err, 127
-		if Scarce(err) {
-			o.sysErr = err
-		}
+	defer logs.close()
+	if ended {
 		return o
 	}
 	outF, errF := logs.out, logs.err
-	defer outF.Close()
-	defer errF.Close()
-	if ctrl.Reason() != "" {
-		o.stoppedBy = ctrl.Reason()
-		o.exitCode = 130
-		return o
-	}
 	id, err := b.submit(ps)
 	if err != nil {
 		if rj, ok := err.(*rejected); ok {
@@ -359,4 +347,90 @@ wait:
 	if ps.resultPath != "" {
 		o.resultStatus, o.resultMessage = readResult(ps.resultPath)
 	}
+}
+
+// runningJobs are the steps of prior running an attempt whose job is
+// engine's (StepState.Job "<engine>:<id>"), by job id.
+func runningJobs(prior *Prior, engine string) map[string]string {
+	byJob := map[string]string{}
+	if prior == nil {
+		return byJob
+	}
+	for _, st := range prior.Steps {
+		if st.Status != StatusInProgress {
+			continue
+		}
+		if j, ok := strings.CutPrefix(st.Job, engine+":"); ok {
+			byJob[j] = st.ID
+		}
+	}
+	return byJob
+}
+
+// keptJobs are the ids of engine's jobs of the steps in keep (those resume
+// re-attaches to), which the end of a dead owner's leftovers spares.
+func keptJobs(prior *Prior, keep map[string]bool, engine string) map[string]bool {
+	kept := map[string]bool{}
+	if prior == nil {
+		return kept
+	}
+	for id := range keep {
+		if st := prior.Steps[id]; st != nil {
+			if j, ok := strings.CutPrefix(st.Job, engine+":"); ok {
+				kept[j] = true
+			}
+		}
+	}
+	return kept
+}
+
+// batchEngine is what reattachJobs asks of a batch engine.
+type batchEngine struct {
+	name, title, lister string // "slurm", "Slurm", "squeue"
+	// list is one call listing the jobs the scheduler knows.
+	list func() (map[string]jobState, error)
+	// recorded returns those of ids (gone from the listing) that the
+	// engine's record still knows, ended.
+	recorded func(ids []string) []string
+	// mark is the environment entry that a job's processes carry.
+	mark func(id string, js jobState) string
+}
+
+// reattachJobs is a batch engine's reattachable: the running steps of
+// prior whose job the scheduler still lists, or its record knows, in job
+// id order, with the mark of each job's processes. When the run has jobs
+// recorded as running and the scheduler cannot say, resume must not go
+// on: a job still running would run again beside it.
+func reattachJobs(prior *Prior, e batchEngine) (steps, spare []string, err error) {
+	byJob := runningJobs(prior, e.name)
+	if len(byJob) == 0 {
+		return nil, nil, nil
+	}
+	jobs, err := e.list()
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot ask %s about the run's %d running job(s) (%v); resuming now could run them twice: try again when %s answers", e.title, len(byJob), err, e.lister)
+	}
+	var missing []string
+	for j := range byJob {
+		if _, ok := jobs[j]; !ok {
+			missing = append(missing, j)
+		}
+	}
+	if len(missing) > 0 {
+		for _, j := range e.recorded(missing) {
+			jobs[j] = jobState{done: true}
+		}
+	}
+	var ids []string
+	for j := range byJob {
+		if _, ok := jobs[j]; ok {
+			ids = append(ids, j)
+		}
+	}
+	sort.Strings(ids)
+	for _, j := range ids {
+		steps = append(steps, byJob[j])
+		spare = append(spare, e.mark(j, jobs[j]))
+	}
+	return steps, spare, nil
 }

@@ -313,13 +313,36 @@ func openLogs(ps procSpec) (l procLogs) {
 	return procLogs{out: out, err: errF}
 }
 
-// close closes the files of logs that were opened for a process that then
-// did not start.
+// close closes the files of logs, when they were opened.
 func (l procLogs) close() {
 	if l.fail == nil {
 		l.out.Close()
 		l.err.Close()
 	}
+}
+
+// begin fills in what o knows before ps's attempt starts on executor ex
+// (its limits, its start) and reports whether the attempt ends before it
+// starts: its log files could not be opened, or a stop came first.
+func (o *outcome) begin(ps procSpec, ex attemptExecutor, ctrl *procCtrl, logs procLogs) (ended bool) {
+	o.exec = ex
+	o.timeout = ps.timeout
+	o.lim = ps.lim
+	o.lim.timeout = ps.timeout
+	o.started = time.Now()
+	if err := logs.fail; err != nil {
+		o.startErr, o.logErr, o.exitCode = err, err, 127
+		if Scarce(err) {
+			o.sysErr = err
+		}
+		return true
+	}
+	if r := ctrl.Reason(); r != "" {
+		o.stoppedBy = r
+		o.exitCode = 130
+		return true
+	}
+	return false
 }
 
 // runProc runs one process to its end. It never returns before every process
@@ -335,28 +358,13 @@ func runProcLogs(ps procSpec, ctrl *procCtrl, logs procLogs) (o outcome) {
 	if !ok {
 		ex = &localAttempt{} // handlers, recovery scripts: this machine
 	}
-	o.exec = ex
-	o.timeout = ps.timeout
-	o.lim = ps.lim
-	o.lim.timeout = ps.timeout
-	o.started = time.Now()
+	ended := o.begin(ps, ex, ctrl, logs)
 	defer func() { o.finished = time.Now() }()
-
-	if err := logs.fail; err != nil {
-		o.startErr, o.logErr, o.exitCode = err, err, 127
-		if Scarce(err) {
-			o.sysErr = err
-		}
+	defer logs.close()
+	if ended {
 		return o
 	}
 	outF, errF := logs.out, logs.err
-	defer outF.Close()
-	defer errF.Close()
-	if ctrl.Reason() != "" {
-		o.stoppedBy = ctrl.Reason()
-		o.exitCode = 130
-		return o
-	}
 
 	// Nobody wants the lines as they come: the process writes to its log
 	// files itself, and {error} comes from the end of the stderr file.

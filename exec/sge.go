@@ -406,52 +406,21 @@ func sgeCmd(name string, args ...string) (string, error) {
 
 // reattachable: the steps whose batch job qstat (or qacct) still knows.
 func (k *sgeKind) reattachable(prior *Prior) (steps, spare []string, err error) {
-	if prior == nil {
-		return nil, nil, nil
-	}
-	byJob := map[string]string{}
-	for _, st := range prior.Steps {
-		if st.Status != StatusInProgress {
-			continue
-		}
-		if j, ok := strings.CutPrefix(st.Job, executorSge+":"); ok {
-			byJob[j] = st.ID
-		}
-	}
-	if len(byJob) == 0 {
-		return nil, nil, nil
-	}
-	jobs, err := sgeListJobs()
-	if err != nil {
-		return nil, nil, fmt.Errorf("cannot ask Grid Engine about the run's %d running job(s) (%v); resuming now could run them twice: try again when qstat answers", len(byJob), err)
-	}
-	var missing []string
-	for j := range byJob {
-		if _, ok := jobs[j]; !ok {
-			missing = append(missing, j)
-		}
-	}
-	if len(missing) > 0 {
-		runID := ""
-		if prior.Run != nil {
-			runID = prior.Run.RunID
-		}
-		for j := range sgeRecords(runID, missing) {
-			jobs[j] = jobState{done: true}
-		}
-	}
-	var ids []string
-	for j := range byJob {
-		if _, ok := jobs[j]; ok {
-			ids = append(ids, j)
-		}
-	}
-	sort.Strings(ids)
-	for _, j := range ids {
-		steps = append(steps, byJob[j])
-		spare = append(spare, "JOB_ID="+j)
-	}
-	return steps, spare, nil
+	return reattachJobs(prior, batchEngine{
+		name: executorSge, title: "Grid Engine", lister: "qstat",
+		list: sgeListJobs,
+		recorded: func(ids []string) (known []string) {
+			runID := ""
+			if prior.Run != nil {
+				runID = prior.Run.RunID
+			}
+			for j := range sgeRecords(runID, ids) {
+				known = append(known, j)
+			}
+			return known
+		},
+		mark: func(id string, _ jobState) string { return "JOB_ID=" + id },
+	})
 }
 
 // endLeftovers deletes the run's jobs a dead faber left behind (found by
@@ -461,16 +430,7 @@ func (k *sgeKind) endLeftovers(runID string, prior *Prior, keep map[string]bool,
 	if _, err := osexec.LookPath("qstat"); err != nil {
 		return 0
 	}
-	kept := map[string]bool{}
-	if prior != nil {
-		for id := range keep {
-			if st := prior.Steps[id]; st != nil {
-				if j, ok := strings.CutPrefix(st.Job, executorSge+":"); ok {
-					kept[j] = true
-				}
-			}
-		}
-	}
+	kept := keptJobs(prior, keep, executorSge)
 	mine := func(id, name string) bool { return isRunJob(sgeName(runID), name) && !kept[id] }
 	names, err := sgeJobNames()
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,17 +87,7 @@ func (k *slurmKind) describe(runID, attempt string, s *spec.Step, dir string, ar
 // endLeftovers cancels the jobs a dead faber left behind for the run, but
 // those of the steps resume re-attaches to.
 func (*slurmKind) endLeftovers(runID string, prior *Prior, keep map[string]bool, _ []string) int {
-	kept := map[string]bool{}
-	if prior != nil {
-		for id := range keep {
-			if st := prior.Steps[id]; st != nil {
-				if j, ok := strings.CutPrefix(st.Job, executorSlurm+":"); ok {
-					kept[j] = true
-				}
-			}
-		}
-	}
-	return cancelLeftoverSlurmJobs(runID, kept)
+	return cancelLeftoverSlurmJobs(runID, keptJobs(prior, keep, executorSlurm))
 }
 
 // check: Slurm's client commands that the steps' mode uses are in PATH.
@@ -118,57 +107,25 @@ func (*slurmKind) check(steps []*spec.Step) error {
 }
 
 // reattachable: the steps whose batch job squeue (or sacct) still knows.
-// When the run has recorded jobs and squeue cannot say, resume must not go
-// on: a job still running would run again beside it.
 func (*slurmKind) reattachable(prior *Prior) (steps, spare []string, err error) {
-	if prior == nil {
-		return nil, nil, nil
-	}
-	byJob := map[string]string{}
-	for _, st := range prior.Steps {
-		if st.Status != StatusInProgress {
-			continue
-		}
-		if j, ok := strings.CutPrefix(st.Job, executorSlurm+":"); ok {
-			byJob[j] = st.ID
-		}
-	}
-	if len(byJob) == 0 {
-		return nil, nil, nil
-	}
-	jobs, err := slurmListJobs()
-	if err != nil {
-		return nil, nil, fmt.Errorf("cannot ask Slurm about the run's %d running job(s) (%v); resuming now could run them twice: try again when squeue answers", len(byJob), err)
-	}
-	var missing []string
-	for j := range byJob {
-		if _, ok := jobs[j]; !ok {
-			missing = append(missing, j)
-		}
-	}
-	if len(missing) > 0 {
-		for j, js := range slurmRecord(missing) {
-			if js.done {
-				jobs[j] = js
+	return reattachJobs(prior, batchEngine{
+		name: executorSlurm, title: "Slurm", lister: "squeue",
+		list: slurmListJobs,
+		recorded: func(ids []string) (known []string) {
+			for j, js := range slurmRecord(ids) {
+				if js.done {
+					known = append(known, j)
+				}
 			}
-		}
-	}
-	var ids []string
-	for j := range byJob {
-		if _, ok := jobs[j]; ok {
-			ids = append(ids, j)
-		}
-	}
-	sort.Strings(ids)
-	for _, j := range ids {
-		steps = append(steps, byJob[j])
-		raw := j
-		if r := jobs[j].raw; r != "" {
-			raw = r // an array task's processes carry its own job id
-		}
-		spare = append(spare, "SLURM_JOB_ID="+raw)
-	}
-	return steps, spare, nil
+			return known
+		},
+		mark: func(id string, js jobState) string {
+			if js.raw != "" {
+				id = js.raw // an array task's processes carry its own job id
+			}
+			return "SLURM_JOB_ID=" + id
+		},
+	})
 }
 
 // definition: a Slurm step's block counts, so that a changed partition or

@@ -1,8 +1,11 @@
 package exec
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
+	osexec "os/exec"
 	"sort"
 	"strings"
 	"sync"
@@ -433,4 +436,50 @@ func reattachJobs(prior *Prior, e batchEngine) (steps, spare []string, err error
 		spare = append(spare, e.mark(j, jobs[j]))
 	}
 	return steps, spare, nil
+}
+
+// runClient runs a scheduler's client command name (sbatch, squeue, qsub,
+// qstat, ...) bounded by timeout, so that a controller that does not answer
+// cannot hold an attempt or a resume forever; env and dir are its
+// environment and working directory (nil, "": faber's), waitDelay how long
+// its output may stay open once it was killed. It returns what it printed.
+func runClient(timeout, waitDelay time.Duration, env []string, dir, name string, args ...string) (stdout, stderr string, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := osexec.CommandContext(ctx, name, args...)
+	cmd.Env, cmd.Dir, cmd.WaitDelay = env, dir, waitDelay
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// queryClient runs a client command that asks the scheduler (squeue,
+// qstat, scancel, ...) and returns its stdout; its error names the
+// command and what it said on stderr.
+func queryClient(timeout time.Duration, name string, args ...string) (string, error) {
+	stdout, stderr, err := runClient(timeout, time.Second, nil, "", name, args...)
+	if err != nil {
+		if msg := strings.TrimSpace(stderr); msg != "" {
+			return stdout, fmt.Errorf("%s: %w: %s", name, err, msg)
+		}
+		return stdout, fmt.Errorf("%s: %w", name, err)
+	}
+	return stdout, nil
+}
+
+// clientMessages are the distinct lines a client that refused a job wrote
+// on stderr, each trimmed and passed through clean ("" leaves it out), or
+// err's text when there is none.
+func clientMessages(stderr string, err error, clean func(line string) string) []string {
+	var msgs []string
+	for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		if l = clean(strings.TrimSpace(l)); l != "" {
+			msgs = appendNew(msgs, l)
+		}
+	}
+	if len(msgs) == 0 {
+		msgs = []string{err.Error()}
+	}
+	return msgs
 }

@@ -1,8 +1,6 @@
 package exec
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	osexec "os/exec"
 	"path/filepath"
@@ -389,19 +387,7 @@ func sgeBytes(v string) (int64, bool) {
 // sgeCmd runs one of Grid Engine's client commands, bounded in time, and
 // returns its stdout; an error carries its stderr.
 func sgeCmd(name string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), sgeCmdTimeout)
-	defer cancel()
-	cmd := osexec.CommandContext(ctx, name, args...)
-	cmd.WaitDelay = time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		if msg := strings.TrimSpace(stderr.String()); msg != "" {
-			return stdout.String(), fmt.Errorf("%s: %w: %s", name, err, msg)
-		}
-		return stdout.String(), fmt.Errorf("%s: %w", name, err)
-	}
-	return stdout.String(), nil
+	return queryClient(sgeCmdTimeout, name, args...)
 }
 
 // reattachable: the steps whose batch job qstat (or qacct) still knows.

@@ -2,7 +2,6 @@ package exec
 
 import (
 	"bytes"
-	"context"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -56,31 +55,21 @@ func (a *sgeBatch) submit(ps procSpec) (string, error) {
 		return "", err
 	}
 	args := qsubArgs(a.job, a.step, a.lim, out, errPath, script)
-	ctx, cancel := context.WithTimeout(context.Background(), sgeCmdTimeout)
-	defer cancel()
-	cmd := osexec.CommandContext(ctx, "qsub", args...)
-	cmd.Env = ps.env
-	cmd.WaitDelay = sgeCmdTimeout
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	stdout, stderr, err := runClient(sgeCmdTimeout, sgeCmdTimeout, ps.env, "", "qsub", args...)
 	var ee *osexec.ExitError
 	switch {
 	case err != nil && errors.As(err, &ee):
-		var msgs []string
-		for _, l := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
-			if l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "Unable to run job: ")); l != "" && l != "Exiting." {
-				msgs = appendNew(msgs, strings.TrimSuffix(l, "."))
+		msgs := clientMessages(stderr, err, func(l string) string {
+			if l = strings.TrimSpace(strings.TrimPrefix(l, "Unable to run job: ")); l == "Exiting." {
+				return ""
 			}
-		}
-		if len(msgs) == 0 {
-			msgs = []string{err.Error()}
-		}
-		return "", &rejected{log: stderr.String(), msg: "sge rejected the job: " + strings.Join(msgs, "; ") + sgeUserOptions(a.step, a.lim)}
+			return strings.TrimSuffix(l, ".")
+		})
+		return "", &rejected{log: stderr, msg: "sge rejected the job: " + strings.Join(msgs, "; ") + sgeUserOptions(a.step, a.lim)}
 	case err != nil:
 		return "", err
 	}
-	id := strings.TrimSpace(stdout.String())
+	id := strings.TrimSpace(stdout)
 	if _, err := strconv.Atoi(id); err != nil {
 		return "", &rejected{msg: fmt.Sprintf("sge rejected the job: qsub printed %q, not a job id", id)}
 	}

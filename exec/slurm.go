@@ -2,7 +2,6 @@ package exec
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	osexec "os/exec"
@@ -292,19 +291,7 @@ func slurmUser() []string {
 // slurmCmd runs one of Slurm's client commands, bounded in time, and
 // returns its stdout.
 func slurmCmd(name string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), slurmCmdTimeout)
-	defer cancel()
-	cmd := osexec.CommandContext(ctx, name, args...)
-	cmd.WaitDelay = time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		if msg := strings.TrimSpace(stderr.String()); msg != "" {
-			return stdout.String(), fmt.Errorf("%s: %w: %s", name, err, msg)
-		}
-		return stdout.String(), fmt.Errorf("%s: %w", name, err)
-	}
-	return stdout.String(), nil
+	return queryClient(slurmCmdTimeout, name, args...)
 }
 
 // slurmJobs lists this user's queued and running jobs as id -> name.

@@ -1,8 +1,6 @@
 package exec
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -91,34 +89,20 @@ func (a *slurmBatch) submitJob(ps procSpec) (string, error) {
 // runSbatch runs sbatch with args in dir, with environment env (the job's:
 // --export=ALL), and returns the id of the job it submitted.
 func runSbatch(args, env []string, dir string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), slurmCmdTimeout)
-	defer cancel()
-	cmd := osexec.CommandContext(ctx, "sbatch", args...)
-	cmd.Env = env
-	cmd.Dir = dir
-	cmd.WaitDelay = slurmCmdTimeout
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	stdout, stderr, err := runClient(slurmCmdTimeout, slurmCmdTimeout, env, dir, "sbatch", args...)
 	var ee *osexec.ExitError
 	switch {
 	case err != nil && errors.As(err, &ee):
-		var msgs []string
-		for _, l := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
-			if l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "sbatch: error: ")); l != "" {
-				msgs = appendNew(msgs, l)
-			}
-		}
-		if len(msgs) == 0 {
-			msgs = []string{err.Error()}
-		}
-		return "", &rejected{log: stderr.String(), msg: "slurm rejected the job: " + strings.Join(msgs, "; ") + userOptionsOf(args)}
+		msgs := clientMessages(stderr, err, func(l string) string {
+			return strings.TrimSpace(strings.TrimPrefix(l, "sbatch: error: "))
+		})
+		return "", &rejected{log: stderr, msg: "slurm rejected the job: " + strings.Join(msgs, "; ") + userOptionsOf(args)}
 	case err != nil:
 		return "", err
 	}
-	id, _, _ := strings.Cut(strings.TrimSpace(stdout.String()), ";")
+	id, _, _ := strings.Cut(strings.TrimSpace(stdout), ";")
 	if _, err := strconv.Atoi(id); err != nil {
-		return "", &rejected{msg: fmt.Sprintf("slurm rejected the job: sbatch printed %q, not a job id", strings.TrimSpace(stdout.String()))}
+		return "", &rejected{msg: fmt.Sprintf("slurm rejected the job: sbatch printed %q, not a job id", strings.TrimSpace(stdout))}
 	}
 	return id, nil
 }

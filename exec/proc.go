@@ -294,23 +294,30 @@ func openLogs(ps procSpec) (l procLogs) {
 			}
 		}
 	}
-	out, newDir, err := openLog(ps.stdoutPath)
-	if err != nil {
-		l.fail = err
-		return l
-	}
-	errF, _, err := openLog(ps.stderrPath) // read back by fileTail
-	if err != nil {
-		out.Close()
-		l.fail = err
-		return l
-	}
-	if ps.resultPath != "" && !newDir && !ps.freshResult {
+	l, newDir := openLogPair(ps.stdoutPath, ps.stderrPath)
+	if l.fail == nil && ps.resultPath != "" && !newDir && !ps.freshResult {
 		// A fresh path each attempt; never trust a stale one (a new log
 		// directory holds none).
 		_ = os.Remove(ps.resultPath)
 	}
-	return procLogs{out: out, err: errF}
+	return l
+}
+
+// openLogPair opens a process's two log files (openLog); newDir says their
+// directory was made just now.
+func openLogPair(outPath, errPath string) (l procLogs, newDir bool) {
+	out, newDir, err := openLog(outPath)
+	if err != nil {
+		l.fail = err
+		return l, false
+	}
+	errF, _, err := openLog(errPath) // read back by fileTail
+	if err != nil {
+		out.Close()
+		l.fail = err
+		return l, false
+	}
+	return procLogs{out: out, err: errF}, newDir
 }
 
 // close closes the files of logs, when they were opened.

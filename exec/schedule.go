@@ -291,15 +291,13 @@ func (r *Runner) reattach(sr *stepRun) {
 		o.lim.timeout = ps.timeout
 		if err != nil {
 			o.startErr, o.exitCode = err, 127
-		} else if outF, _, ferr := openLog(ps.stdoutPath); ferr != nil {
-			o.startErr, o.logErr, o.exitCode = ferr, ferr, 127
-		} else if errF, _, ferr := openLog(ps.stderrPath); ferr != nil {
-			outF.Close()
-			o.startErr, o.logErr, o.exitCode = ferr, ferr, 127
+		} else if logs, _ := openLogPair(ps.stdoutPath, ps.stderrPath); logs.fail != nil {
+			// (Not openLogs: the result file stays, the job may have
+			// written it.)
+			o.startErr, o.logErr, o.exitCode = logs.fail, logs.fail, 127
 		} else {
-			o.finishBatch(ps, ctrl, b, id, outF, errF)
-			outF.Close()
-			errF.Close()
+			o.finishBatch(ps, ctrl, b, id, logs.out, logs.err)
+			logs.close()
 		}
 		o.finished = time.Now()
 		r.hashOutputs(sr, &o)

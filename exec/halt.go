@@ -3,6 +3,7 @@ package exec
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"syscall"
 )
@@ -82,13 +83,20 @@ func (e *StartError) Unwrap() error { return e.Err }
 // Scarce reports whether err is faber running out of something the system
 // rations per process or user, rather than anything about a step: file
 // descriptors (EMFILE, ENFILE), processes (EAGAIN from fork), memory.
+//
+// A fork that fails with EBADF counts too: Go's child fails so when a
+// descriptor it gets is the last the open-file limit allows (atFileLimit
+// names the limit where it can see the descriptors; a client command's
+// pipes it cannot), and a file closed under faber is no step's doing
+// either.
 func Scarce(err error) bool {
 	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.EAGAIN, syscall.ENOMEM} {
 		if errors.Is(err, e) {
 			return true
 		}
 	}
-	return false
+	var pe *os.PathError
+	return errors.As(err, &pe) && pe.Op == "fork/exec" && pe.Err == syscall.EBADF
 }
 
 // childStateExit is faber's exit code for a state problem (SPEC §1).

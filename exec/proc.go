@@ -556,7 +556,7 @@ func startProcess(ps procSpec, ex processExecutor, outW, errW *os.File) (*osexec
 	}
 	start := func(argv []string) (*osexec.Cmd, error) {
 		cmd := ex.command(argv, newCmd)
-		return cmd, cmd.Start()
+		return cmd, atFileLimit(cmd.Start(), devNull(), outW, errW)
 	}
 	prog := ps.argv[0]
 	cmd, err := start(ps.argv)

@@ -120,3 +120,26 @@ func privateResult(f *os.File, fi os.FileInfo, path string) {
 	}
 	_ = f.Chmod(0o600)
 }
+
+// atFileLimit turns Go's fork error at the open-file limit into the
+// limit's own: when a descriptor the child gets (its stdin, stdout or
+// stderr) is the last the limit allows, Go's child moves its error pipe
+// above it first and fails with EBADF, a closed file faber never closed.
+// It is the limit, so it says "too many open files" and is scarce
+// (README, "Scarce resources"); any other err is returned as it is.
+func atFileLimit(err error, files ...*os.File) error {
+	var pe *os.PathError
+	if !errors.As(err, &pe) || pe.Err != syscall.EBADF {
+		return err
+	}
+	var l syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) != nil {
+		return err
+	}
+	for _, f := range files {
+		if f != nil && uint64(f.Fd())+1 >= l.Cur {
+			return &os.PathError{Op: pe.Op, Path: pe.Path, Err: syscall.EMFILE}
+		}
+	}
+	return err
+}

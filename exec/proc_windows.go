@@ -94,3 +94,6 @@ func killLeftoverGroup(pgid int, pstart string) {
 
 // privateResult does nothing: no Unix modes on Windows.
 func privateResult(f *os.File, fi os.FileInfo, path string) {}
+
+// atFileLimit is err: Windows has no open-file limit of this kind.
+func atFileLimit(err error, files ...*os.File) error { return err }

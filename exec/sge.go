@@ -53,6 +53,8 @@ func sgeName(s string) string {
 type sgeKind struct {
 	pollOnce sync.Once
 	poll     *jobPoller
+	arrOnce  sync.Once
+	arr      *arrayBatcher[*sgeBatch]
 
 	mu        sync.Mutex
 	runID     string
@@ -74,7 +76,7 @@ func (k *sgeKind) attempt(runID string, s *spec.Step, n int, dir string, lim lim
 	if sgeBlocking(s) {
 		return &sgeAttempt{kind: k, job: job, dir: dir, step: s, lim: lim}
 	}
-	return &sgeBatch{kind: k, job: job, dir: dir, step: s, lim: lim}
+	return &sgeBatch{kind: k, runID: runID, job: job, dir: dir, step: s, lim: lim}
 }
 
 // sgeBlocking reports whether step s runs its attempts through qrsh (mode:
@@ -307,16 +309,20 @@ type sgeRecord struct {
 }
 
 // parseQacct reads qacct -j's blocks (each after a line of '='), keeping
-// each job number's last block: a requeued job has one per run.
+// each job number's last block: a requeued job has one per run. An array
+// task's record is <number>.<task>.
 func parseQacct(out string) map[string]sgeRecord {
 	recs := map[string]sgeRecord{}
-	var id string
+	var id, task string
 	var r sgeRecord
 	flush := func() {
 		if id != "" {
+			if _, err := strconv.Atoi(task); err == nil {
+				id += "." + task
+			}
 			recs[id] = r
 		}
-		id, r = "", sgeRecord{}
+		id, task, r = "", "", sgeRecord{}
 	}
 	for _, l := range strings.Split(out, "\n") {
 		if strings.HasPrefix(l, "=====") {
@@ -328,6 +334,8 @@ func parseQacct(out string) map[string]sgeRecord {
 		switch key {
 		case "jobnumber":
 			id = val
+		case "taskid":
+			task = val // "undefined" but in an array
 		case "hostname":
 			r.host = val
 		case "failed":
@@ -405,7 +413,12 @@ func (k *sgeKind) reattachable(prior *Prior) (steps, spare []string, err error) 
 			}
 			return known
 		},
-		mark: func(id string, _ jobState) string { return "JOB_ID=" + id },
+		mark: func(id string, _ jobState) string {
+			if strings.Contains(id, ".") {
+				return "FABER_SGE_JOB=" + id // an array task (sge_array.go)
+			}
+			return "JOB_ID=" + id
+		},
 	})
 }
 

@@ -33,29 +33,58 @@ func qsubArgs(job string, s *spec.Step, lim limits, out, errPath, script string)
 
 // sgeBatch is one attempt as a Grid Engine batch job.
 type sgeBatch struct {
-	kind *sgeKind
-	job  string // faber-<run-id>-<step>-a<N>: leftover jobs are found by it
-	dir  string // absolute
-	step *spec.Step
-	lim  limits
+	kind  *sgeKind
+	runID string
+	job   string // faber-<run-id>-<step>-a<N>: leftover jobs are found by it
+	dir   string // absolute
+	step  *spec.Step
+	lim   limits
 }
 
+// submit submits the attempt: an item of a fan-out joins the array of
+// the items started with it (sge_array.go), any other step is a job.
 func (a *sgeBatch) submit(ps procSpec) (string, error) {
-	out, err1 := filepath.Abs(ps.stdoutPath)
-	errPath, err2 := filepath.Abs(ps.stderrPath)
-	if err1 != nil || err2 != nil {
-		return "", fmt.Errorf("log paths: %v %v", err1, err2)
+	if a.step.FanOutOf != "" {
+		key := a.step.FanOutOf + "\x00" + strings.Join(sgeOptions(a.step, a.lim), "\x00")
+		return a.kind.arrays().submit(key, a, ps)
 	}
-	if strings.ContainsAny(out+errPath, ":$") {
-		// qsub reads -o [host:]path and expands $VARIABLE in it.
-		return "", fmt.Errorf("sge batch mode cannot write logs under %s: the path holds ':' or '$' (use another state dir)", filepath.Dir(out))
+	return a.submitJob(ps)
+}
+
+// submitJob submits the attempt as a job of its own.
+func (a *sgeBatch) submitJob(ps procSpec) (string, error) {
+	out, errPath, err := sgeLogPaths(ps)
+	if err != nil {
+		return "", err
 	}
 	script := strings.TrimSuffix(out, ".out") + ".sge"
 	if err := os.WriteFile(script, []byte(sgeScript(a.job, a.dir, ps.env, ps.argv)), 0o700); err != nil {
 		return "", err
 	}
-	args := qsubArgs(a.job, a.step, a.lim, out, errPath, script)
-	stdout, stderr, err := runClient(sgeCmdTimeout, sgeCmdTimeout, ps.env, "", "qsub", args...)
+	return runQsub(qsubArgs(a.job, a.step, a.lim, out, errPath, script), ps.env, a.step, a.lim)
+}
+
+// sgeLogPaths are the absolute paths of ps's logs, which qsub's -o and -e
+// take as they are.
+func sgeLogPaths(ps procSpec) (out, errPath string, err error) {
+	out, err1 := filepath.Abs(ps.stdoutPath)
+	errPath, err2 := filepath.Abs(ps.stderrPath)
+	if err1 != nil || err2 != nil {
+		return "", "", fmt.Errorf("log paths: %v %v", err1, err2)
+	}
+	if strings.ContainsAny(out+errPath, ":$") {
+		// qsub reads -o [host:]path and expands $VARIABLE in it.
+		return "", "", fmt.Errorf("sge batch mode cannot write logs under %s: the path holds ':' or '$' (use another state dir)", filepath.Dir(out))
+	}
+	return out, errPath, nil
+}
+
+// runQsub runs qsub with args and environment env (qsub's own: the job
+// gets the one its script sets) and returns the id of the job it submitted
+// (of an array: "<id>.1-<k>:1", the id before the dot); s and lim name the
+// options a rejection is about.
+func runQsub(args, env []string, s *spec.Step, lim limits) (string, error) {
+	stdout, stderr, err := runClient(sgeCmdTimeout, sgeCmdTimeout, env, "", "qsub", args...)
 	var ee *osexec.ExitError
 	switch {
 	case err != nil && errors.As(err, &ee):
@@ -65,13 +94,13 @@ func (a *sgeBatch) submit(ps procSpec) (string, error) {
 			}
 			return strings.TrimSuffix(l, ".")
 		})
-		return "", &rejected{log: stderr, msg: "sge rejected the job: " + strings.Join(msgs, "; ") + sgeUserOptions(a.step, a.lim)}
+		return "", &rejected{log: stderr, msg: "sge rejected the job: " + strings.Join(msgs, "; ") + sgeUserOptions(s, lim)}
 	case err != nil:
 		return "", err
 	}
-	id := strings.TrimSpace(stdout)
+	id, _, _ := strings.Cut(strings.TrimSpace(stdout), ".")
 	if _, err := strconv.Atoi(id); err != nil {
-		return "", &rejected{msg: fmt.Sprintf("sge rejected the job: qsub printed %q, not a job id", id)}
+		return "", &rejected{msg: fmt.Sprintf("sge rejected the job: qsub printed %q, not a job id", strings.TrimSpace(stdout))}
 	}
 	return id, nil
 }
@@ -211,7 +240,8 @@ func sgeMarkedExit(tail []byte) (int, bool) {
 // sgeErrorReason is ": <qstat -j's error reason>" of a job in error state,
 // or "".
 func sgeErrorReason(id string) string {
-	out, _ := sgeCmd("qstat", "-j", id)
+	job, _, _ := strings.Cut(id, ".") // an array task's: its array's
+	out, _ := sgeCmd("qstat", "-j", job)
 	return parseErrorReason(out)
 }
 
@@ -287,7 +317,13 @@ func sgeRecords(runID string, ids []string) map[string]sgeRecord {
 		out, _ := sgeCmd("qacct", "-j", "faber-"+sgeName(runID)+"-*")
 		all = parseQacct(out)
 	} else {
+		asked := map[string]bool{}
 		for _, id := range ids {
+			id, _, _ = strings.Cut(id, ".") // an array task's: its array's
+			if asked[id] {
+				continue
+			}
+			asked[id] = true
 			out, _ := sgeCmd("qacct", "-j", id)
 			for j, r := range parseQacct(out) {
 				all[j] = r
@@ -315,6 +351,40 @@ type qstatJob struct {
 	Name   string `xml:"JB_name"`
 	State  string `xml:"state"`
 	Queue  string `xml:"queue_name"`
+	// Tasks are an array's: a running task is listed alone ("3"), the
+	// waiting ones together ("1-4:1", "1,3,4", "5-9:2").
+	Tasks string `xml:"tasks"`
+}
+
+// ids are the job's ids as faber knows them: its number, or each of its
+// tasks' <number>.<task>.
+func (j qstatJob) ids() []string {
+	if j.Tasks == "" {
+		return []string{j.Number}
+	}
+	var ids []string
+	for _, r := range strings.Split(j.Tasks, ",") {
+		span, stepS, _ := strings.Cut(r, ":")
+		loS, hiS, isRange := strings.Cut(span, "-")
+		lo, err1 := strconv.Atoi(loS)
+		hi, err2 := lo, error(nil)
+		if isRange {
+			hi, err2 = strconv.Atoi(hiS)
+		}
+		step := 1
+		if stepS != "" {
+			if n, err := strconv.Atoi(stepS); err == nil && n > 0 {
+				step = n
+			}
+		}
+		if err1 != nil || err2 != nil || hi-lo > 1<<20 {
+			continue
+		}
+		for t := lo; t <= hi; t += step {
+			ids = append(ids, j.Number+"."+strconv.Itoa(t))
+		}
+	}
+	return ids
 }
 
 // sgeListJobs is one qstat -xml call: every queued or running job of this
@@ -344,7 +414,9 @@ func parseQstatXML(out []byte) (map[string]jobState, error) {
 		if strings.Contains(j.State, "E") {
 			js.done, js.exitCode = true, 1
 		}
-		m[j.Number] = js
+		for _, id := range j.ids() {
+			m[id] = js
+		}
 	}
 	return m, nil
 }
@@ -369,7 +441,9 @@ func sgeJobNames() (map[string]string, error) {
 	}
 	m := map[string]string{}
 	for _, j := range jobs {
-		m[j.Number] = j.Name
+		for _, id := range j.ids() {
+			m[id] = j.Name
+		}
 	}
 	return m, nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faber-run/faber/spec"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -307,5 +308,160 @@ func TestParseErrorReason(t *testing.T) {
 	}
 	if got := parseErrorReason("job_number: 1\n"); got != "" {
 		t.Errorf("no reason: %q", got)
+	}
+}
+
+// TestSgeArrayTasks: qstat -xml lists an array's running tasks one by one
+// and its waiting ones together ("1-4:1", "1,3,4", "5-9:2"); each task is
+// <array>.<task> to faber, as in qacct's records (taskid) and qdel.
+func TestSgeArrayTasks(t *testing.T) {
+	doc := `<?xml version='1.0'?>
+<job_info>
+  <queue_info>
+    <job_list state="running">
+      <JB_job_number>2</JB_job_number>
+      <JB_name>faber-r-fan-a0</JB_name>
+      <state>r</state>
+      <queue_name>all.q@vm</queue_name>
+      <tasks>2</tasks>
+    </job_list>
+  </queue_info>
+  <job_info>
+    <job_list state="pending">
+      <JB_job_number>2</JB_job_number>
+      <JB_name>faber-r-fan-a0</JB_name>
+      <state>qw</state>
+      <queue_name></queue_name>
+      <tasks>1,3-4:1,5-9:2</tasks>
+    </job_list>
+  </job_info>
+</job_info>
+`
+	got, err := parseQstatXML([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]jobState{"2.2": {state: "r", node: "vm"}}
+	for _, task := range []string{"1", "3", "4", "5", "7", "9"} {
+		want["2."+task] = jobState{state: "qw"}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("parseQstatXML = %+v, want %+v", got, want)
+	}
+	recs := parseQacct(`==============================================================
+jobname      faber-r-fan-a0
+jobnumber    2
+taskid       1
+failed       0
+exit_status  0
+==============================================================
+jobname      faber-r-fan-a0
+jobnumber    2
+taskid       2
+failed       0
+exit_status  3
+==============================================================
+jobname      faber-r-b-a1
+jobnumber    4
+taskid       undefined
+failed       0
+exit_status  5
+`)
+	if len(recs) != 3 || recs["2.1"].exitStatus != 0 || recs["2.2"].exitStatus != 3 || recs["4"].exitStatus != 5 {
+		t.Errorf("parseQacct of an array's tasks = %+v", recs)
+	}
+}
+
+// TestSgeArrayBatcher: the items of a fan-out submitted together are one
+// qsub -t 1-<k> whose tasks are <id>.1..<id>.k, each item's job script
+// written beside its logs and run by the array's script with the item's
+// log files; an item whose options differ (its memory grew) is a job of
+// its own.
+func TestSgeArrayBatcher(t *testing.T) {
+	bin := t.TempDir()
+	calls := filepath.Join(bin, "calls")
+	fake := "#!/bin/sh\necho \"$*\" >> " + shQuote(calls) + "\nn=$(wc -l < " + shQuote(calls) + ")\n" +
+		"case \"$*\" in *' -t '*|'-t '*) echo $((n + 40)).1-3:1 ;; *) echo $((n + 40)) ;; esac\n"
+	if err := os.WriteFile(filepath.Join(bin, "qsub"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	logs := t.TempDir()
+	k := &sgeKind{}
+	k.arrays().window = 3 * time.Second // all four start well within it, however busy the machine
+	item := func(key string, mem int64) (*sgeBatch, procSpec) {
+		s := &spec.Step{ID: "fan[" + key + "]", FanOutOf: "fan", Run: "true"}
+		d := filepath.Join(logs, key)
+		_ = os.MkdirAll(d, 0o700)
+		ps := procSpec{argv: []string{"/bin/sh", "-c", "echo " + key}, env: []string{"FABER_STEP_ID=" + s.ID},
+			stdoutPath: filepath.Join(d, "attempt-1.out"), stderrPath: filepath.Join(d, "attempt-1.err")}
+		return k.attempt("r-1", s, 1, logs, limits{memory: mem}).(*sgeBatch), ps
+	}
+	type res struct {
+		key, id string
+		err     error
+	}
+	out := make(chan res, 4)
+	for _, key := range []string{"a", "b", "c"} {
+		go func() {
+			a, ps := item(key, 0)
+			id, err := a.submit(ps)
+			out <- res{key, id, err}
+		}()
+	}
+	go func() {
+		a, ps := item("d", 2<<30)
+		id, err := a.submit(ps)
+		out <- res{"d", id, err}
+	}()
+	ids := map[string]string{}
+	for range 4 {
+		r := <-out
+		if r.err != nil {
+			t.Fatalf("%s: %v", r.key, r.err)
+		}
+		ids[r.key] = r.id
+	}
+	b, _ := os.ReadFile(calls)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d qsub calls, want 2 (one array, one job):\n%s", len(lines), b)
+	}
+	var array string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "-t 1-3 ") {
+			array = l
+		}
+	}
+	if array == "" || !strings.Contains(array, "-N faber-r-1-fan-a0 ") || !strings.Contains(array, "-o /dev/null -e /dev/null") {
+		t.Fatalf("no array submission named after the fan-out with /dev/null output:\n%s", b)
+	}
+	tasks := map[string]bool{}
+	for _, key := range []string{"a", "b", "c"} {
+		id := ids[key]
+		if !strings.HasPrefix(id, "4") || !strings.Contains(id, ".") {
+			t.Errorf("item %s: id %q, not an array task", key, id)
+		}
+		tasks[id] = true
+	}
+	if len(tasks) != 3 || strings.Contains(ids["d"], ".") {
+		t.Errorf("ids %v: want three distinct tasks and a job", ids)
+	}
+	// The array's script runs each task's item script into its logs.
+	scripts, _ := filepath.Glob(filepath.Join(logs, "*", "attempt-1.array.sge"))
+	if len(scripts) != 1 {
+		t.Fatalf("array scripts: %v", scripts)
+	}
+	for _, key := range []string{"a", "b", "c"} {
+		task := strings.TrimPrefix(ids[key][strings.Index(ids[key], "."):], ".")
+		cmd := osexec.Command("/bin/sh", scripts[0])
+		cmd.Env = append(os.Environ(), "SGE_TASK_ID="+task, "JOB_ID=41")
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("task %s: %v", task, err)
+		}
+		got, _ := os.ReadFile(filepath.Join(logs, key, "attempt-1.out"))
+		if string(got) != key+"\n" {
+			t.Errorf("task %s wrote %q to item %s's log, want %q", task, got, key, key+"\n")
+		}
 	}
 }

@@ -40,7 +40,7 @@ type slurmKind struct {
 	pollOnce sync.Once
 	poll     *jobPoller
 	arrOnce  sync.Once
-	arr      *arrayBatcher
+	arr      *arrayBatcher[*slurmBatch]
 }
 
 func (*slurmKind) name() string  { return executorSlurm }

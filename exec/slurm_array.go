@@ -6,97 +6,31 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 )
 
-// Fan-outs as job arrays: the attempts of a fan-out's items that faber
-// starts together (one scheduling pass: every ready item that its jobs and
-// max_parallel let start) are one `sbatch --array=0-<k-1>`, not k jobs. An
+// Fan-outs as Slurm job arrays (batch_array.go gathers the items): the
+// items started together are one `sbatch --array=0-<k-1>`, not k jobs. An
 // item keeps its own environment, working directory, argv and log files
 // through a task script of its own (attempt-<N>.task.sh beside its logs),
 // which the array's job script runs by SLURM_ARRAY_TASK_ID; its job is the
 // array task <array id>_<task>, watched, canceled and re-attached to like
-// any job. Items whose limits differ (a retry whose memory grew) are
-// arrays, or jobs, of their own.
+// any job.
 
-// arrayWindow is how long the first item of a batch waits for the others
-// that the same scheduling pass starts.
-const arrayWindow = 100 * time.Millisecond
-
-// arrayTask is one item's attempt waiting to be submitted.
-type arrayTask struct {
-	a    *slurmBatch
-	ps   procSpec
-	done chan arrayResult
-}
-
-type arrayResult struct {
-	id  string
-	err error
-}
-
-// arrayBatcher gathers the items to submit as arrays, by fan-out and
-// limits.
-type arrayBatcher struct {
-	window  time.Duration // arrayWindow; tests wait longer
-	mu      sync.Mutex
-	pending map[string][]*arrayTask
-	// submissions counts sbatch calls made for arrays (bench/ reports it).
-	submissions int
-}
-
-func (k *slurmKind) arrays() *arrayBatcher {
-	k.arrOnce.Do(func() { k.arr = &arrayBatcher{window: arrayWindow, pending: map[string][]*arrayTask{}} })
+func (k *slurmKind) arrays() *arrayBatcher[*slurmBatch] {
+	k.arrOnce.Do(func() {
+		k.arr = newArrayBatcher(func(a *slurmBatch, ps procSpec) (string, error) { return a.submitJob(ps) }, submitArray)
+	})
 	return k.arr
-}
-
-// submit queues the item's attempt and returns its array task's id once
-// the array it joined was submitted.
-func (b *arrayBatcher) submit(a *slurmBatch, ps procSpec) (string, error) {
-	key := a.step.FanOutOf + "\x00" + strings.Join(slurmLimits(a.step, a.lim), "\x00")
-	t := &arrayTask{a: a, ps: ps, done: make(chan arrayResult, 1)}
-	b.mu.Lock()
-	first := len(b.pending[key]) == 0
-	b.pending[key] = append(b.pending[key], t)
-	b.mu.Unlock()
-	if first {
-		time.AfterFunc(b.window, func() { b.flush(key) })
-	}
-	r := <-t.done
-	return r.id, r.err
-}
-
-func (b *arrayBatcher) flush(key string) {
-	b.mu.Lock()
-	tasks := b.pending[key]
-	delete(b.pending, key)
-	b.submissions++
-	b.mu.Unlock()
-	if len(tasks) == 1 {
-		// One item: a plain job.
-		id, err := tasks[0].a.submitJob(tasks[0].ps)
-		tasks[0].done <- arrayResult{id, err}
-		return
-	}
-	ids, err := submitArray(tasks)
-	for i, t := range tasks {
-		if err != nil {
-			t.done <- arrayResult{err: err}
-		} else {
-			t.done <- arrayResult{id: ids[i]}
-		}
-	}
 }
 
 // submitArray writes each task's script and the array's job script, and
 // submits them as one array job.
-func submitArray(tasks []*arrayTask) ([]string, error) {
+func submitArray(tasks []*arrayTask[*slurmBatch]) ([]string, error) {
 	base := tasks[0].ps.env
 	var cases strings.Builder
 	for i, t := range tasks {
 		script := strings.TrimSuffix(t.ps.stdoutPath, ".out") + ".task.sh"
-		text, err := taskScript(t.a.dir, base, t.ps)
+		text, err := taskScript(t.item.dir, base, t.ps)
 		if err != nil {
 			return nil, err
 		}
@@ -112,7 +46,7 @@ func submitArray(tasks []*arrayTask) ([]string, error) {
 	if err := os.WriteFile(jobScript, []byte(text), 0o700); err != nil {
 		return nil, err
 	}
-	a := *first.a
+	a := *first.item
 	// faber-<run-id>-<fan-out>-a0: resume finds it as it finds every job
 	// of the run.
 	a.job = "faber-" + a.runID + "-" + a.step.FanOutOf + "-a0"

@@ -63,7 +63,8 @@ func (a *slurmBatch) sbatchArgs(script, out, errPath string, argv []string) []st
 // the items started with it (slurm_array.go), any other step is a job.
 func (a *slurmBatch) submit(ps procSpec) (string, error) {
 	if a.step.FanOutOf != "" {
-		return a.kind.arrays().submit(a, ps)
+		key := a.step.FanOutOf + "\x00" + strings.Join(slurmLimits(a.step, a.lim), "\x00")
+		return a.kind.arrays().submit(key, a, ps)
 	}
 	return a.submitJob(ps)
 }

@@ -22,6 +22,46 @@ type leaf interface {
 	schema(g *schemaGen) map[string]any
 }
 
+// scalar is the shape of the scalar leaves (intv, boolv, durv, sizev,
+// factorv): the value, where it was written, and whether it was.
+type scalar[T any] struct {
+	V   T
+	Pos Pos
+	Set bool
+}
+
+// decodeScalar is the decoding every scalar leaf shares: it records where n
+// is, reports a node that is not a scalar with a tag the leaf takes (see
+// isScalar), and sets the leaf to what conv makes of the node; conv reports
+// its own errors and returns false after them.
+func (s *scalar[T]) decodeScalar(p *parser, n *yaml.Node, where, want string, takes func(tag string) bool, conv func(n *yaml.Node) (T, bool)) {
+	s.Pos = nodePos(n)
+	if !p.isScalar(n, where, want, takes) {
+		return
+	}
+	if v, ok := conv(n); ok {
+		s.V, s.Set = v, true
+	}
+}
+
+// isScalar reports whether n is a scalar with a tag that takes accepts;
+// otherwise it reports "where: must be <want>, not <what n is>", the one
+// wording of every scalar leaf's type error.
+func (p *parser) isScalar(n *yaml.Node, where, want string, takes func(tag string) bool) bool {
+	if n.Kind == yaml.ScalarNode && takes(n.ShortTag()) {
+		return true
+	}
+	p.errorf(nodePos(n), "%s: must be %s, not %s", where, want, kindName(n))
+	return false
+}
+
+// Which scalars a leaf takes, by tag.
+func anyTag(string) bool        { return true }
+func notNull(tag string) bool   { return tag != "!!null" }
+func intTag(tag string) bool    { return tag == "!!int" }
+func boolTag(tag string) bool   { return tag == "!!bool" }
+func numberTag(tag string) bool { return tag == "!!int" || tag == "!!float" }
+
 // str is a scalar string (numbers and other scalars are kept as written).
 // An empty value (null) counts as not written.
 type str struct {
@@ -33,11 +73,7 @@ type str struct {
 
 func (s *str) decode(p *parser, n *yaml.Node, where string) {
 	s.Pos, s.Node = nodePos(n), n
-	if n.Kind != yaml.ScalarNode {
-		p.errorf(s.Pos, "%s: must be a string, not %s", where, kindName(n))
-		return
-	}
-	if n.ShortTag() == "!!null" {
+	if !p.isScalar(n, where, "a string", anyTag) || n.ShortTag() == "!!null" {
 		return
 	}
 	s.V, s.Set = n.Value, true
@@ -46,73 +82,52 @@ func (s *str) decode(p *parser, n *yaml.Node, where string) {
 func (s *str) schema(*schemaGen) map[string]any { return map[string]any{"type": "string"} }
 
 // intv is an integer.
-type intv struct {
-	V   int
-	Pos Pos
-	Set bool
-}
+type intv struct{ scalar[int] }
 
 func (v *intv) decode(p *parser, n *yaml.Node, where string) {
-	v.Pos = nodePos(n)
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
-		p.errorf(v.Pos, "%s: must be an integer, not %s", where, kindName(n))
-		return
-	}
-	var i int64
-	if err := n.Decode(&i); err != nil || int64(int(i)) != i || i > 1<<31-1 || i < -(1<<31) {
-		p.errorf(v.Pos, "%s: integer %s out of range", where, n.Value)
-		return
-	}
-	v.V, v.Set = int(i), true
+	v.decodeScalar(p, n, where, "an integer", intTag, func(n *yaml.Node) (int, bool) {
+		var i int64
+		if err := n.Decode(&i); err != nil || int64(int(i)) != i || i > 1<<31-1 || i < -(1<<31) {
+			p.errorf(nodePos(n), "%s: integer %s out of range", where, n.Value)
+			return 0, false
+		}
+		return int(i), true
+	})
 }
 
 func (v *intv) schema(*schemaGen) map[string]any { return map[string]any{"type": "integer"} }
 
 // boolv is true or false.
-type boolv struct {
-	V   bool
-	Pos Pos
-	Set bool
-}
+type boolv struct{ scalar[bool] }
 
 func (v *boolv) decode(p *parser, n *yaml.Node, where string) {
-	v.Pos = nodePos(n)
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
-		p.errorf(v.Pos, "%s: must be true or false, not %s", where, kindName(n))
-		return
-	}
-	if err := n.Decode(&v.V); err != nil {
-		p.errorf(v.Pos, "%s: must be true or false, not %s", where, kindName(n))
-		return
-	}
-	v.Set = true
+	v.decodeScalar(p, n, where, "true or false", boolTag, func(n *yaml.Node) (b bool, ok bool) {
+		if err := n.Decode(&b); err != nil {
+			p.errorf(nodePos(n), "%s: must be true or false, not %s", where, kindName(n))
+			return false, false
+		}
+		return b, true
+	})
 }
 
 func (v *boolv) schema(*schemaGen) map[string]any { return map[string]any{"type": "boolean"} }
 
 // durv is a Go duration ("90s"); negative durations are rejected.
-type durv struct {
-	V   time.Duration
-	Pos Pos
-	Set bool
-}
+type durv struct{ scalar[time.Duration] }
 
 func (v *durv) decode(p *parser, n *yaml.Node, where string) {
-	v.Pos = nodePos(n)
-	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
-		p.errorf(v.Pos, "%s: must be a duration like 90s, 10m or 1h30m, not %s", where, kindName(n))
-		return
-	}
-	d, err := time.ParseDuration(strings.TrimSpace(n.Value))
-	if err != nil {
-		p.errorf(v.Pos, "%s: bad duration %q (use Go syntax like 90s, 10m or 1h30m)", where, n.Value)
-		return
-	}
-	if d < 0 {
-		p.errorf(v.Pos, "%s: duration %s must not be negative", where, n.Value)
-		return
-	}
-	v.V, v.Set = d, true
+	v.decodeScalar(p, n, where, "a duration like 90s, 10m or 1h30m", notNull, func(n *yaml.Node) (time.Duration, bool) {
+		d, err := time.ParseDuration(strings.TrimSpace(n.Value))
+		if err != nil {
+			p.errorf(nodePos(n), "%s: bad duration %q (use Go syntax like 90s, 10m or 1h30m)", where, n.Value)
+			return 0, false
+		}
+		if d < 0 {
+			p.errorf(nodePos(n), "%s: duration %s must not be negative", where, n.Value)
+			return 0, false
+		}
+		return d, true
+	})
 }
 
 func (v *durv) schema(*schemaGen) map[string]any {

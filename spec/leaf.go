@@ -381,3 +381,17 @@ func (a *args) schema(*schemaGen) map[string]any {
 		"additionalProperties": map[string]any{"type": []any{"string", "number", "boolean"}},
 	}
 }
+
+// fanNode is a raw fan-out value (foreach: or matrix:), interpreted by the
+// builder.
+type fanNode struct {
+	N   *yaml.Node
+	Pos Pos
+	Set bool
+}
+
+func (f *fanNode) decode(p *parser, n *yaml.Node, where string) {
+	f.N, f.Pos, f.Set = n, nodePos(n), true
+}
+
+func (f *fanNode) schema(*schemaGen) map[string]any { return map[string]any{} }

@@ -15,6 +15,11 @@ package spec
 //   label:"end step"   messages about this object say label instead of its path
 //   enum:"a,b"         allowed values of a string
 //   pattern:"^re$"     a string must match; on a map, every key must match
+//   min:"1"            the least an integer may be
+//
+// A field's type is a leaf (leaf.go), which decodes itself and gives its own
+// schema, every form it takes included, or a raw struct (or a list of them).
+// Every field has a doc tag (TestSchemaDescribesEveryField holds it).
 
 // rawMeta is embedded in every raw object: where it is and how to name it.
 type rawMeta struct {
@@ -113,12 +118,12 @@ type rawStep struct {
 	rawMeta
 	ID          str `yaml:"id" required:"true" ident:"step" pattern:"^[a-z0-9][a-z0-9._-]*$" doc:"Unique id of the step."`
 	rawStepBody `yaml:",inline"`
-	Needs       list[str] `yaml:"needs" doc:"Ids of the steps this one depends on; replaces the implicit dependencies (needs: [] for none)."`
-	Plan        str       `yaml:"plan" doc:"A child plan file to run as a linked child run (instead of run), relative to this plan's directory."`
-	Context     omap      `yaml:"context" pattern:"^[a-z_][a-z0-9_]*$" doc:"Context passed to the child plan (with plan:); values may use {name} substitution."`
-	Foreach     fanNode   `yaml:"foreach" doc:"Fan out over a list (scalars, or mappings whose fields are {item.<name>}), or {range: [from, to, step]}, {glob: pattern}, {lines: file}: one step <id>[<key>] per item, {item} its value."`
-	Matrix      fanNode   `yaml:"matrix" doc:"Fan out over every combination of name: [values] (exclude: a list of combinations to leave out); {item.<name>} is a value, {item} the combination."`
-	MaxParallel intv      `yaml:"max_parallel" min:"1" doc:"At most this many items of the fan-out run at once (within jobs)."`
+	Needs       list[str]  `yaml:"needs" doc:"Ids of the steps this one depends on; replaces the implicit dependencies (needs: [] for none)."`
+	Plan        str        `yaml:"plan" doc:"A child plan file to run as a linked child run (instead of run), relative to this plan's directory."`
+	Context     omap       `yaml:"context" pattern:"^[a-z_][a-z0-9_]*$" doc:"Context passed to the child plan (with plan:); values may use {name} substitution."`
+	Foreach     fanNode    `yaml:"foreach" doc:"Fan out over a list (scalars, or mappings whose fields are {item.<name>}), or {range: [from, to, step]}, {glob: pattern}, {lines: file}: one step <id>[<key>] per item, {item} its value."`
+	Matrix      matrixNode `yaml:"matrix" doc:"Fan out over every combination of name: [values] (exclude: a list of combinations to leave out); {item.<name>} is a value, {item} the combination."`
+	MaxParallel intv       `yaml:"max_parallel" min:"1" doc:"At most this many items of the fan-out run at once (within jobs)."`
 	rawCache    `yaml:",inline"`
 }
 

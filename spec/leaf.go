@@ -383,7 +383,7 @@ func (a *args) schema(*schemaGen) map[string]any {
 }
 
 // fanNode is a raw fan-out value (foreach: or matrix:), interpreted by the
-// builder.
+// builder (fanout.go); its schema is foreach:'s.
 type fanNode struct {
 	N   *yaml.Node
 	Pos Pos
@@ -394,4 +394,66 @@ func (f *fanNode) decode(p *parser, n *yaml.Node, where string) {
 	f.N, f.Pos, f.Set = n, nodePos(n), true
 }
 
-func (f *fanNode) schema(*schemaGen) map[string]any { return map[string]any{} }
+// fanScalar is what a fan-out item, field or value may be.
+var fanScalar = []any{"string", "number", "boolean", "null"}
+
+// schema describes the forms of foreach: (README, "Fan-out").
+func (f *fanNode) schema(*schemaGen) map[string]any {
+	source := func(key, doc string, s map[string]any) map[string]any {
+		s["description"] = doc
+		return map[string]any{
+			"type":                 "object",
+			"properties":           map[string]any{key: s},
+			"required":             []any{key},
+			"additionalProperties": false,
+		}
+	}
+	return map[string]any{"oneOf": []any{
+		map[string]any{
+			"type":        "array",
+			"description": "One item per value ({item} the value), or per mapping: fields [a-z_][a-z0-9_]* with scalar values are {item.<name>}, {item} is the id field, else name, else the item's number.",
+			"items": map[string]any{"oneOf": []any{
+				map[string]any{"type": fanScalar},
+				map[string]any{
+					"type":                 "object",
+					"propertyNames":        map[string]any{"pattern": fieldName.String()},
+					"additionalProperties": map[string]any{"type": fanScalar},
+				},
+			}},
+		},
+		source("range", "Integers [from, to] or [from, to, step], to included; step may be negative, not 0.",
+			map[string]any{"type": "array", "items": map[string]any{"type": "integer"}, "minItems": 2, "maxItems": 3}),
+		source("glob", "Read when the step is ready: one item per matching path (Go's filepath.Glob: *, ?, [...], no **), sorted, relative to the step's dir (else the plan's directory).",
+			map[string]any{"type": "string", "minLength": 1}),
+		source("lines", "Read when the step is ready: one item per non-blank line of the file (relative to the plan's directory).",
+			map[string]any{"type": "string", "minLength": 1}),
+	}}
+}
+
+// matrixNode is matrix:, a fan-out value with a schema of its own.
+type matrixNode struct{ fanNode }
+
+// schema describes matrix: (README, "Fan-out").
+func (m *matrixNode) schema(*schemaGen) map[string]any {
+	return map[string]any{
+		"type":          "object",
+		"propertyNames": map[string]any{"pattern": fieldName.String()},
+		"properties": map[string]any{
+			"exclude": map[string]any{
+				"type":        "array",
+				"description": "Combinations to leave out: an item matching every name of an entry is not made.",
+				"items": map[string]any{
+					"type":                 "object",
+					"propertyNames":        map[string]any{"pattern": fieldName.String()},
+					"additionalProperties": map[string]any{"type": fanScalar},
+				},
+			},
+		},
+		"additionalProperties": map[string]any{
+			"type":     "array",
+			"minItems": 1,
+			"items":    map[string]any{"type": fanScalar},
+		},
+		"minProperties": 1,
+	}
+}

@@ -67,20 +67,6 @@ type FanOut struct {
 	Source  string
 }
 
-// fanNode is a raw fan-out value (foreach: or matrix:), interpreted by the
-// builder.
-type fanNode struct {
-	N   *yaml.Node
-	Pos Pos
-	Set bool
-}
-
-func (f *fanNode) decode(p *parser, n *yaml.Node, where string) {
-	f.N, f.Pos, f.Set = n, nodePos(n), true
-}
-
-func (f *fanNode) schema(*schemaGen) map[string]any { return map[string]any{} }
-
 var (
 	fieldName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 	keyChars  = regexp.MustCompile(`[^A-Za-z0-9._=,+@:-]`)

@@ -75,24 +75,17 @@ func FormatSize(n int64) string {
 }
 
 // sizev is a memory size (ParseSize).
-type sizev struct {
-	V   int64
-	Pos Pos
-	Set bool
-}
+type sizev struct{ scalar[int64] }
 
 func (v *sizev) decode(p *parser, n *yaml.Node, where string) {
-	v.Pos = nodePos(n)
-	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
-		p.errorf(v.Pos, "%s: must be a size like 512MiB or 2GiB, not %s", where, kindName(n))
-		return
-	}
-	b, err := ParseSize(n.Value)
-	if err != nil {
-		p.errorf(v.Pos, "%s: %v", where, err)
-		return
-	}
-	v.V, v.Set = b, true
+	v.decodeScalar(p, n, where, "a size like 512MiB or 2GiB", notNull, func(n *yaml.Node) (int64, bool) {
+		b, err := ParseSize(n.Value)
+		if err != nil {
+			p.errorf(nodePos(n), "%s: %v", where, err)
+			return 0, false
+		}
+		return b, true
+	})
 }
 
 func (v *sizev) schema(*schemaGen) map[string]any {
@@ -100,25 +93,17 @@ func (v *sizev) schema(*schemaGen) map[string]any {
 }
 
 // factorv is a growth factor: a number of at least 1.
-type factorv struct {
-	V   float64
-	Pos Pos
-	Set bool
-}
+type factorv struct{ scalar[float64] }
 
 func (v *factorv) decode(p *parser, n *yaml.Node, where string) {
-	v.Pos = nodePos(n)
-	tag := n.ShortTag()
-	if n.Kind != yaml.ScalarNode || (tag != "!!float" && tag != "!!int") {
-		p.errorf(v.Pos, "%s: must be a number like 1.5, not %s", where, kindName(n))
-		return
-	}
-	f, err := strconv.ParseFloat(n.Value, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 1 || f > 100 {
-		p.errorf(v.Pos, "%s: %s must be a number from 1 to 100", where, n.Value)
-		return
-	}
-	v.V, v.Set = f, true
+	v.decodeScalar(p, n, where, "a number like 1.5", numberTag, func(n *yaml.Node) (float64, bool) {
+		f, err := strconv.ParseFloat(n.Value, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 1 || f > 100 {
+			p.errorf(nodePos(n), "%s: %s must be a number from 1 to 100", where, n.Value)
+			return 0, false
+		}
+		return f, true
+	})
 }
 
 func (v *factorv) schema(*schemaGen) map[string]any {

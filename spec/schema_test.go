@@ -2,8 +2,10 @@ package spec
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
@@ -46,6 +48,7 @@ func TestSchema(t *testing.T) {
 		{"resultHandling", reflect.TypeFor[rawResultHandling]()},
 		{"structured", reflect.TypeFor[rawStructured]()},
 		{"slurm", reflect.TypeFor[rawSlurm]()},
+		{"sge", reflect.TypeFor[rawSge]()},
 	} {
 		var obj any = s
 		if tc.def != "" {
@@ -112,4 +115,118 @@ func TestSchema(t *testing.T) {
 			t.Errorf("end step must not accept %q", k)
 		}
 	}
+}
+
+// TestSchemaDescribesEveryField: every key the parser accepts, in every raw
+// structure, is in the schema with a description and a schema of its own
+// (not {}, which says nothing: foreach and matrix once were), and so is
+// every property of the nested forms (foreach: {range: ...}, matrix's
+// exclude).
+func TestSchemaDescribesEveryField(t *testing.T) {
+	data, err := Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s map[string]any
+	if err := json.Unmarshal(data, &s); err != nil {
+		t.Fatalf("schema is not JSON: %v", err)
+	}
+	defs, _ := s["$defs"].(map[string]any)
+
+	// The raw structures, found by walking the types from the plan's;
+	// steps are decoded one at a time (stepList holds nodes), so rawStep
+	// is a root of its own.
+	type hasMeta interface{ meta() *rawMeta }
+	metaType, rawMetaType := reflect.TypeFor[hasMeta](), reflect.TypeFor[rawMeta]()
+	seen := map[reflect.Type]bool{}
+	var raws []reflect.Type
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array:
+			walk(t.Elem())
+			return
+		case reflect.Struct:
+		default:
+			return
+		}
+		if seen[t] {
+			return
+		}
+		seen[t] = true
+		if t != rawMetaType && reflect.PointerTo(t).Implements(metaType) {
+			raws = append(raws, t)
+		}
+		for i := 0; i < t.NumField(); i++ {
+			walk(t.Field(i).Type)
+		}
+	}
+	walk(reflect.TypeFor[rawPlan]())
+	walk(reflect.TypeFor[rawStep]())
+
+	// Every definition is a raw structure found here, so none escapes the
+	// checks below.
+	found := map[string]bool{}
+	for _, rt := range raws {
+		found[defName(rt)] = true
+	}
+	for name := range defs {
+		if !found[name] {
+			t.Errorf("schema definition %q is no raw structure reached from rawPlan or rawStep; add its root to this test", name)
+		}
+	}
+
+	for _, rt := range raws {
+		var obj any = s
+		where := "plan"
+		if rt != reflect.TypeFor[rawPlan]() {
+			obj, where = defs[defName(rt)], defName(rt)
+		}
+		m, _ := obj.(map[string]any)
+		props, _ := m["properties"].(map[string]any)
+		if props == nil {
+			t.Errorf("%s (%s): not in the schema", where, rt.Name())
+			continue
+		}
+		for _, key := range tableOf(rt).keys() {
+			if _, ok := props[key]; !ok {
+				t.Errorf("%s: accepted field %q missing from the schema", where, key)
+			}
+		}
+	}
+
+	// Every property anywhere, and every schema anywhere, says something.
+	var check func(path string, v any)
+	check = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if len(v) == 0 {
+				t.Errorf("%s: empty schema {}", path)
+			}
+			for k, c := range v {
+				if k == "properties" {
+					props, _ := c.(map[string]any)
+					for key, ps := range props {
+						p, _ := ps.(map[string]any)
+						if d, _ := p["description"].(string); strings.TrimSpace(d) == "" {
+							t.Errorf("%s.%s: no description", path, key)
+						}
+						n := len(p)
+						if _, ok := p["description"]; ok {
+							n--
+						}
+						if n == 0 {
+							t.Errorf("%s.%s: no schema but a description (any value)", path, key)
+						}
+					}
+				}
+				check(path+"."+k, c)
+			}
+		case []any:
+			for i, c := range v {
+				check(fmt.Sprintf("%s[%d]", path, i), c)
+			}
+		}
+	}
+	check("schema", s)
 }

@@ -147,6 +147,9 @@ type sessionArgs struct {
 	parentRun string
 	outputDir string
 	cache     cacheOpts
+	// stopAtStart stops the session as it starts, as a Ctrl-C would:
+	// faber stop of a run whose faber died (it ends what was left).
+	stopAtStart bool
 }
 
 // cacheOpts are run's --no-cache and --force.
@@ -161,6 +164,9 @@ func runSession(g *Globals, s *run.Session, a sessionArgs) error {
 	ctx, hard, trigger, stopSignals := signalContext()
 	defer stopSignals()
 	g.interrupt = trigger
+	if a.stopAtStart {
+		trigger(false)
+	}
 
 	ui := a.ui
 	if ui == "" || ui == "auto" {

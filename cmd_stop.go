@@ -29,6 +29,11 @@ at once. stop waits for the run to end and exits as its owner does (130 for
 an interrupted run; the run's own code if it ended first); --no-wait returns
 0 as soon as the owner has the request. A run that is not active exits 4.
 
+A run whose faber died (kill -9, a crash) while steps ran is taken over as
+resume does and stopped before anything starts: leftover processes are
+ended, batch jobs that outlived faber (Slurm, Grid Engine) are stopped as
+running steps, and the run ends interrupted (exit 130), resumable.
+
 Examples:
   faber stop --last
   faber stop dataset-create-2026 --hard`
@@ -48,7 +53,16 @@ func (c *StopCmd) Run(g *Globals) error {
 		if err != nil {
 			return err
 		}
-		return withCode(exitState, fmt.Errorf("run %s is not active (it ended %s): nothing to stop", c.RunID, v.Run.Status))
+		if !leftRunning(v) {
+			return withCode(exitState, fmt.Errorf("run %s is not active (it ended %s): nothing to stop", c.RunID, v.Run.Status))
+		}
+		// Its faber died (kill -9, a crash, a closed terminal) and may
+		// have left batch jobs running, or processes: take the run over
+		// as resume does, and stop it at once. What resume would
+		// re-attach to is stopped as a running step is; nothing new
+		// starts; the run ends interrupted and resumable.
+		fmt.Fprintf(g.stderr, "run %s has no faber (it died); ending what it left running\n", c.RunID)
+		return resumeSession(g, c.RunID, run.ResumeOptions{}, sessionArgs{ui: "plain", stopAtStart: true})
 	}
 	rep, ok, err := control.Send(state.RunDir(g.StateDir, c.RunID), control.Msg{Op: "stop", Hard: c.Hard})
 	switch {
@@ -104,4 +118,16 @@ func signalOwner(pid int, hard bool) error {
 		return p.Signal(syscall.SIGTERM)
 	}
 	return nil
+}
+
+// leftRunning reports whether a run whose owner is gone has steps it
+// recorded running (their processes or batch jobs may still be).
+func leftRunning(v *exec.View) bool {
+	for _, st := range v.Steps {
+		switch exec.Status(st.Status) {
+		case exec.StatusInProgress, exec.StatusRemediating:
+			return true
+		}
+	}
+	return false
 }

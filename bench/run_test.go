@@ -246,32 +246,40 @@ ls -d "$1"/probe.* | wc -l`
 	}
 }
 
-// TestSlurmArrayScript runs bench/slurm_array.sh on a tiny fan-out when a
-// Slurm cluster is up (FABER_SLURM=1, as for the Slurm scripts): the shape
-// of its table, and that the fan-out was one submission.
-func TestSlurmArrayScript(t *testing.T) {
-	if testing.Short() || os.Getenv("FABER_SLURM") != "1" {
-		t.Skip("needs a Slurm cluster: run scripts/slurm-cluster.sh start and set FABER_SLURM=1")
-	}
-	if _, err := os.Stat("/usr/bin/time"); err != nil {
-		t.Skip("no GNU time at /usr/bin/time (bench/slurm_array.sh installs it; a test does not)")
-	}
-	cmd := exec.Command("bash", "slurm_array.sh")
-	cmd.Env = append(os.Environ(), "ITEMS=4", "REPS=1", "STATE_BASE="+t.TempDir())
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("bench/slurm_array.sh: %v\nstderr:\n%s\nstdout:\n%s", err, stderr.Bytes(), out)
-	}
-	for _, want := range []string{
-		`(?m)^\| sbatch submissions by faber \| 1 \| PASS \(a few per fan-out\) \|$`,
-		`(?m)^\| squeue calls by faber \(one per tick, all jobs\) \| [0-9]+ \([0-9.]+ per s\) \| (PASS|FAIL) .*\|$`,
-		`(?m)^\| ratio \(median of rounds\) \| [0-9.]+× \| (PASS|FAIL) \(≤ 1.2×\) \|$`,
-		`(?m)^\| faber's peak RSS \| [0-9]+ MB \| \|$`,
+// TestBatchArrayScript runs bench/batch_array.sh on a tiny fan-out for
+// each batch engine whose test cluster is up (FABER_SLURM=1, FABER_SGE=1,
+// as for the cluster scripts): the shape of its table, and that the
+// fan-out was one submission.
+func TestBatchArrayScript(t *testing.T) {
+	for _, e := range []struct{ engine, env, submit, status string }{
+		{"slurm", "FABER_SLURM", "sbatch", "squeue"},
+		{"sge", "FABER_SGE", "qsub", "qstat"},
 	} {
-		if !regexp.MustCompile(want).Match(out) {
-			t.Errorf("no match for %s in:\n%s", want, out)
-		}
+		t.Run(e.engine, func(t *testing.T) {
+			if testing.Short() || os.Getenv(e.env) != "1" {
+				t.Skipf("needs a %s test cluster (scripts/%s-cluster.sh start) and %s=1", e.engine, e.engine, e.env)
+			}
+			if _, err := os.Stat("/usr/bin/time"); err != nil {
+				t.Skip("no GNU time at /usr/bin/time (bench/batch_array.sh installs it; a test does not)")
+			}
+			cmd := exec.Command("bash", "batch_array.sh")
+			cmd.Env = append(os.Environ(), "ENGINE="+e.engine, "ITEMS=4", "REPS=1", "STATE_BASE="+t.TempDir())
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("bench/batch_array.sh: %v\nstderr:\n%s\nstdout:\n%s", err, stderr.Bytes(), out)
+			}
+			for _, want := range []string{
+				`(?m)^\| ` + e.submit + ` submissions by faber \| 1 \| PASS \(a few per fan-out\) \|$`,
+				`(?m)^\| ` + e.status + ` calls by faber \(one per tick, all jobs\) \| [0-9]+ \([0-9.]+ per s\) \| (PASS|FAIL) .*\|$`,
+				`(?m)^\| ratio \(median of rounds\) \| [0-9.]+× \| (PASS|FAIL) \(≤ 1.2×\) \|$`,
+				`(?m)^\| faber's peak RSS \| [0-9]+ MB \| \|$`,
+			} {
+				if !regexp.MustCompile(want).Match(out) {
+					t.Errorf("no match for %s in:\n%s", want, out)
+				}
+			}
+		})
 	}
 }

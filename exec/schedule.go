@@ -31,6 +31,15 @@ func (r *Runner) loop(ctx context.Context) {
 	done := ctx.Done()
 	hard := r.HardStop
 	wait := r.WaitDecisions
+	// A stop that came before the loop (a Ctrl-C while the run was set
+	// up, or faber stop of a dead owner's run: README, "faber stop")
+	// starts nothing: what setup re-attached to is stopped at once.
+	select {
+	case <-done:
+		done = nil
+		r.interrupt(false)
+	default:
+	}
 	for {
 		r.fill()
 		if r.flushLater() {

@@ -397,31 +397,12 @@ func TestSgeArrayBatcher(t *testing.T) {
 			stdoutPath: filepath.Join(d, "attempt-1.out"), stderrPath: filepath.Join(d, "attempt-1.err")}
 		return k.attempt("r-1", s, 1, logs, limits{memory: mem}).(*sgeBatch), ps
 	}
-	type res struct {
-		key, id string
-		err     error
-	}
-	out := make(chan res, 4)
+	submit := map[string]func() (string, error){}
 	for _, key := range []string{"a", "b", "c"} {
-		go func() {
-			a, ps := item(key, 0)
-			id, err := a.submit(ps)
-			out <- res{key, id, err}
-		}()
+		submit[key] = func() (string, error) { a, ps := item(key, 0); return a.submit(ps) }
 	}
-	go func() {
-		a, ps := item("d", 2<<30)
-		id, err := a.submit(ps)
-		out <- res{"d", id, err}
-	}()
-	ids := map[string]string{}
-	for range 4 {
-		r := <-out
-		if r.err != nil {
-			t.Fatalf("%s: %v", r.key, r.err)
-		}
-		ids[r.key] = r.id
-	}
+	submit["d"] = func() (string, error) { a, ps := item("d", 2<<30); return a.submit(ps) } // grown limits: its own submission
+	ids := submitTogether(t, submit)
 	b, _ := os.ReadFile(calls)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if len(lines) != 2 {

@@ -19,14 +19,17 @@ import (
 // fakesge_test.go) share this: each is played by this test binary, its
 // commands symlinks named so (first in PATH) and dispatched by argv[0]
 // when the engine's variable names its state directory. Jobs run on this
-// machine at once (never queued), each watched by a monitor process of its
-// own, in a session of its own, that records how it ended, so a job
-// outlives the faber that submitted it, as on a real cluster. The state
+// machine, at once or (the fake Grid Engine's) after a wait in the queue,
+// each watched by a monitor process of its own, in a session of its own,
+// that records how it ended, so a job outlives the faber that submitted
+// it, as on a real cluster. The state
 // is a directory per job id (an array task's: <id>_<task> on Slurm,
 // <id>.<task> on Grid Engine; the array's own holds a file "array"), with
-// name, env (the job's environment), monitor (the monitor's pid), pid (the
-// job's process group), once it ended usage and status (a wait status), and
-// canceled when scancel or qdel ended it.
+// name, env (the job's environment), monitor (the monitor's pid), queued
+// (how long it waits in the queue) and waiting while it does, pid (the
+// job's process group) once it runs, usage and status (a wait status) once
+// it ended, canceled when scancel or qdel ended it, withdrawn when qdel
+// took it out of the queue.
 
 // fakeEngine is a fake batch system.
 type fakeEngine struct {
@@ -90,13 +93,17 @@ func fakeNewJob(dir string) (int, error) {
 
 // fakeStartJob starts the job of directory jd: job name name, environment
 // env, working directory chdir, output and error files out and errPath,
-// command argv. It returns once the job runs.
-func fakeStartJob(jd, name string, env []string, chdir, out, errPath string, argv []string) error {
+// command argv, after queued in the queue (0: at once). It returns once
+// the job runs or waits.
+func fakeStartJob(jd, name string, env []string, chdir, out, errPath string, argv []string, queued time.Duration) error {
 	_ = os.MkdirAll(jd, 0o755)
 	_ = os.WriteFile(filepath.Join(jd, "name"), []byte(name), 0o644)
 	// The job's environment, in a file: in the monitor's own it would
 	// carry the submitter's FABER_RUN_ID.
 	_ = os.WriteFile(filepath.Join(jd, "env"), []byte(strings.Join(env, "\x00")), 0o600)
+	if queued > 0 {
+		_ = os.WriteFile(filepath.Join(jd, "queued"), []byte(queued.String()), 0o644)
+	}
 	// The monitor: its own session, so that it outlives faber; it starts
 	// the job and records its end.
 	self, _ := os.Executable()
@@ -114,9 +121,13 @@ func fakeStartJob(jd, name string, env []string, chdir, out, errPath string, arg
 		return err
 	}
 	_ = os.WriteFile(filepath.Join(jd, "monitor"), []byte(strconv.Itoa(mon.Process.Pid)), 0o644)
-	// The job is listed once its process group is known.
+	// The job is listed once its process group is known (or the monitor
+	// is ready to withdraw it from the queue).
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		if _, err := os.Stat(filepath.Join(jd, "pid")); err == nil {
+			break
+		}
+		if _, err := os.Stat(filepath.Join(jd, "waiting")); err == nil {
 			break
 		}
 	}
@@ -127,11 +138,22 @@ func fakeStartJob(jd, name string, env []string, chdir, out, errPath string, arg
 // fakeMonitor is the monitor: args are the job's directory, working
 // directory, output, error, then its command. SIGUSR2 to the monitor is
 // the notify of a deleted job: SIGUSR2 to the job's process group, then
-// SIGKILL fakeNotifyTime later.
+// SIGKILL fakeNotifyTime later; a job still in the queue (the file queued
+// says how long it waits there) is withdrawn instead: it leaves no record.
 func fakeMonitor(args []string) int {
 	jd, chdir, out, errPath := args[0], args[1], args[2], args[3]
 	notify := make(chan os.Signal, 1)
 	signal.Notify(notify, syscall.SIGUSR2)
+	if b, err := os.ReadFile(filepath.Join(jd, "queued")); err == nil {
+		wait, _ := time.ParseDuration(string(b))
+		_ = os.WriteFile(filepath.Join(jd, "waiting"), nil, 0o644)
+		select {
+		case <-notify:
+			_ = os.WriteFile(filepath.Join(jd, "withdrawn"), nil, 0o644)
+			return 0
+		case <-time.After(wait):
+		}
+	}
 	cmd := osexec.Command(args[4], args[5:]...)
 	cmd.Dir = chdir
 	env, _ := os.ReadFile(filepath.Join(jd, "env"))
@@ -193,6 +215,9 @@ func fakeJobs(dir string) []fakeJobState {
 		if _, err := os.Stat(filepath.Join(jd, "array")); err == nil {
 			continue // an array's id: its tasks are its jobs
 		}
+		if _, err := os.Stat(filepath.Join(jd, "withdrawn")); err == nil {
+			continue // deleted while it waited: gone
+		}
 		name, _ := os.ReadFile(filepath.Join(jd, "name"))
 		j := fakeJobState{id: e.Name(), name: string(name), state: "RUNNING"}
 		if b, err := os.ReadFile(filepath.Join(jd, "status")); err == nil {
@@ -227,8 +252,16 @@ func fakeJobPid(dir, id string) int {
 	return max(pid, 0)
 }
 
+// fakeJobWaits reports whether job id of state directory dir waits in the
+// queue.
+func fakeJobWaits(dir, id string) bool {
+	_, err := os.Stat(filepath.Join(dir, id, "pid"))
+	return err != nil
+}
+
 // endFakeJobs kills what is left of a fake's jobs (a case that ended
-// with a job running, as a killed faber's last session can).
+// with a job running, as a killed faber's last session can), and the
+// monitors of those still waiting.
 func endFakeJobs(dir string) {
 	for _, j := range fakeJobs(dir) {
 		if j.state != "RUNNING" {
@@ -236,6 +269,12 @@ func endFakeJobs(dir string) {
 		}
 		if pid := fakeJobPid(dir, j.id); pid > 0 {
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		} else if fakeJobWaits(dir, j.id) {
+			if b, err := os.ReadFile(filepath.Join(dir, j.id, "monitor")); err == nil {
+				if pid, _ := strconv.Atoi(string(b)); pid > 0 {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
 		}
 	}
 }

@@ -28,8 +28,9 @@ import (
 // pattern) has its record, with taskid. qdel of a running job sends the
 // job's process group SIGUSR2 (as to a -notify job), then SIGKILL the
 // notify time later (fakeNotifyTime); its record says "failed 100", as
-// does a job killed from outside. Jobs never wait in the queue. State
-// lives in $FABER_FAKE_SGE.
+// does a job killed from outside. A job waits in the queue (qw) for a
+// moment first (fakeSgeQueued), and one deleted then is gone, with no
+// record. State lives in $FABER_FAKE_SGE.
 
 var fakeSgeEngine = &fakeEngine{
 	executor: "sge", title: "Grid Engine", envVar: "FABER_FAKE_SGE",
@@ -136,7 +137,10 @@ func fakeQsub(dir string, args []string) int {
 		} else {
 			env = append(env, "SGE_TASK_FIRST=undefined", "SGE_TASK_LAST=undefined", "SGE_TASK_STEPSIZE=undefined")
 		}
-		if err := fakeStartJob(jd, name, env, home, opt["-o"], opt["-e"], argv); err != nil {
+		// A job waits in the queue a moment, more or less (on the
+		// cluster, about a second).
+		queued := fakeSgeQueued[(id+task)%len(fakeSgeQueued)]
+		if err := fakeStartJob(jd, name, env, home, opt["-o"], opt["-e"], argv, queued); err != nil {
 			fmt.Fprintln(os.Stderr, "Unable to run job:", err)
 			return false
 		}
@@ -165,6 +169,10 @@ func fakeQsub(dir string, args []string) int {
 	}
 	return 0
 }
+
+// fakeSgeQueued are the times a job waits in the queue, by job (and
+// task) number.
+var fakeSgeQueued = []time.Duration{0, 300 * time.Millisecond, 50 * time.Millisecond, 0, 800 * time.Millisecond}
 
 // fakeSgeEnv is the environment of job (or task) directory jd: not
 // qsub's (no -V), but a login's few variables and Grid Engine's job
@@ -220,9 +228,13 @@ func fakeQstat(dir string, args []string) int {
 	}
 	host, _ := os.Hostname()
 	user := os.Getenv("USER")
-	var running []fakeSgeJob
+	var running, waiting []fakeSgeJob
 	for _, j := range fakeSgeJobs(dir) {
-		if j.state == "RUNNING" {
+		switch {
+		case j.state != "RUNNING":
+		case fakeJobWaits(dir, j.id):
+			waiting = append(waiting, j)
+		default:
 			running = append(running, j)
 		}
 	}
@@ -233,13 +245,16 @@ func fakeQstat(dir string, args []string) int {
 		return "r"
 	}
 	if !isXML {
-		if len(running) == 0 {
+		if len(running)+len(waiting) == 0 {
 			return 0
 		}
 		fmt.Println("job-ID  prior   name       user         state submit/start at     queue                          slots ja-task-ID")
 		fmt.Println(strings.Repeat("-", 111))
 		for _, j := range running {
 			fmt.Printf("%7s 0.50000 %-10.10s %-12s %-5s %s %-30s %5d %s\n", j.number, j.name, user, state(j), time.Now().Format("01/02/2006 15:04:05"), "all.q@"+host, 1, j.task)
+		}
+		for _, j := range waiting {
+			fmt.Printf("%7s 0.00000 %-10.10s %-12s %-5s %s %-30s %5d %s\n", j.number, j.name, user, "qw", time.Now().Format("01/02/2006 15:04:05"), "", 1, j.task)
 		}
 		return 0
 	}
@@ -258,7 +273,21 @@ func fakeQstat(dir string, args []string) int {
 		}
 		b.WriteString("    </job_list>\n")
 	}
-	b.WriteString("  </queue_info>\n  <job_info>\n  </job_info>\n</job_info>\n")
+	b.WriteString("  </queue_info>\n  <job_info>\n")
+	// The waiting tasks of an array are listed together ("1,3,4").
+	for i := 0; i < len(waiting); {
+		j, tasks := waiting[i], []string{waiting[i].task}
+		for i++; j.task != "" && i < len(waiting) && waiting[i].number == j.number; i++ {
+			tasks = append(tasks, waiting[i].task)
+		}
+		fmt.Fprintf(&b, "    <job_list state=\"pending\">\n      <JB_job_number>%s</JB_job_number>\n      <JAT_prio>0.00000</JAT_prio>\n      <JB_name>%s</JB_name>\n      <JB_owner>%s</JB_owner>\n      <state>qw</state>\n      <JB_submission_time>%s</JB_submission_time>\n      <queue_name></queue_name>\n      <slots>1</slots>\n",
+			j.number, esc(j.name), esc(user), time.Now().Format("2006-01-02T15:04:05"))
+		if j.task != "" {
+			fmt.Fprintf(&b, "      <tasks>%s</tasks>\n", strings.Join(tasks, ","))
+		}
+		b.WriteString("    </job_list>\n")
+	}
+	b.WriteString("  </job_info>\n</job_info>\n")
 	_, _ = os.Stdout.Write(b.Bytes())
 	return 0
 }
@@ -287,13 +316,18 @@ func fakeQdel(dir string, args []string) int {
 				fmt.Printf("job %s is already in deletion\n", j.id)
 				continue
 			}
+			waits := fakeJobWaits(dir, j.id)
 			_ = os.WriteFile(filepath.Join(jd, "canceled"), nil, 0o644)
 			if b, err := os.ReadFile(filepath.Join(jd, "monitor")); err == nil {
 				if pid, _ := strconv.Atoi(string(b)); pid > 0 {
 					_ = syscall.Kill(pid, syscall.SIGUSR2)
 				}
 			}
-			fmt.Printf("%s has registered the job %s for deletion\n", user, j.id)
+			if waits {
+				fmt.Printf("%s has deleted job %s\n", user, j.id)
+			} else {
+				fmt.Printf("%s has registered the job %s for deletion\n", user, j.id)
+			}
 		}
 		if !found {
 			fmt.Fprintf(os.Stderr, "denied: job %q does not exist\n", id)

@@ -83,7 +83,7 @@ func fakeStart(dir, id string, opt map[string]string, argv []string) bool {
 	if arr, task, ok := strings.Cut(id, "_"); ok {
 		env = append(env, "SLURM_ARRAY_JOB_ID="+arr, "SLURM_ARRAY_TASK_ID="+task)
 	}
-	if err := fakeStartJob(filepath.Join(dir, id), opt["--job-name"], env, opt["--chdir"], opt["--output"], opt["--error"], argv); err != nil {
+	if err := fakeStartJob(filepath.Join(dir, id), opt["--job-name"], env, opt["--chdir"], opt["--output"], opt["--error"], argv, 0); err != nil {
 		fmt.Fprintln(os.Stderr, "sbatch: error:", err)
 		return false
 	}

@@ -25,7 +25,8 @@ import (
 // Engine's job variables (JOB_ID, JOB_NAME, SGE_TASK_ID "undefined" but in
 // an array, TMPDIR of its own, ...), appending to its -o and -e files; a
 // job that ended leaves qstat -xml, and qacct -j (an id, or a name
-// pattern) has its record, with taskid. qdel of a running job sends the
+// pattern) has its record, with taskid, at once or a moment later
+// (fakeSgeRecordLag). qdel of a running job sends the
 // job's process group SIGUSR2 (as to a -notify job), then SIGKILL the
 // notify time later (fakeNotifyTime); its record says "failed 100", as
 // does a job killed from outside. A job waits in the queue (qw) for a
@@ -173,6 +174,12 @@ func fakeQsub(dir string, args []string) int {
 // fakeSgeQueued are the times a job waits in the queue, by job (and
 // task) number.
 var fakeSgeQueued = []time.Duration{0, 300 * time.Millisecond, 50 * time.Millisecond, 0, 800 * time.Millisecond}
+
+// fakeSgeRecordLag are the times a job's accounting record takes to
+// appear once it left qstat, by job number (on the cluster, with
+// accounting_flush_time 0, within 50 ms; with the stock flush_time, 10 to
+// 12 s).
+var fakeSgeRecordLag = []time.Duration{0, 100 * time.Millisecond, 0, 400 * time.Millisecond}
 
 // fakeSgeEnv is the environment of job (or task) directory jd: not
 // qsub's (no -V), but a login's few variables and Grid Engine's job
@@ -356,6 +363,10 @@ func fakeQacct(dir string, args []string) int {
 			continue
 		}
 		jd := filepath.Join(dir, j.id)
+		n, _ := strconv.Atoi(j.number)
+		if st, err := os.Stat(filepath.Join(jd, "status")); err != nil || time.Since(st.ModTime()) < fakeSgeRecordLag[n%len(fakeSgeRecordLag)] {
+			continue // not written yet
+		}
 		ws := syscall.WaitStatus(j.ws)
 		failed, exit := "0", strconv.Itoa(ws.ExitStatus())
 		if ws.Signaled() {

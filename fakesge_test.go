@@ -105,9 +105,12 @@ func fakeQsub(dir string, args []string) int {
 	first, last, step := 0, 0, 0
 	if t, ok := opt["-t"]; ok {
 		span, st, _ := strings.Cut(t, ":")
-		lo, hi, _ := strings.Cut(span, "-")
+		lo, hi, isRange := strings.Cut(span, "-")
 		first, _ = strconv.Atoi(lo)
-		last, _ = strconv.Atoi(hi)
+		last = first
+		if isRange {
+			last, _ = strconv.Atoi(hi)
+		}
 		step = 1
 		if n, err := strconv.Atoi(st); err == nil && n > 0 {
 			step = n

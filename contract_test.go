@@ -72,7 +72,7 @@ func TestContract(t *testing.T) {
 		ran++
 		how := ""
 		if c.Batch {
-			how = ", on (fake) Slurm in batch mode"
+			how = ", on (fake) " + fakeEngineOf(c).title + " in batch mode"
 		}
 		t.Logf("seed %d: %d steps%s", seed, len(c.StepIDs()), how)
 		if msg := checkCase(t, self, c, allowed); msg != "" {
@@ -90,6 +90,14 @@ func TestContract(t *testing.T) {
 	if ran < n/2 {
 		t.Fatalf("only %d of %d plans were small enough for the model", ran, n)
 	}
+}
+
+// fakeEngineOf is the fake batch system of Batch case c.
+func fakeEngineOf(c *model.Case) *fakeEngine {
+	if c.BatchEngine() == "sge" {
+		return fakeSgeEngine
+	}
+	return fakeSlurmEngine
 }
 
 func codesText(c *model.Case) string {
@@ -149,26 +157,28 @@ func checkCase(t *testing.T, self string, c *model.Case, allowed map[string]mode
 		}
 	}
 	stateDir := filepath.Join(dir, ".faber")
-	// A Batch case runs against the fake Slurm (fakeslurm_test.go): its
-	// commands first in PATH, its jobs' state in dir/fakeslurm.
-	var slurmEnv []string
+	// A Batch case runs against the fake of its engine (fakeslurm_test.go,
+	// fakesge_test.go): its commands first in PATH, its jobs' state in
+	// dir/fake<engine>.
+	var batchEnv []string
+	engine := fakeEngineOf(c)
+	jobs := filepath.Join(dir, "fake"+engine.executor)
 	if c.Batch {
-		bin, err := fakeSlurmBin(dir, self)
+		bin, err := engine.bin(dir, self)
 		if err != nil {
 			t.Fatal(err)
 		}
-		jobs := filepath.Join(dir, "fakeslurm")
 		if err := os.MkdirAll(jobs, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		slurmEnv = []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "FABER_FAKE_SLURM=" + jobs}
+		batchEnv = []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), engine.envVar + "=" + jobs}
 		defer endFakeJobs(jobs)
 	}
 	// faber runs faber; with kill > 0 it kills it (SIGKILL) once it has
 	// printed that many lines, and reports exit code -9.
 	faber := func(kill int, args ...string) (int, string) {
 		cmd := faberCmd(self, dir, stateDir, args...)
-		cmd.Env = append(cmd.Env, slurmEnv...)
+		cmd.Env = append(cmd.Env, batchEnv...)
 		out := &lineCounter{kill: kill, killed: make(chan struct{})}
 		cmd.Stdout, cmd.Stderr = out, out
 		done := make(chan error, 1)
@@ -314,8 +324,8 @@ func checkCase(t *testing.T, self string, c *model.Case, allowed map[string]mode
 		// and only a job runs it (handlers and recovery scripts, which
 		// run here, log other lines).
 		attempts := strings.Count("\n"+string(trace), "\nattempt ")
-		if jobs := len(fakeJobs(filepath.Join(dir, "fakeslurm"))); attempts > jobs {
-			return transcript.String() + fmt.Sprintf("%d attempts ran but only %d Slurm jobs were submitted", attempts, jobs)
+		if n := len(fakeJobs(jobs)); attempts > n {
+			return transcript.String() + fmt.Sprintf("%d attempts ran but only %d %s jobs were submitted", attempts, n, engine.title)
 		}
 	}
 	got := model.Outcome{Codes: codes}

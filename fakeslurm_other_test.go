@@ -5,3 +5,6 @@ package main
 // fakeSlurmMain: the fake Slurm serves the contract test, which runs on
 // Linux only.
 func fakeSlurmMain() {}
+
+// fakeSgeMain: likewise the fake Grid Engine.
+func fakeSgeMain() {}

@@ -29,6 +29,7 @@ import (
 func TestMain(m *testing.M) {
 	termquiet.Restore()
 	fakeSlurmMain() // the contract test's fake sbatch, squeue, scancel
+	fakeSgeMain()   // and its fake qsub, qstat, qdel, qacct
 	// The chaos test runs this test binary as faber, so that it can kill -9
 	// a real faber process.
 	if os.Getenv("FABER_TEST_AS_FABER") == "1" {

@@ -40,11 +40,14 @@ type Case struct {
 	Rerun bool
 	// Grow: before the first resume, add a file to every Glob's directory.
 	Grow bool
-	// Batch: the plan says executor: slurm, so that every attempt is a
-	// batch job (sbatch; the contract test plays Slurm): every rule of
-	// SPEC §3–§8 holds unchanged, and a killed faber's running jobs are
-	// re-attached to by the resume (README "Slurm").
+	// Batch: the plan says executor: <Engine>, so that every attempt is
+	// a batch job (sbatch or qsub; the contract test plays the engine):
+	// every rule of SPEC §3–§8 holds unchanged, and a killed faber's
+	// running jobs are re-attached to by the resume (README "Slurm",
+	// "Grid Engine").
 	Batch bool
+	// Engine is a Batch case's executor: "slurm" or "sge".
+	Engine string
 }
 
 // GPhase is a phase of a Case.
@@ -202,6 +205,11 @@ func Gen(seed uint64) *Case {
 	// Drawn from a stream of its own, so that adding it changed no other
 	// draw: every seed is the plan it was, now and then on Slurm.
 	c.Batch = rand.New(rand.NewPCG(seed^0xba7c4, seed)).Float64() < 0.3
+	// The engine likewise: a Batch seed is the plan it was, on one
+	// engine or the other.
+	if c.Batch {
+		c.Engine = []string{"slurm", "sge"}[rand.New(rand.NewPCG(seed^0x56e, seed)).IntN(2)]
+	}
 	return c
 }
 
@@ -383,12 +391,21 @@ echo "recovery $FABER_STEP_ID $FABER_FAILED_ATTEMPT $1" >> trace.log
 exit "$1"
 `
 
+// BatchEngine is a Batch case's executor, "slurm" or "sge" (a Case made
+// without an Engine is on Slurm).
+func (c *Case) BatchEngine() string {
+	if c.Engine == "" {
+		return "slurm"
+	}
+	return c.Engine
+}
+
 // YAML is the plan file.
 func (c *Case) YAML() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "name: rand%d\njobs: %d\n", c.Seed%1000, c.Jobs)
 	if c.Batch {
-		b.WriteString("executor: slurm\n")
+		fmt.Fprintf(&b, "executor: %s\n", c.BatchEngine())
 	}
 	if c.Cancel {
 		b.WriteString("stop_mode: cancel\n")
@@ -643,7 +660,14 @@ func (c *Case) Shrinks() []*Case {
 		variant(func(d *Case) { d.End = false })
 	}
 	if c.Batch {
-		variant(func(d *Case) { d.Batch = false })
+		// No engine, then the other one: whether the disagreement is the
+		// engine's.
+		variant(func(d *Case) { d.Batch, d.Engine = false, "" })
+		other := "sge"
+		if c.BatchEngine() == "sge" {
+			other = "slurm"
+		}
+		variant(func(d *Case) { d.Engine = other })
 	}
 	if c.Kill > 0 {
 		variant(func(d *Case) { d.Kill = 0 })

@@ -188,3 +188,33 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
+
+// TestGenEngines: a Batch case is on Slurm or Grid Engine, both drawn, and
+// its plan says so; shrinking it tries no engine and the other one.
+func TestGenEngines(t *testing.T) {
+	seen := map[string]int{}
+	for seed := uint64(1); seed <= 200; seed++ {
+		c := Gen(seed)
+		if !c.Batch {
+			if c.Engine != "" || strings.Contains(c.YAML(), "executor:") {
+				t.Fatalf("seed %d: not a Batch case, engine %q", seed, c.Engine)
+			}
+			continue
+		}
+		seen[c.Engine]++
+		if !strings.Contains(c.YAML(), "\nexecutor: "+c.Engine+"\n") {
+			t.Fatalf("seed %d: engine %q, plan:\n%s", seed, c.Engine, c.YAML())
+		}
+		var none, other bool
+		for _, d := range c.Shrinks() {
+			none = none || !d.Batch
+			other = other || (d.Batch && d.Engine != c.Engine && d.Engine != "")
+		}
+		if !none || !other {
+			t.Fatalf("seed %d: shrinks without an engine %v, on the other %v", seed, none, other)
+		}
+	}
+	if seen["slurm"] == 0 || seen["sge"] == 0 || len(seen) != 2 {
+		t.Errorf("engines drawn: %v", seen)
+	}
+}

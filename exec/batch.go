@@ -395,6 +395,12 @@ type batchEngine struct {
 	// recorded returns those of ids (gone from the listing) that the
 	// engine's record still knows, ended.
 	recorded func(ids []string) []string
+	// recordWait is how long a job in neither the listing nor the record
+	// is looked up again before resume gives it up: an engine that writes
+	// its records a while after a job left the listing (Grid Engine's
+	// accounting flush time) would otherwise have a job that ended while
+	// faber was dead run again.
+	recordWait time.Duration
 	// mark is the environment entry that a job's processes carry.
 	mark func(id string, js jobState) string
 }
@@ -419,10 +425,24 @@ func reattachJobs(prior *Prior, e batchEngine) (steps, spare []string, err error
 			missing = append(missing, j)
 		}
 	}
-	if len(missing) > 0 {
+	deadline := time.Now().Add(e.recordWait)
+	for len(missing) > 0 {
+		var still []string
+		found := map[string]bool{}
 		for _, j := range e.recorded(missing) {
 			jobs[j] = jobState{done: true}
+			found[j] = true
 		}
+		for _, j := range missing {
+			if !found[j] {
+				still = append(still, j)
+			}
+		}
+		missing = still
+		if len(missing) == 0 || !time.Now().Before(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
 	}
 	var ids []string
 	for j := range byJob {

@@ -26,6 +26,10 @@ const executorSge = "sge"
 // SourceQacct says an attempt's usage came from Grid Engine's accounting.
 const SourceQacct = "qacct"
 
+// sgeRecordWait is how long resume looks for the record of a job that
+// left qstat (reattachJobs): longer than the default accounting flush time.
+const sgeRecordWait = 20 * time.Second
+
 // sgeCmdTimeout bounds one of Grid Engine's client commands, so that a
 // qmaster that does not answer cannot hold an attempt (or a resume).
 const sgeCmdTimeout = 30 * time.Second
@@ -403,6 +407,9 @@ func (k *sgeKind) reattachable(prior *Prior) (steps, spare []string, err error) 
 	return reattachJobs(prior, batchEngine{
 		name: executorSge, title: "Grid Engine", lister: "qstat",
 		list: sgeListJobs,
+		// qacct's record comes up to the qmaster's accounting flush time
+		// (15 s by default) after the job left qstat.
+		recordWait: sgeRecordWait,
 		recorded: func(ids []string) (known []string) {
 			runID := ""
 			if prior.Run != nil {

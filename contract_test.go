@@ -236,6 +236,11 @@ func checkCase(t *testing.T, self string, c *model.Case, allowed map[string]mode
 				continue
 			}
 			session--
+			if c.StopDead {
+				if msg := stopDead(t, self, dir, stateDir, runID, faber, &transcript); msg != "" {
+					return transcript.String() + msg
+				}
+			}
 			args = append([]string{"resume", runID, "--ui", "json"}, flags...)
 			continue
 		}
@@ -590,4 +595,34 @@ func checkInvariants(c *model.Case, evs []ev, trace string) []string {
 		bad = append(bad, fmt.Sprintf("%s attempt %d started and never ended", id, a))
 	}
 	return bad
+}
+
+// stopDead runs faber stop on run runID, whose faber was killed: stop
+// takes the run over and ends what it left running (exit 130), or says
+// the run is not active when it had nothing running (exit 4). After it
+// no step is recorded running. It returns what is wrong, or "".
+func stopDead(t *testing.T, self, dir, stateDir, runID string, faber func(int, ...string) (int, string), transcript *strings.Builder) string {
+	t.Helper()
+	code, out := faber(0, "stop", runID)
+	fmt.Fprintf(transcript, "$ faber stop %s  -> exit %d\n", runID, code)
+	t.Logf("faber stop of the killed run %s: exit %d", runID, code)
+	switch {
+	case code == 130 && strings.Contains(out, "has no faber (it died)"):
+	case code == 4 && strings.Contains(out, "is not active"):
+	default:
+		return fmt.Sprintf("faber stop of the killed run exited %d:\n%s", code, out)
+	}
+	st, err := readStatus(self, dir, stateDir, runID)
+	if err != nil {
+		return err.Error()
+	}
+	for _, s := range st.Steps {
+		if s.Status == "in_progress" || s.Status == "remediating" {
+			return fmt.Sprintf("after faber stop, step %s is still %s:\n%s", s.ID, s.Status, out)
+		}
+	}
+	if code == 130 && st.Status != "interrupted" {
+		return fmt.Sprintf("after faber stop, the run is %s, not interrupted:\n%s", st.Status, out)
+	}
+	return ""
 }

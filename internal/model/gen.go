@@ -48,6 +48,11 @@ type Case struct {
 	Batch bool
 	// Engine is a Batch case's executor: "slurm" or "sge".
 	Engine string
+	// StopDead: once faber is killed (Kill), `faber stop` the run before
+	// it is resumed: stop takes over a run whose faber died and ends what
+	// it left running (README, "Stopping a run from elsewhere"); the
+	// resume then goes on from there.
+	StopDead bool
 }
 
 // GPhase is a phase of a Case.
@@ -209,6 +214,10 @@ func Gen(seed uint64) *Case {
 	// engine or the other.
 	if c.Batch {
 		c.Engine = []string{"slurm", "sge"}[rand.New(rand.NewPCG(seed^0x56e, seed)).IntN(2)]
+	}
+	// And whether a killed case is stopped before its resume.
+	if c.Kill > 0 {
+		c.StopDead = rand.New(rand.NewPCG(seed^0x5d0b, seed)).IntN(2) == 0
 	}
 	return c
 }
@@ -670,7 +679,10 @@ func (c *Case) Shrinks() []*Case {
 		variant(func(d *Case) { d.Engine = other })
 	}
 	if c.Kill > 0 {
-		variant(func(d *Case) { d.Kill = 0 })
+		variant(func(d *Case) { d.Kill, d.StopDead = 0, false })
+	}
+	if c.StopDead {
+		variant(func(d *Case) { d.StopDead = false })
 	}
 	if c.Rerun {
 		variant(func(d *Case) { d.Rerun = false })

@@ -218,3 +218,33 @@ func TestGenEngines(t *testing.T) {
 		t.Errorf("engines drawn: %v", seen)
 	}
 }
+
+// TestGenStopDead: only a killed case stops its dead run before the
+// resume, about half of them do, and the shrinker tries without the stop.
+func TestGenStopDead(t *testing.T) {
+	kills, stops := 0, 0
+	for seed := uint64(1); seed <= 400; seed++ {
+		c := Gen(seed)
+		if c.Kill == 0 {
+			if c.StopDead {
+				t.Fatalf("seed %d: StopDead without Kill", seed)
+			}
+			continue
+		}
+		kills++
+		if !c.StopDead {
+			continue
+		}
+		stops++
+		without := false
+		for _, d := range c.Shrinks() {
+			without = without || (!d.StopDead && d.Kill > 0)
+		}
+		if !without {
+			t.Fatalf("seed %d: no shrink keeps the kill without the stop", seed)
+		}
+	}
+	if stops == 0 || stops == kills {
+		t.Errorf("%d of %d killed cases stop their run", stops, kills)
+	}
+}

@@ -136,7 +136,8 @@ func (c *AttachCmd) Run(g *Globals) error {
 }
 
 // jobsLeft tells, of a run whose faber died, the batch jobs its running
-// steps had: they may run on, and resume re-attaches to them.
+// steps had: they may run on; resume re-attaches to them, stop cancels
+// them.
 func jobsLeft(g *Globals, id string) {
 	v, err := run.View(g.StateDir, id)
 	if err != nil {
@@ -150,7 +151,8 @@ func jobsLeft(g *Globals, id string) {
 	}
 	if len(jobs) > 0 {
 		fmt.Fprintf(g.stderr, "faber: the run's faber died while these steps' batch jobs ran, which may run on: %s\n"+
-			"  faber resume %s   re-attaches to them and records how they end\n", strings.Join(jobs, ", "), id)
+			"  faber resume %s   re-attaches to them and records how they end\n"+
+			"  faber stop %s     cancels them (the run ends interrupted)\n", strings.Join(jobs, ", "), id, id)
 	}
 }
 

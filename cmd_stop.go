@@ -121,11 +121,12 @@ func signalOwner(pid int, hard bool) error {
 }
 
 // leftRunning reports whether a run whose owner is gone has steps it
-// recorded running (their processes or batch jobs may still be).
+// recorded active (an attempt, a handler, a retry's recovery script or
+// delay): their processes or batch jobs may still run, and resume finds
+// them orphaned.
 func leftRunning(v *exec.View) bool {
 	for _, st := range v.Steps {
-		switch exec.Status(st.Status) {
-		case exec.StatusInProgress, exec.StatusRemediating:
+		if exec.Status(st.Status).Active() {
 			return true
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faber-run/faber/exec"
 	"github.com/faber-run/faber/internal/model"
 	"github.com/faber-run/faber/state"
 )
@@ -617,7 +618,7 @@ func stopDead(t *testing.T, self, dir, stateDir, runID string, faber func(int, .
 		return err.Error()
 	}
 	for _, s := range st.Steps {
-		if s.Status == "in_progress" || s.Status == "remediating" {
+		if exec.Status(s.Status).Active() {
 			return fmt.Sprintf("after faber stop, step %s is still %s:\n%s", s.ID, s.Status, out)
 		}
 	}

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"strings"
 	"sync"
 	"time"
 )
@@ -84,4 +85,14 @@ func (b *arrayBatcher[T]) flush(key string) {
 			t.done <- arrayResult{id: ids[i]}
 		}
 	}
+}
+
+// shQuote quotes s for a POSIX shell: in single quotes, which keep every
+// byte as it is (newlines, invalid UTF-8, $, \, ` included), each ' written
+// as the four bytes ' \ ' ' (end the quote, an escaped ', quote again).
+// mvdan.cc/sh's syntax.Quote refuses a newline or a control byte for POSIX
+// shells (it would need bash's $'...'), and a run: script is all newlines.
+// Both batch engines' generated scripts use it.
+func shQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

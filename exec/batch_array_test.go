@@ -1,6 +1,7 @@
 package exec
 
 import (
+	osexec "os/exec"
 	"slices"
 	"testing"
 	"time"
@@ -73,5 +74,15 @@ func TestReattachWaitsForRecord(t *testing.T) {
 	e.recordWait = 0
 	if steps, _, _ := reattachJobs(prior, e); !slices.Equal(steps, []string{"live"}) || calls != 1 {
 		t.Errorf("without a wait: re-attached %v after %d record calls, want live after 1", steps, calls)
+	}
+}
+
+// TestShQuote: what shQuote quotes, sh reads back byte for byte.
+func TestShQuote(t *testing.T) {
+	for _, s := range []string{"", "plain", "a'b", "''", "\n", "$x `y` \\z", "\xff", "'\n'"} {
+		out, err := osexec.Command("/bin/sh", "-c", "printf '%s' "+shQuote(s)).Output()
+		if err != nil || string(out) != s {
+			t.Errorf("shQuote(%q) read back as %q (%v)", s, out, err)
+		}
 	}
 }

@@ -29,10 +29,14 @@ func (k *sgeKind) arrays() *arrayBatcher[*sgeBatch] {
 // and submits them as one array job.
 func sgeSubmitArray(tasks []*arrayTask[*sgeBatch]) ([]string, error) {
 	var cases strings.Builder
+	var arrayScript string // beside the first item's logs
 	for i, t := range tasks {
 		out, errPath, err := sgeLogPaths(t.ps)
 		if err != nil {
 			return nil, err
+		}
+		if i == 0 {
+			arrayScript = strings.TrimSuffix(out, ".out") + ".array.sge"
 		}
 		script := strings.TrimSuffix(out, ".out") + ".sge"
 		if err := os.WriteFile(script, []byte(sgeScript(t.item.job, t.item.dir, t.ps.env, t.ps.argv)), 0o700); err != nil {
@@ -41,11 +45,6 @@ func sgeSubmitArray(tasks []*arrayTask[*sgeBatch]) ([]string, error) {
 		fmt.Fprintf(&cases, "%d) exec /bin/sh %s >>%s 2>>%s ;;\n", i+1, shQuote(script), shQuote(out), shQuote(errPath))
 	}
 	first := tasks[0]
-	out, _, err := sgeLogPaths(first.ps)
-	if err != nil {
-		return nil, err
-	}
-	arrayScript := strings.TrimSuffix(out, ".out") + ".array.sge"
 	text := "#!/bin/sh\n# faber: an array of fan-out items; each task runs its item's job script\n" +
 		"FABER_SGE_JOB=$JOB_ID.$SGE_TASK_ID\nexport FABER_SGE_JOB\ncase \"$SGE_TASK_ID\" in\n" +
 		cases.String() + "esac\necho \"faber: no task $SGE_TASK_ID in this array\" >&2\nexit 127\n"

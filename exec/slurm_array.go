@@ -131,12 +131,3 @@ func taskScript(dir string, base []string, ps procSpec) (string, error) {
 	fmt.Fprintf(&b, " >>%s 2>>%s\n", qo, qe)
 	return b.String(), nil
 }
-
-// shQuote quotes s for a POSIX shell: in single quotes, which keep every
-// byte as it is (newlines, invalid UTF-8, $, \, ` included), each ' written
-// as '\”. mvdan.cc/sh's syntax.Quote refuses a newline or a control byte
-// for POSIX shells (it would need bash's $'...'), and a run: script is all
-// newlines.
-func shQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}

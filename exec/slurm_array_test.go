@@ -64,16 +64,6 @@ func TestTaskScriptExact(t *testing.T) {
 	}
 }
 
-// TestShQuote: what shQuote quotes, sh reads back byte for byte.
-func TestShQuote(t *testing.T) {
-	for _, s := range []string{"", "plain", "a'b", "''", "\n", "$x `y` \\z", "\xff", "'\n'"} {
-		out, err := osexec.Command("/bin/sh", "-c", "printf '%s' "+shQuote(s)).Output()
-		if err != nil || string(out) != s {
-			t.Errorf("shQuote(%q) read back as %q (%v)", s, out, err)
-		}
-	}
-}
-
 // TestArrayBatcherGroups: the items of a fan-out submitted together are
 // one sbatch --array, each getting its task's id; an item of the same
 // fan-out whose limits differ (a retry whose memory grew) is a job of its

@@ -1,10 +1,14 @@
 package exec
 
 import (
+	"os"
 	osexec "os/exec"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/faber-run/faber/spec"
 )
 
 // submitTogether submits the attempts of submit (by item key) at once, as
@@ -85,4 +89,30 @@ func TestShQuote(t *testing.T) {
 			t.Errorf("shQuote(%q) read back as %q (%v)", s, out, err)
 		}
 	}
+}
+
+// fakeClient puts first in PATH a fake scheduler command name that
+// appends its arguments to a file, one call a line, and then runs answer
+// with $n the number of calls so far (to print a job id). It returns the
+// file.
+func fakeClient(t *testing.T, name, answer string) (calls string) {
+	t.Helper()
+	bin := t.TempDir()
+	calls = filepath.Join(bin, "calls")
+	fake := "#!/bin/sh\necho \"$*\" >> " + shQuote(calls) + "\nn=$(wc -l < " + shQuote(calls) + ")\n" + answer + "\n"
+	if err := os.WriteFile(filepath.Join(bin, name), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return calls
+}
+
+// fanItem is item key of fan-out "fan" running script, its attempt 1's
+// logs in their own directory under logs.
+func fanItem(logs, key, script string) (*spec.Step, procSpec) {
+	s := &spec.Step{ID: "fan[" + key + "]", FanOutOf: "fan", Run: "true"}
+	d := filepath.Join(logs, key)
+	_ = os.MkdirAll(d, 0o700)
+	return s, procSpec{argv: []string{"/bin/sh", "-c", script}, env: []string{"FABER_STEP_ID=" + s.ID},
+		stdoutPath: filepath.Join(d, "attempt-1.out"), stderrPath: filepath.Join(d, "attempt-1.err")}
 }

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faber-run/faber/spec"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -378,23 +377,12 @@ exit_status  5
 // log files; an item whose options differ (its memory grew) is a job of
 // its own.
 func TestSgeArrayBatcher(t *testing.T) {
-	bin := t.TempDir()
-	calls := filepath.Join(bin, "calls")
-	fake := "#!/bin/sh\necho \"$*\" >> " + shQuote(calls) + "\nn=$(wc -l < " + shQuote(calls) + ")\n" +
-		"case \"$*\" in *' -t '*|'-t '*) echo $((n + 40)).1-3:1 ;; *) echo $((n + 40)) ;; esac\n"
-	if err := os.WriteFile(filepath.Join(bin, "qsub"), []byte(fake), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	calls := fakeClient(t, "qsub", "case \"$*\" in *' -t '*|'-t '*) echo $((n + 40)).1-3:1 ;; *) echo $((n + 40)) ;; esac")
 	logs := t.TempDir()
 	k := &sgeKind{}
 	k.arrays().window = 3 * time.Second // all four start well within it, however busy the machine
 	item := func(key string, mem int64) (*sgeBatch, procSpec) {
-		s := &spec.Step{ID: "fan[" + key + "]", FanOutOf: "fan", Run: "true"}
-		d := filepath.Join(logs, key)
-		_ = os.MkdirAll(d, 0o700)
-		ps := procSpec{argv: []string{"/bin/sh", "-c", "echo " + key}, env: []string{"FABER_STEP_ID=" + s.ID},
-			stdoutPath: filepath.Join(d, "attempt-1.out"), stderrPath: filepath.Join(d, "attempt-1.err")}
+		s, ps := fanItem(logs, key, "echo "+key)
 		return k.attempt("r-1", s, 1, logs, limits{memory: mem}).(*sgeBatch), ps
 	}
 	submit := map[string]func() (string, error){}

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/faber-run/faber/spec"
 )
 
 // TestTaskScriptExact: an array task's script runs its item's argv in its
@@ -69,22 +67,12 @@ func TestTaskScriptExact(t *testing.T) {
 // fan-out whose limits differ (a retry whose memory grew) is a job of its
 // own, and so is an item that starts alone.
 func TestArrayBatcherGroups(t *testing.T) {
-	bin := t.TempDir()
-	calls := filepath.Join(bin, "calls")
-	fake := "#!/bin/sh\necho \"$*\" >> " + shQuote(calls) + "\nn=$(wc -l < " + shQuote(calls) + ")\necho $((n + 40))\n"
-	if err := os.WriteFile(filepath.Join(bin, "sbatch"), []byte(fake), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	calls := fakeClient(t, "sbatch", "echo $((n + 40))")
 	logs := t.TempDir()
 	k := &slurmKind{}
 	k.arrays().window = 3 * time.Second // all four start well within it, however busy the machine
 	item := func(key string, mem int64) (*slurmBatch, procSpec) {
-		s := &spec.Step{ID: "fan[" + key + "]", FanOutOf: "fan", Run: "true"}
-		d := filepath.Join(logs, key)
-		_ = os.MkdirAll(d, 0o700)
-		ps := procSpec{argv: []string{"/bin/sh", "-c", "true"}, env: []string{"FABER_STEP_ID=" + s.ID},
-			stdoutPath: filepath.Join(d, "attempt-1.out"), stderrPath: filepath.Join(d, "attempt-1.err")}
+		s, ps := fanItem(logs, key, "true")
 		return k.batch("r-1", "faber-r-1-"+s.ID+"-a1", s, logs, limits{memory: mem}), ps
 	}
 	submit := map[string]func() (string, error){}

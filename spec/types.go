@@ -205,6 +205,12 @@ type Step struct {
 	// nil when the step declares no inputs (it is never cached).
 	Cache *Cache
 
+	// Uses are the outputs of upstream steps that the step's attempts
+	// substitute ({steps.ID.outputs.KEY} in run, env, dir and a sub-plan
+	// step's context), each once, in the order first written; nil for none.
+	// Handlers and recovery scripts find theirs when they run.
+	Uses []OutputRef
+
 	// src is what the step was built from, while the plan is built.
 	src *stepSrc
 }

@@ -83,7 +83,8 @@ func scan(tmpl string) []segment {
 }
 
 // nameLen returns the length of the [a-z_][a-z0-9_]* prefix of s, or of
-// item.[a-z_][a-z0-9_]* (a field of a fan-out item).
+// item.[a-z_][a-z0-9_]* (a field of a fan-out item), or of
+// steps.<id>.outputs.<key> (an output of an upstream step, OutputRef).
 func nameLen(s string) int {
 	n := plainNameLen(s)
 	if n == len("item") && strings.HasPrefix(s, "item.") {
@@ -91,8 +92,68 @@ func nameLen(s string) int {
 			return n + 1 + m
 		}
 	}
+	if n == len("steps") && strings.HasPrefix(s, "steps.") {
+		if m := outputRefLen(s); m > 0 {
+			return m
+		}
+	}
 	return n
 }
+
+// OutputsInfix separates a step id from an output key in a reference.
+const OutputsInfix = ".outputs."
+
+// outputRefLen is the length of a steps.<id>.outputs.<key> prefix of s
+// (id: [A-Za-z0-9_-]+, key: [A-Za-z_][A-Za-z0-9_]*), or 0.
+func outputRefLen(s string) int {
+	i := len("steps.")
+	j := i
+	for j < len(s) && idByte(s[j]) {
+		j++
+	}
+	if j == i || !strings.HasPrefix(s[j:], OutputsInfix) {
+		return 0
+	}
+	k := j + len(OutputsInfix)
+	if m := KeyLen(s[k:]); m > 0 {
+		return k + m
+	}
+	return 0
+}
+
+func idByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+}
+
+// KeyLen returns the length of the [A-Za-z_][A-Za-z0-9_]* prefix of s: an
+// output key.
+func KeyLen(s string) int {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '_':
+		case c >= '0' && c <= '9' && i > 0:
+		default:
+			return i
+		}
+	}
+	return len(s)
+}
+
+// OutputRef splits a reference name steps.<id>.outputs.<key> into the step
+// id and the key; ok is false for any other name.
+func OutputRef(name string) (step, key string, ok bool) {
+	if !strings.HasPrefix(name, "steps.") || outputRefLen(name) != len(name) {
+		return "", "", false
+	}
+	rest := name[len("steps."):]
+	i := strings.Index(rest, OutputsInfix)
+	return rest[:i], rest[i+len(OutputsInfix):], true
+}
+
+// OutputName is the reference name of output key of step id (OutputRef's
+// inverse): the key under which the value is in a substitution map.
+func OutputName(step, key string) string { return "steps." + step + OutputsInfix + key }
 
 func plainNameLen(s string) int {
 	for i := 0; i < len(s); i++ {

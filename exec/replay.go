@@ -212,6 +212,7 @@ func (p *Replayer) apply(e *Event) {
 		}
 		st.Error = d.Error
 		st.CacheKey = d.CacheKey
+		st.Outputs = d.Outputs
 		if e.Status != StatusCached {
 			st.CachedFrom = nil
 		}

@@ -57,7 +57,7 @@ func TestOutputUsesValid(t *testing.T) {
 		{"end step", head + "steps:\n  - {id: a, run: x, needs: []}\n  - {id: b, run: x, needs: []}\nend:\n  run: 'echo {steps.b.outputs.w} {steps.a.outputs.v}'\n",
 			map[string][]OutputRef{"end": refs("b.w", "a.v")}},
 		{"every template, once, in order", head + "steps:\n  - {id: a, run: x}\n  - {id: b, run: x, needs: [a]}\n  - id: c\n    needs: [b]\n    env: {E: '{steps.a.outputs.e}', F: '{steps.b.outputs.v}'}\n    dir: 'out/{steps.a.outputs.d}'\n    run: 'echo {steps.b.outputs.v} {steps.a.outputs.r} {steps.b.outputs.v}'\n",
-			map[string][]OutputRef{"c": refs("b.v", "a.r", "a.e", "a.d")}},
+			map[string][]OutputRef{"c": refs("a.e", "b.v", "a.d", "a.r")}},
 		{"command run", head + "steps:\n  - {id: a, run: x}\n  - {id: b, run: '/fix --v {steps.a.outputs.v}'}\n",
 			map[string][]OutputRef{"b": refs("a.v")}},
 		{"handlers not in uses", head + "failure_handlers: [{name: h, rules: [{exit_codes: [1], recovery_script: 'echo {steps.a.outputs.r}'}]}]\nsteps:\n  - {id: a, run: x}\n  - id: b\n    run: x\n    failure_handler: h\n    result_handling: {on_failure: {command: /fix, args: {v: '{steps.a.outputs.v}'}}}\n  - id: c\n    run: x\n    result_handling: {on_failure: '/fix {steps.a.outputs.w}'}\n",

@@ -8,8 +8,7 @@ import (
 	"github.com/faber-run/faber/spec/subst"
 )
 
-// Validation of output references {steps.ID.outputs.KEY} (README, "Step
-// outputs"): a template may use the outputs of a step that the step it
+// Validation of output references {steps.ID.outputs.KEY}: a template may use the outputs of a step that the step it
 // belongs to depends on, directly or not. The references are collected as
 // the steps are checked and checked once every step and every dependency is
 // known (checkOutputUses).
@@ -18,8 +17,8 @@ import (
 type refUse int
 
 const (
-	// refsNone: outputs cannot be used here (a fan-out's or a cache's
-	// templates).
+	// refsNone: outputs cannot be used here (a cached step's inputs:,
+	// outputs: and cache_key:).
 	refsNone refUse = iota
 	// refsPlanEnv: the plan's env, which is every step's.
 	refsPlanEnv
@@ -60,20 +59,50 @@ func (b *builder) outputRef(ref OutputRef, pos Pos, where string, use refUse) {
 		return
 	}
 	s := b.consumer
-	if use == refsAttempt && !containsRef(s.Uses, ref) {
-		s.Uses = append(s.Uses, ref)
+	if use == refsAttempt {
+		if i := indexRef(s.Uses, ref); i < 0 {
+			s.Uses = append(s.Uses, ref)
+			b.usesPos = append(b.usesPos, pos)
+		} else if posBefore(pos, b.usesPos[i]) {
+			b.usesPos[i] = pos
+		}
 	}
 	b.outputUses = append(b.outputUses, outputUse{step: s, ref: ref, pos: pos, where: where})
 }
 
-func containsRef(refs []OutputRef, r OutputRef) bool {
-	for _, x := range refs {
+// sortUses puts the Uses of step s, the step just checked, in the order
+// they are written in the plan (its templates are checked run first).
+func (b *builder) sortUses(s *Step) {
+	pos := b.usesPos
+	b.usesPos = nil
+	if len(pos) != len(s.Uses) || len(pos) < 2 {
+		return
+	}
+	sort.Stable(usesByPos{s.Uses, pos})
+}
+
+type usesByPos struct {
+	uses []OutputRef
+	pos  []Pos
+}
+
+func (u usesByPos) Len() int           { return len(u.uses) }
+func (u usesByPos) Less(i, j int) bool { return posBefore(u.pos[i], u.pos[j]) }
+func (u usesByPos) Swap(i, j int) {
+	u.uses[i], u.uses[j] = u.uses[j], u.uses[i]
+	u.pos[i], u.pos[j] = u.pos[j], u.pos[i]
+}
+
+func indexRef(refs []OutputRef, r OutputRef) int {
+	for i, x := range refs {
 		if x == r {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
+
+func posBefore(a, b Pos) bool { return a.Line < b.Line || a.Line == b.Line && a.Col < b.Col }
 
 // recoveryRefs records the output references of a recovery script for the
 // step being checked, which runs it.

@@ -87,6 +87,8 @@ type builder struct {
 	consumer   *Step
 	outputUses []outputUse
 	cyclic     bool
+	// usesPos are the positions of the consumer's Uses, to sort them.
+	usesPos []Pos
 	// items counts the items of the plan's fan-outs (MaxPlanItems).
 	items        int
 	tooManyItems bool
@@ -675,7 +677,7 @@ func (b *builder) checkStep(s *Step) {
 		where = fmt.Sprintf("step %q", s.ID)
 	}
 	ext := s.src.extra // nil for the end step
-	b.consumer = s
+	b.consumer, b.usesPos = s, nil
 	defer func() { b.consumer = nil }()
 	b.itemVars = nil
 	if s.FanOut != nil {
@@ -737,6 +739,7 @@ func (b *builder) checkStep(s *Step) {
 	if ext != nil {
 		b.checkCache(ext, where)
 	}
+	b.sortUses(s)
 }
 
 // checkRun validates a step's run: a /command, or a shell script.

@@ -8,10 +8,10 @@ import (
 	"github.com/faber-run/faber/spec/subst"
 )
 
-// Validation of output references {steps.ID.outputs.KEY}: a template may use the outputs of a step that the step it
-// belongs to depends on, directly or not. The references are collected as
-// the steps are checked and checked once every step and every dependency is
-// known (checkOutputUses).
+// Validation of output references {steps.ID.outputs.KEY}: a template may
+// use the outputs of a step that the step it belongs to depends on, directly
+// or not. The references are collected as the steps are checked and checked
+// once every step and every dependency is known (checkOutputUses).
 
 // refUse is what an output reference is in the template being checked.
 type refUse int

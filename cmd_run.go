@@ -197,6 +197,7 @@ func runSession(g *Globals, s *run.Session, a sessionArgs) error {
 	s.OutputDir = a.outputDir
 	if a.parentRun != "" {
 		s.ResultFile = os.Getenv("FABER_RESULT")
+		s.OutputsFile = os.Getenv("FABER_OUTPUTS")
 	}
 	s.WantOutput = ui != "json"
 	s.Grown = tuneGCSteps

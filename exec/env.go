@@ -228,7 +228,7 @@ func (r *Runner) auxSpec(sr *stepRun, kind, script string, timeout time.Duration
 func (r *Runner) procFor(sr *stepRun, kind string, argv []string, timeout time.Duration, n int, fail *outcome, vars map[string]string, extra ...string) procSpec {
 	result := r.logPath(sr, kind, n, "result.json")
 	var outputs string
-	if kind == "attempt" && !sr.isEnd && sr.def.PlanPath == "" {
+	if kind == "attempt" && !sr.isEnd {
 		outputs = r.logPath(sr, kind, n, "outputs")
 		extra = append(extra, "FABER_OUTPUTS="+outputs)
 	}
@@ -334,10 +334,12 @@ const SetEnvPrefix = "FABER_SET_"
 // withoutSets is env without the FABER_SET_* entries: faber reads them, and
 // its programs get the values as FABER_CTX_<KEY>. Left in, they would reach
 // a sub-plan's child faber and set its context over the parent's context:.
+// FABER_OUTPUTS goes too: a child run's is its parent step's, which only
+// the child faber writes (its own handlers must not find it).
 func withoutSets(env []string) []string {
 	out := env[:0:0]
 	for _, e := range env {
-		if !strings.HasPrefix(e, SetEnvPrefix) {
+		if !strings.HasPrefix(e, SetEnvPrefix) && !strings.HasPrefix(e, "FABER_OUTPUTS=") {
 			out = append(out, e)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -342,4 +343,64 @@ func (o *outcome) exitText() string {
 		return ""
 	}
 	return strconv.Itoa(o.exitCode)
+}
+
+// AppendOutputs appends outs to the outputs file at path, each as a
+// here-document whose delimiter is no line of its value: ParseOutputs
+// reads back exactly these values. A sub-plan's child run hands its
+// declared outputs to its parent step this way.
+func AppendOutputs(path string, outs []Output) error {
+	var b strings.Builder
+	for _, o := range outs {
+		delim := "FABER_EOF"
+		for n := 1; hasLine(o.Value, delim); n++ {
+			delim = "FABER_EOF_" + strconv.Itoa(n)
+		}
+		b.WriteString(o.Key + "<<" + delim + "\n" + o.Value + "\n" + delim + "\n")
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(b.String())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// hasLine reports whether a line of v is delim (or delim and a CR).
+func hasLine(v, delim string) bool {
+	for _, l := range strings.Split(v, "\n") {
+		if l == delim || l == delim+"\r" {
+			return true
+		}
+	}
+	return false
+}
+
+// PlanOutputs are the values a plan's outputs: declares, from its context
+// and its steps' published values (states), in the order declared. A
+// template that names a value no step published is left out, and named in
+// missing.
+func PlanOutputs(p *spec.Plan, runID string, states []*StepState) (outs []Output, missing []string) {
+	vars := make(map[string]string, len(p.Context)+4)
+	for k, v := range p.Context {
+		vars[k] = v
+	}
+	vars["run_id"], vars["plan_name"] = runID, p.Name
+	for _, st := range states {
+		for _, o := range st.Outputs {
+			vars[subst.OutputName(st.ID, o.Key)] = o.Value
+		}
+	}
+	for _, k := range p.OutputKeys {
+		v, err := subst.Expand(p.Outputs[k], vars)
+		if err != nil {
+			missing = append(missing, fmt.Sprintf("%s (%v)", k, err))
+			continue
+		}
+		outs = append(outs, Output{Key: k, Value: v})
+	}
+	return outs, missing
 }

@@ -84,6 +84,7 @@ type rawPlan struct {
 	Phases           list[*rawPhase]   `yaml:"phases" doc:"Named groups of steps, run in order (use either phases or steps)."`
 	Steps            stepList          `yaml:"steps" doc:"The steps of a single phase named main (use either phases or steps)."`
 	End              *rawEnd           `yaml:"end" label:"end step" doc:"A step run at the end of every session that was not interrupted, whatever happened."`
+	Outputs          omap              `yaml:"outputs" pattern:"^[A-Za-z_][A-Za-z0-9_]*$" doc:"Values the plan publishes when it runs as a sub-plan and succeeds: KEY -> a template ({steps.<id>.outputs.<KEY>}, {name}); the parent's plan: step publishes them."`
 }
 
 type rawPhase struct {

@@ -124,7 +124,7 @@ func TestOutputUsesErrors(t *testing.T) {
 		{"fan-out item not upstream", head + "steps:\n  - {id: a, run: x, needs: []}\n  - {id: f, foreach: [1, 2], run: 'w {item} {steps.a.outputs.v}', needs: []}\n",
 			`plan.yaml:5:45: step "f": {steps.a.outputs.v}: step "a" is not upstream of "f"; add "a" to its needs`},
 		{"sub-plan", head + "steps:\n  - {id: s, plan: child.yaml}\n  - {id: b, run: 'echo {steps.s.outputs.v}'}\n",
-			`plan.yaml:5:24: step "b": {steps.s.outputs.v}: step "s" is a plan: step; it runs no process and publishes no outputs`},
+			`plan.yaml:5:24: step "b": {steps.s.outputs.v}: step "s" is a plan: step whose plan child.yaml declares no outputs: (a sub-plan publishes what its outputs: names)`},
 		{"self", head + "steps:\n  - {id: a, run: 'echo {steps.a.outputs.v}'}\n",
 			`plan.yaml:4:24: step "a": {steps.a.outputs.v}: the step cannot use its own outputs`},
 		{"end step referenced", head + "steps:\n  - {id: a, run: 'echo {steps.end.outputs.v}'}\nend: {run: x}\n",

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -157,8 +158,12 @@ func (b *builder) checkOutputUses() {
 			b.errorf(u.pos, "%s unknown step %q%s", head, id, hint)
 		case p.FanOut != nil:
 			b.errorf(u.pos, "%s step %q is a fan-out; it runs no process and publishes no outputs (its items run)", head, id)
-		case p.PlanPath != "":
-			b.errorf(u.pos, "%s step %q is a plan: step; it runs no process and publishes no outputs", head, id)
+		case p.PlanPath != "" && !slices.Contains(p.ChildOutputs, u.ref.Key):
+			if len(p.ChildOutputs) == 0 {
+				b.errorf(u.pos, "%s step %q is a plan: step whose plan %s declares no outputs: (a sub-plan publishes what its outputs: names)", head, id, p.Plan)
+			} else {
+				b.errorf(u.pos, "%s plan %s of step %q declares no output %q in its outputs:%s", head, p.Plan, id, u.ref.Key, suggest(u.ref.Key, p.ChildOutputs))
+			}
 		case c.Index < 0: // the end step runs after every step
 		case direct.has(b, c.Deps, id):
 		default:
@@ -363,4 +368,22 @@ func (g *stepGraph) reaches(b *builder, from, to *Step) bool {
 		}
 	}
 	return false
+}
+
+// planOutputs builds the plan's outputs: (what it publishes as a sub-plan):
+// templates over its context and its steps' outputs, any step's, as for
+// the end step.
+func (b *builder) planOutputs(raw *rawPlan) {
+	m := &raw.Outputs
+	if !m.Set {
+		return
+	}
+	b.plan.Outputs, b.plan.OutputKeys = b.omap(m)
+	// The templates are checked as an end step's would be: any step of the
+	// plan may be named (they are read when the run has succeeded).
+	b.consumer = &Step{Index: -1}
+	defer func() { b.consumer = nil }()
+	for i, k := range m.Keys {
+		b.checkTemplate(&m.Vals[i], "outputs: "+k.V, false, refsHandler)
+	}
 }

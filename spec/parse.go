@@ -169,8 +169,9 @@ type parser struct {
 	aborted bool                // budget exhausted: stop decoding
 	active  map[*yaml.Node]bool // alias targets being decoded (self-containing anchors)
 
-	subPlans   map[string]error  // sub-plan validation results by path and context keys
-	childNames map[string]string // sub-plan names by the same key
+	subPlans     map[string]error    // sub-plan validation results by path and context keys
+	childNames   map[string]string   // sub-plan names by the same key
+	childOutputs map[string][]string // the keys sub-plans declare in outputs:, by the same key
 
 	// ops counts the steps of the dependency loops (resolveDeps, needs,
 	// expandFanOuts), for TestNeedsLinear: they must grow linearly.

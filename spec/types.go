@@ -99,6 +99,11 @@ type Plan struct {
 	Steps  []*Step // every step in plan order, excluding End
 	End    *Step   // explicit end step, or nil
 
+	// Outputs are what the plan publishes, run as a sub-plan that
+	// succeeded (outputs:): key -> template, keys in file order.
+	Outputs    map[string]string
+	OutputKeys []string
+
 	Warnings []Diagnostic // e.g. invalid on_failure values treated as stop
 
 	goos string           // target OS for the default shell ("" = runtime.GOOS)
@@ -188,8 +193,9 @@ type Step struct {
 	PlanContext     map[string]string
 	PlanContextKeys []string
 	// ChildName is the child plan's name (set by validation), used to
-	// name the child run.
-	ChildName string
+	// name the child run; ChildOutputs the keys its outputs: declares.
+	ChildName    string
+	ChildOutputs []string
 
 	Pos Pos // position of the step's mapping (its `id:` key where known)
 

@@ -149,6 +149,7 @@ func (p *parser) build(raw *rawPlan) *Plan {
 	if raw.End != nil {
 		b.end(raw.End)
 	}
+	b.planOutputs(raw)
 	b.unusedSets()
 	b.resolveDeps()
 	b.findCycles()
@@ -1166,11 +1167,14 @@ func (b *builder) checkSubPlan(s *Step, ext *rawStep, where string) {
 		if child != nil {
 			if b.childNames == nil {
 				b.childNames = map[string]string{}
+				b.childOutputs = map[string][]string{}
 			}
 			b.childNames[key] = child.Name
+			b.childOutputs[key] = child.OutputKeys
 		}
 	}
 	s.ChildName = b.childNames[key]
+	s.ChildOutputs = b.childOutputs[key]
 	if err != nil {
 		msg := err.Error()
 		if inv, ok := err.(*Invalid); ok && len(inv.Errors) > 0 && inv.Errors[0].Line == 0 && inv.Errors[0].File == path {

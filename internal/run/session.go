@@ -52,6 +52,10 @@ type Session struct {
 	// its steps failed and why (the sub-plan result handshake; the parent
 	// step reads it as any step's result file).
 	ResultFile string
+	// OutputsFile is, for a child run, the parent step's $FABER_OUTPUTS:
+	// when the run succeeds, the session appends there what the plan's
+	// outputs: declares.
+	OutputsFile string
 
 	// Self is the argv prefix that runs faber itself (sub-plan steps).
 	Self []string
@@ -184,6 +188,15 @@ func (s *Session) Run(ctx context.Context) (Outcome, error) {
 		return Outcome{}, stateProblem(fmt.Errorf("%s; fix the state dir, then see what was recorded: faber status %s", msg, s.RunID))
 	}
 	out := Outcome{Status: status, States: r.States()}
+	if s.OutputsFile != "" && status == exec.RunSuccess && len(s.Plan.OutputKeys) > 0 {
+		outs, missing := exec.PlanOutputs(s.Plan, s.RunID, out.States)
+		for _, m := range missing {
+			s.warnf("outputs: %s; the parent step does not get it", m)
+		}
+		if err := exec.AppendOutputs(s.OutputsFile, outs); err != nil {
+			s.warnf("outputs: %v", err)
+		}
+	}
 	if s.ResultFile != "" && status != exec.RunSuccess {
 		writeChildResult(s.ResultFile, s.RunID, status, out.States, exec.NewMaskerOf(append(exec.SecretValues(s.Plan), r.Secrets...)))
 	}
@@ -206,4 +219,10 @@ func writeChildResult(path, runID, status string, states []*exec.StepState, mask
 	}
 	b, _ := json.Marshal(map[string]string{"status": "failure", "message": mask.String(msg)})
 	_ = os.WriteFile(path, b, 0o600)
+}
+
+func (s *Session) warnf(format string, args ...any) {
+	if s.Warn != nil {
+		s.Warn(fmt.Sprintf(format, args...))
+	}
 }

@@ -180,7 +180,7 @@ func printStatus(g *Globals, v *exec.View, all bool) error {
 			continue
 		}
 		text := n.String()
-		if s := exec.Status(st.Status); s != exec.StatusPending && !s.Succeeded() && n.Failed == 0 {
+		if s := exec.Status(st.Status); s != exec.StatusPending && !s.Satisfies() && n.Failed == 0 {
 			text += "; " + run.FirstLine(st.Error)
 		}
 		row("", st, text)

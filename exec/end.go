@@ -21,7 +21,7 @@ func (r *Runner) evaluate() (string, []string) {
 			remFailed = true
 		case s == StatusPendingFailed:
 			pendFailed = true
-		case !s.Succeeded():
+		case !s.Satisfies():
 			// failure, canceled, interrupted; pending (a step left
 			// waiting on a pending_failed one makes the run
 			// pending_failed, which takes precedence).

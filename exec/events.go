@@ -52,6 +52,8 @@ type StepStatus struct {
 	Phase     string     `json:"phase"`
 	Reason    string     `json:"reason,omitempty"` // why a reader set it (reset, classified ...)
 	StartedAt *time.Time `json:"started_at,omitempty"`
+	// When, on skipped, is the condition that was false.
+	When string `json:"when,omitempty"`
 }
 
 // StepOutput is the payload of step_output (never stored): which stream of

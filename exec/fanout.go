@@ -8,11 +8,12 @@ import (
 )
 
 // ItemCounts counts the items of one fan-out by how they stand: done
-// (success or cached), running (in progress, remediating, retrying), pending,
-// and failed (anything else: failure, remediation_failed, pending_failed,
-// canceled, interrupted). faber status and the live view both show these.
+// (success or cached), skipped (their condition was false), running (in
+// progress, remediating, retrying), pending, and failed (anything else:
+// failure, remediation_failed, pending_failed, canceled, interrupted).
+// faber status and the live view both show these.
 type ItemCounts struct {
-	Total, Done, Failed, Running, Pending int
+	Total, Done, Skipped, Failed, Running, Pending int
 }
 
 // Add counts n items (n < 0 takes them back) of a status.
@@ -21,6 +22,8 @@ func (c *ItemCounts) Add(status string, n int) {
 	switch s := Status(status); {
 	case s.Succeeded():
 		c.Done += n
+	case s == StatusSkipped:
+		c.Skipped += n
 	case s.Active():
 		c.Running += n
 	case s == StatusPending:
@@ -33,6 +36,9 @@ func (c *ItemCounts) Add(status string, n int) {
 // String is the counts as faber status shows them.
 func (c ItemCounts) String() string {
 	s := fmt.Sprintf("%d items: %d done", c.Total, c.Done)
+	if c.Skipped > 0 {
+		s += fmt.Sprintf(", %d skipped", c.Skipped)
+	}
 	if c.Failed > 0 {
 		s += fmt.Sprintf(", %d failed", c.Failed)
 	}
@@ -440,10 +446,12 @@ func (r *Runner) decideJoin(sr *stepRun) Event {
 	r.stampJoin(sr)
 	st.CacheKey = ""
 	var failed []string
-	canceled := 0
+	canceled, skipped := 0, 0
 	for _, it := range sr.join.items {
 		switch it.st.Status {
 		case StatusSuccess, StatusCached:
+		case StatusSkipped:
+			skipped++
 		case StatusCanceled:
 			canceled++
 		default:
@@ -453,6 +461,11 @@ func (r *Runner) decideJoin(sr *stepRun) Event {
 	var gone []string // items that left the run unfinished
 	if st.Expanded != nil && sr.join.dynamic {
 		gone = st.Expanded.Unfinished
+	}
+	if len(failed) == 0 && canceled == 0 && len(gone) == 0 && skipped > 0 && skipped == len(sr.join.items) {
+		// Every item's condition was false: the fan-out ran nothing.
+		st.Status, st.Error = StatusSkipped, ""
+		return r.statusEvent(sr)
 	}
 	if len(failed) == 0 && canceled == 0 && len(gone) == 0 {
 		st.Status, st.Error = StatusSuccess, ""
@@ -499,7 +512,7 @@ func (r *Runner) runJoin(sr *stepRun) {
 	if r.fatal != nil {
 		return
 	}
-	if sr.st.Status == StatusSuccess || sr.continued {
+	if Status(sr.st.Status).Satisfies() || sr.continued {
 		r.release(sr)
 	}
 }

@@ -277,6 +277,8 @@ func (r *Runner) useValue(u spec.OutputRef) (string, error) {
 		return "", &UsesError{u, fmt.Sprintf("step %q published no output %q (%s)", u.Step, u.Key, publishedKeys(p.st.Outputs))}
 	case p.st.Status == StatusFailure:
 		return "", &UsesError{u, fmt.Sprintf("step %q failed (on_failure: continue) and published no outputs", u.Step)}
+	case p.st.Status == StatusSkipped:
+		return "", &UsesError{u, fmt.Sprintf("step %q was skipped (its when: was false) and published no outputs", u.Step)}
 	}
 	return "", &UsesError{u, fmt.Sprintf("step %q is %s and published no outputs", u.Step, p.st.Status)}
 }

@@ -16,7 +16,7 @@ import (
 
 // satisfied reports whether a dependency lets its dependents start.
 func satisfied(d *stepRun) bool {
-	return Status(d.st.Status).Succeeded() || (d.st.Status == StatusFailure && d.continued)
+	return Status(d.st.Status).Satisfies() || (d.st.Status == StatusFailure && d.continued)
 }
 
 func (r *Runner) push(sr *stepRun) {
@@ -107,6 +107,16 @@ func (r *Runner) fill() {
 			}
 			continue
 		}
+		if sr.st.Status == StatusPending && sr.def.When != nil {
+			switch run, err := r.evalWhen(sr); {
+			case err != nil:
+				r.startAttempt(sr) // it fails the attempt; no cache lookup
+				continue
+			case !run:
+				r.skip(sr)
+				continue
+			}
+		}
 		if r.holdItem(sr) {
 			continue
 		}
@@ -180,6 +190,14 @@ func (r *Runner) freeSlot(sr *stepRun) {
 // startAttempt records the step in_progress, then starts its process.
 func (r *Runner) startAttempt(sr *stepRun) {
 	st := sr.st
+	// The condition is evaluated before every attempt (README
+	// "Conditions"); within a session its answer does not change.
+	run, whenErr := r.evalWhen(sr)
+	if whenErr == nil && !run {
+		r.freeSlot(sr) // a probe's slot
+		r.skip(sr)
+		return
+	}
 	// An attempt 1 of a step that never started has no result file left
 	// from an earlier process: every start is committed before its
 	// process runs, so a step whose record has no attempt ran none.
@@ -203,6 +221,9 @@ func (r *Runner) startAttempt(sr *stepRun) {
 	}
 	r.takeSlot(sr)
 	ps, err := r.attemptSpec(sr)
+	if err == nil && whenErr != nil {
+		err = &WhenError{Step: sr.def.ID, Err: whenErr}
+	}
 	ps.freshResult = fresh
 	ctrl := newCtrl()
 	// The attempt's log files are made while its start is committed (with
@@ -265,7 +286,7 @@ func (r *Runner) startAttempt(sr *stepRun) {
 	r.work(sr)
 	if err != nil {
 		out := outcome{startErr: err, exitCode: 127, started: now, finished: now}
-		if ue := (*UsesError)(nil); errors.As(err, &ue) {
+		if ue, we := (*UsesError)(nil), (*WhenError)(nil); errors.As(err, &ue) || errors.As(err, &we) {
 			// An output it uses is missing: the attempt fails with no
 			// process and no exit code, as a result file saying failure.
 			out = outcome{noProcess: true, resultStatus: "failure", resultMessage: err.Error(), started: now, finished: now}

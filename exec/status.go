@@ -26,6 +26,9 @@ const (
 	StatusPendingFailed     = "pending_failed"
 	StatusCanceled          = "canceled"
 	StatusInterrupted       = "interrupted"
+	// StatusSkipped: its condition (when:) was false; it ran nothing. Never
+	// success, never a failure (README "Conditions").
+	StatusSkipped = "skipped"
 )
 
 // AllStatuses returns every step status, in the order of SPEC §3's table
@@ -33,7 +36,7 @@ const (
 func AllStatuses() []Status {
 	return []Status{StatusPending, StatusInProgress, StatusSuccess, StatusCached, StatusFailure,
 		StatusRemediating, StatusRetrying, StatusRemediationFailed, StatusPendingFailed,
-		StatusCanceled, StatusInterrupted}
+		StatusCanceled, StatusInterrupted, StatusSkipped}
 }
 
 // Known reports whether s is one of AllStatuses (a record written by a
@@ -60,10 +63,18 @@ func (s Status) Active() bool {
 // was canceled or interrupted. Neither pending nor Active.
 func (s Status) Terminal() bool {
 	switch s {
-	case StatusSuccess, StatusCached, StatusFailure, StatusRemediationFailed, StatusPendingFailed, StatusCanceled, StatusInterrupted:
+	case StatusSuccess, StatusCached, StatusFailure, StatusRemediationFailed, StatusPendingFailed, StatusCanceled, StatusInterrupted, StatusSkipped:
 		return true
 	}
 	return false
+}
+
+// Satisfies reports whether the step lets its dependents run: it
+// succeeded (or was cached), or its condition skipped it. (A failure under
+// on_failure: continue does too; that is the step's setting, not its
+// status.)
+func (s Status) Satisfies() bool {
+	return s.Succeeded() || s == StatusSkipped
 }
 
 // Succeeded reports whether the step counts as success for its dependents
@@ -91,7 +102,7 @@ func (s Status) Failed() bool {
 // steps are orphans, made interrupted first (SPEC §10).
 func (s Status) Resumable() bool {
 	switch s {
-	case StatusFailure, StatusRemediationFailed, StatusCanceled, StatusInterrupted:
+	case StatusFailure, StatusRemediationFailed, StatusCanceled, StatusInterrupted, StatusSkipped:
 		return true
 	}
 	return false

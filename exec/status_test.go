@@ -14,14 +14,15 @@ import (
 // the methods; a status constant missing from AllStatuses, or a status of
 // AllStatuses missing from this table, fails the test.
 func TestStatusClassified(t *testing.T) {
-	type class struct{ active, terminal, succeeded, failed, resumable bool }
+	type class struct{ active, terminal, succeeded, failed, resumable, satisfies bool }
 	want := map[Status]class{
 		StatusPending:           {},
 		StatusInProgress:        {active: true},
 		StatusRemediating:       {active: true},
 		StatusRetrying:          {active: true},
-		StatusSuccess:           {terminal: true, succeeded: true},
-		StatusCached:            {terminal: true, succeeded: true},
+		StatusSuccess:           {terminal: true, succeeded: true, satisfies: true},
+		StatusCached:            {terminal: true, succeeded: true, satisfies: true},
+		StatusSkipped:           {terminal: true, resumable: true, satisfies: true},
 		StatusFailure:           {terminal: true, failed: true, resumable: true},
 		StatusRemediationFailed: {terminal: true, failed: true, resumable: true},
 		StatusPendingFailed:     {terminal: true, failed: true},
@@ -40,7 +41,7 @@ func TestStatusClassified(t *testing.T) {
 			t.Errorf("%s: no expected classification in this test", s)
 			continue
 		}
-		got := class{s.Active(), s.Terminal(), s.Succeeded(), s.Failed(), s.Resumable()}
+		got := class{s.Active(), s.Terminal(), s.Succeeded(), s.Failed(), s.Resumable(), s.Satisfies()}
 		if got != w {
 			t.Errorf("%s: got %+v, want %+v", s, got, w)
 		}

@@ -125,6 +125,7 @@ type rawStep struct {
 	Foreach     fanNode    `yaml:"foreach" doc:"Fan out over a list (scalars, or mappings whose fields are {item.<name>}), or {range: [from, to, step]}, {glob: pattern}, {lines: file}: one step <id>[<key>] per item, {item} its value."`
 	Matrix      matrixNode `yaml:"matrix" doc:"Fan out over every combination of name: [values] (exclude: a list of combinations to leave out); {item.<name>} is a value, {item} the combination."`
 	MaxParallel intv       `yaml:"max_parallel" min:"1" doc:"At most this many items of the fan-out run at once (within jobs)."`
+	When        str        `yaml:"when" doc:"A condition (expr language) over steps.<id>.status, steps.<id>.outputs.<KEY>, context.<key> and item, evaluated when the step is ready: false makes it skipped."`
 	rawCache    `yaml:",inline"`
 }
 

@@ -41,6 +41,18 @@ type outputUse struct {
 	ref   OutputRef
 	pos   Pos    // of the reference's {
 	where string // how messages name the template: step "b", step "b": on_failure, ...
+	// status: a condition (when:) reads the step's status, which every
+	// step has (ref.Key is ""); name is how messages name the reference.
+	status bool
+	name   string
+}
+
+// label is how messages name the reference.
+func (u outputUse) label() string {
+	if u.name != "" {
+		return u.name
+	}
+	return "{" + u.ref.Name() + "}"
 }
 
 // outputRef records (or rejects) an output reference of a template.
@@ -144,8 +156,12 @@ func (b *builder) checkOutputUses() {
 	for _, u := range uses {
 		c, id := u.step, u.ref.Step
 		p := ids[id]
-		head := fmt.Sprintf("%s: {%s}:", u.where, u.ref.Name())
+		head := fmt.Sprintf("%s: %s:", u.where, u.label())
 		switch {
+		case u.status && id == c.ID:
+			b.errorf(u.pos, "%s a step's condition cannot read its own status (it is decided by the condition)", head)
+		case u.status && id == "end":
+			b.errorf(u.pos, "%s the end step runs last", head)
 		case id == "end" && c.Index < 0, id == c.ID:
 			b.errorf(u.pos, "%s the step cannot use its own outputs (they are published when it has run)", head)
 		case id == "end":
@@ -156,6 +172,13 @@ func (b *builder) checkOutputUses() {
 				hint = suggest(id, b.sortedIDs(ids))
 			}
 			b.errorf(u.pos, "%s unknown step %q%s", head, id, hint)
+		case u.status:
+			switch {
+			case c.Index < 0:
+			case direct.has(b, c.Deps, id):
+			default:
+				far = append(far, u)
+			}
 		case p.FanOut != nil:
 			b.errorf(u.pos, "%s step %q is a fan-out; it runs no process and publishes no outputs (its items run)", head, id)
 		case p.PlanPath != "" && !slices.Contains(p.ChildOutputs, u.ref.Key):
@@ -198,7 +221,7 @@ func (b *builder) sortedIDs(ids map[string]*Step) []string {
 // referenced depends on c), by one search each.
 func (b *builder) notUpstream(g *stepGraph, u outputUse, ids map[string]*Step, search bool) {
 	c, id := u.step, u.ref.Step
-	head := fmt.Sprintf("%s: {%s}: step %q is not upstream of %q", u.where, u.ref.Name(), id, c.ID)
+	head := fmt.Sprintf("%s: %s: step %q is not upstream of %q", u.where, u.label(), id, c.ID)
 	switch {
 	case search && g.reaches(b, c, ids[id]):
 		b.errorf(u.pos, "%s: it depends on %q, so it runs after it", head, c.ID)

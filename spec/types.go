@@ -216,6 +216,9 @@ type Step struct {
 	// step's context), each once, in the order first written; nil for none.
 	// Handlers and recovery scripts find theirs when they run.
 	Uses []OutputRef
+	// When is the step's condition (when:), or nil; items of a fan-out
+	// share their fan-out step's.
+	When *When
 
 	// src is what the step was built from, while the plan is built.
 	src *stepSrc

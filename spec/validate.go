@@ -704,6 +704,9 @@ func (b *builder) checkStep(s *Step) {
 	if rs.Run.Set && strings.TrimSpace(s.Run) == "" {
 		b.errorf(rs.Run.Pos, "%s: run is empty", where)
 	}
+	if ext != nil && ext.When.Set {
+		b.checkWhen(s, &ext.When, where)
+	}
 	if ext != nil && ext.Context.Set && !hasPlan {
 		b.errorf(ext.keyPos("context"), "%s: context is only for plan: steps (use the plan's context)", where)
 	}

@@ -104,7 +104,7 @@ func checkSize(t *testing.T, view string, w, h int) {
 func TestViewShowsEveryStatus(t *testing.T) {
 	all := []string{exec.StatusPending, exec.StatusInProgress, exec.StatusSuccess, exec.StatusFailure,
 		exec.StatusRemediating, exec.StatusRetrying, exec.StatusRemediationFailed, exec.StatusPendingFailed,
-		exec.StatusCanceled, exec.StatusInterrupted}
+		exec.StatusCanceled, exec.StatusInterrupted, exec.StatusSkipped}
 	var steps []StepDef
 	for _, st := range all {
 		steps = append(steps, StepDef{ID: "s-" + st, Phase: "build", Handler: "/faber:debug --problem {error}"})
@@ -125,7 +125,7 @@ func TestViewShowsEveryStatus(t *testing.T) {
 	checkSize(t, v, 120, 40)
 	glyphs := map[string]string{
 		exec.StatusPending: "·", exec.StatusSuccess: "✓", exec.StatusFailure: "✗", exec.StatusRetrying: "↻",
-		exec.StatusRemediationFailed: "✗", exec.StatusPendingFailed: "?", exec.StatusCanceled: "⊘", exec.StatusInterrupted: "■",
+		exec.StatusRemediationFailed: "✗", exec.StatusPendingFailed: "?", exec.StatusCanceled: "⊘", exec.StatusInterrupted: "■", exec.StatusSkipped: "↷",
 		exec.StatusInProgress: spinnerFrames[0], exec.StatusRemediating: spinnerFrames[0],
 	}
 	for _, st := range all {
@@ -155,7 +155,7 @@ func TestViewShowsEveryStatus(t *testing.T) {
 	if row := rowOf(t, v, "s-"+exec.StatusFailure); !strings.Contains(row, "boom in failure") {
 		t.Errorf("failed row lacks its error: %q", row)
 	}
-	for _, want := range []string{"demo", "demo-20260102T030405-abcd", "6/10", "1 success", "3 running", "2 failed", "1 pending_failed", "1 canceled", "1 interrupted", "1 pending", "build  6/10 2 failed"} {
+	for _, want := range []string{"demo", "demo-20260102T030405-abcd", "7/11", "1 success", "1 skipped", "3 running", "2 failed", "1 pending_failed", "1 canceled", "1 interrupted", "1 pending", "build  7/11 2 failed"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("header lacks %q:\n%s", want, v)
 		}

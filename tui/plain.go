@@ -102,6 +102,9 @@ func PlainLine(e exec.Event, s Styles) string {
 		if d.Error != "" && e.Status != exec.StatusSuccess {
 			msg += ": " + oneLine(d.Error)
 		}
+		if d.When != "" {
+			msg += ": when: " + oneLine(d.When) + " is false"
+		}
 		return msg
 	case exec.EvRetryReserved:
 		d := data[exec.RetryReserved](e)

@@ -117,6 +117,8 @@ func (s Styles) Glyph(status string) string {
 		return s.Render(s.Alert, "?")
 	case exec.StatusCanceled:
 		return s.Render(s.Dim, "⊘")
+	case exec.StatusSkipped:
+		return s.Render(s.Dim, "↷")
 	case exec.StatusInterrupted:
 		return s.Render(s.Warn, "■")
 	}
@@ -141,7 +143,7 @@ func (s Styles) StatusStyle(status string) lipgloss.Style {
 		return s.Warn
 	case exec.StatusPendingFailed:
 		return s.Alert
-	case exec.StatusCanceled:
+	case exec.StatusCanceled, exec.StatusSkipped:
 		return s.Dim
 	}
 	return s.Pending

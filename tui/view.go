@@ -478,6 +478,7 @@ func (m *Model) countGroups() []countGroup {
 	return []countGroup{
 		{c[exec.StatusSuccess], exec.StatusSuccess, "success"},
 		{c[exec.StatusCached], exec.StatusCached, "cached"},
+		{c[exec.StatusSkipped], exec.StatusSkipped, "skipped"},
 		{c[exec.StatusInProgress] + c[exec.StatusRemediating] + c[exec.StatusRetrying], exec.StatusInProgress, "running"},
 		{c[exec.StatusFailure] + c[exec.StatusRemediationFailed], exec.StatusFailure, "failed"},
 		{c[exec.StatusPendingFailed], exec.StatusPendingFailed, "pending_failed"},

@@ -56,6 +56,10 @@ func (r *Runner) probeCache(sr *stepRun) bool {
 		}
 		needs[d.def.ID] = NeedKey(d.st, r.Plan, d.def)
 	}
+	for _, u := range sr.def.Uses {
+		// The values it substitutes are part of what it is given.
+		needs["{"+u.Name()+"}"] = r.useKey(u)
+	}
 	forced := r.forced(sr)
 	read := !r.NoCache && !forced
 	p, def, cache := r.Plan, sr.def, r.Cache
@@ -170,6 +174,7 @@ func (r *Runner) cacheProbed(sr *stepRun, m msg) {
 	st.Hash = m.probe.DefHash
 	st.CacheKey = m.probe.Key
 	st.CachedFrom = &CachedFrom{RunID: e.RunID, Attempt: e.Attempt, Seq: e.Seq}
+	st.Outputs = e.Values
 	hit := Event{Type: EvStepCacheHit, StepID: st.ID, Attempt: st.Attempt, Data: &CacheHit{
 		CachedAttempt: e.Attempt, CachedRunID: e.RunID, CachedSeq: e.Seq, Key: e.Key,
 	}}
@@ -245,7 +250,7 @@ func (r *Runner) storeEntry(sr *stepRun) {
 	}
 	e := &CacheEntry{
 		Attempt: sr.st.Attempt, DefHash: pr.DefHash, Inputs: pr.Inputs, Key: pr.Key, KeyOut: pr.KeyOut,
-		Mode: pr.Mode, Needs: pr.Needs, Outputs: sr.cache.outs, Plan: r.Plan.Name, RunID: r.RunID,
+		Mode: pr.Mode, Needs: pr.Needs, Outputs: sr.cache.outs, Values: sr.st.Outputs, Plan: r.Plan.Name, RunID: r.RunID,
 		Seq: r.seq, Step: sr.def.ID, Time: r.now().UTC().Format(time.RFC3339Nano),
 	}
 	for _, v := range r.secrets {

@@ -39,11 +39,14 @@ type CacheEntry struct {
 	Mode    string            `json:"mode"`
 	Needs   map[string]string `json:"needs"`
 	Outputs map[string]string `json:"outputs"`
-	Plan    string            `json:"plan"`
-	RunID   string            `json:"run_id"`
-	Seq     int64             `json:"seq"`
-	Step    string            `json:"step"`
-	Time    string            `json:"time"`
+	// Values are what the step published ($FABER_OUTPUTS): a cached step
+	// has them again.
+	Values []Output `json:"values,omitempty"`
+	Plan   string   `json:"plan"`
+	RunID  string   `json:"run_id"`
+	Seq    int64    `json:"seq"`
+	Step   string   `json:"step"`
+	Time   string   `json:"time"`
 	// Mask holds the secret values (spec.Plan.Secrets) that appear in the
 	// paths above, so that the entry is shown masked whether or not the run
 	// that wrote it is still there. The file is private, as meta.json is.

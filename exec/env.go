@@ -33,7 +33,7 @@ func (r *Runner) vars(sr *stepRun, attempt int, fail *outcome) map[string]string
 	if fail != nil {
 		fv = &FailValues{
 			Error:      sr.st.Error,
-			ExitCode:   strconv.Itoa(fail.exitCode),
+			ExitCode:   fail.exitText(),
 			StdoutFile: r.logPath(sr, "attempt", sr.failedN, "out"),
 			StderrFile: r.logPath(sr, "attempt", sr.failedN, "err"),
 		}
@@ -85,7 +85,7 @@ func (r *Runner) env(sr *stepRun, attempt int, vars map[string]string, result st
 	if fail != nil {
 		e = append(e,
 			"FABER_ERROR="+sr.st.Error,
-			"FABER_RETURN_CODE="+strconv.Itoa(fail.exitCode),
+			"FABER_RETURN_CODE="+fail.exitText(),
 			"FABER_FAILED_ATTEMPT="+strconv.Itoa(sr.failedN),
 			"FABER_STDOUT_FILE="+r.logPath(sr, "attempt", sr.failedN, "out"),
 			"FABER_STDERR_FILE="+r.logPath(sr, "attempt", sr.failedN, "err"),
@@ -157,6 +157,9 @@ func (r *Runner) grace(sr *stepRun) time.Duration {
 func (r *Runner) attemptSpec(sr *stepRun) (procSpec, error) {
 	n := sr.st.Attempt
 	vars := r.vars(sr, n, nil)
+	if err := r.addUses(vars, sr.def.Uses); err != nil {
+		return procSpec{}, err
+	}
 	if sr.def.PlanPath != "" {
 		return r.childSpec(sr, vars)
 	}
@@ -209,6 +212,9 @@ func (r *Runner) directArgv(sr *stepRun) []string {
 // auxSpec builds a recovery script process for the failed attempt.
 func (r *Runner) auxSpec(sr *stepRun, kind, script string, timeout time.Duration) (procSpec, error) {
 	vars := r.vars(sr, sr.failedN, sr.failed)
+	if err := r.addUsesIn(vars, script); err != nil {
+		return procSpec{}, err
+	}
 	argv, env, err := r.scriptArgv(sr, script, vars)
 	if err != nil {
 		return procSpec{}, err
@@ -221,15 +227,21 @@ func (r *Runner) auxSpec(sr *stepRun, kind, script string, timeout time.Duration
 // every caller has built already.
 func (r *Runner) procFor(sr *stepRun, kind string, argv []string, timeout time.Duration, n int, fail *outcome, vars map[string]string, extra ...string) procSpec {
 	result := r.logPath(sr, kind, n, "result.json")
+	var outputs string
+	if kind == "attempt" && !sr.isEnd && sr.def.PlanPath == "" {
+		outputs = r.logPath(sr, kind, n, "outputs")
+		extra = append(extra, "FABER_OUTPUTS="+outputs)
+	}
 	ps := procSpec{
-		argv:       argv,
-		dir:        r.workDir(sr, vars),
-		env:        r.env(sr, n, vars, result, fail, extra),
-		stdoutPath: r.logPath(sr, kind, n, "out"),
-		stderrPath: r.logPath(sr, kind, n, "err"),
-		resultPath: result,
-		timeout:    timeout,
-		grace:      r.grace(sr),
+		argv:        argv,
+		dir:         r.workDir(sr, vars),
+		env:         r.env(sr, n, vars, result, fail, extra),
+		stdoutPath:  r.logPath(sr, kind, n, "out"),
+		stderrPath:  r.logPath(sr, kind, n, "err"),
+		resultPath:  result,
+		outputsPath: outputs,
+		timeout:     timeout,
+		grace:       r.grace(sr),
 	}
 	// A child run (faber --ui json) reports its events on stdout.
 	child := sr.def.PlanPath != "" && kind == "attempt"

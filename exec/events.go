@@ -47,9 +47,11 @@ type StepStatus struct {
 	Error          string      `json:"error,omitempty"`
 	FinishedAt     *time.Time  `json:"finished_at,omitempty"`
 	HandlerCommand string      `json:"handler_command,omitempty"` // remediating: the handler's command line
-	Phase          string      `json:"phase"`
-	Reason         string      `json:"reason,omitempty"` // why a reader set it (reset, classified ...)
-	StartedAt      *time.Time  `json:"started_at,omitempty"`
+	// Outputs, on success or cached, are the values the step published.
+	Outputs   []Output   `json:"outputs,omitempty"`
+	Phase     string     `json:"phase"`
+	Reason    string     `json:"reason,omitempty"` // why a reader set it (reset, classified ...)
+	StartedAt *time.Time `json:"started_at,omitempty"`
 }
 
 // StepOutput is the payload of step_output (never stored): which stream of

@@ -287,7 +287,15 @@ func (r *Runner) invokeHandler(sr *stepRun, out outcome) {
 		args = of.Args
 	}
 	vars := r.vars(sr, sr.failedN, &out)
-	argv, _, err := r.Plan.ResolveCommand(of.Command, args, vars)
+	tmpls := []string{of.Command}
+	for _, a := range args {
+		tmpls = append(tmpls, a.Value)
+	}
+	var argv []string
+	err := r.addUsesIn(vars, tmpls...)
+	if err == nil {
+		argv, _, err = r.Plan.ResolveCommand(of.Command, args, vars)
+	}
 	st.Status = StatusRemediating
 	ev := r.statusEvent(sr)
 	if err == nil {

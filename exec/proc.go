@@ -32,8 +32,11 @@ type procSpec struct {
 	stdoutPath string
 	stderrPath string
 	resultPath string
-	timeout    time.Duration // 0 = none
-	grace      time.Duration
+	// outputsPath is $FABER_OUTPUTS of a step's attempt ("" for other
+	// processes): read once the attempt succeeded (readOutputs).
+	outputsPath string
+	timeout     time.Duration // 0 = none
+	grace       time.Duration
 	// onLine, if set, receives each complete output line (and a final partial
 	// one); it must not block. Lines are read back from the log files
 	// (echo.go), or, with pipeLines (a sub-plan's event stream), taken from
@@ -101,6 +104,12 @@ type outcome struct {
 	cause string
 	// cgErr says why an attempt with a memory or CPU limit got no cgroup.
 	cgErr error
+	// outputs are what a successful attempt published ($FABER_OUTPUTS).
+	outputs []Output
+	// noProcess: the attempt failed before a process could start, for a
+	// reason of the plan's (an output it uses is missing): it has no exit
+	// code, and only match_all rules match it, as a result-file failure.
+	noProcess bool
 }
 
 // failed reports whether the process counts as failed (SPEC §3).
@@ -299,6 +308,9 @@ func openLogs(ps procSpec) (l procLogs) {
 		// A fresh path each attempt; never trust a stale one (a new log
 		// directory holds none).
 		_ = os.Remove(ps.resultPath)
+		if ps.outputsPath != "" {
+			_ = os.Remove(ps.outputsPath)
+		}
 	}
 	return l
 }

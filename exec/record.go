@@ -31,6 +31,7 @@ func statusPayload(st *StepState, withEnd bool) *StepStatus {
 	d := &StepStatus{Phase: st.Phase, Error: st.Error, ChildRunID: st.ChildRunID}
 	if Status(st.Status).Succeeded() {
 		d.CacheKey = st.CacheKey
+		d.Outputs = st.Outputs
 	}
 	if st.StartedAt != nil {
 		d.StartedAt = timep(st.StartedAt.UTC())

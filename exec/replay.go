@@ -212,6 +212,7 @@ func (p *Replayer) apply(e *Event) {
 		}
 		st.Error = d.Error
 		st.CacheKey = d.CacheKey
+		st.Outputs = d.Outputs
 		if e.Status != StatusCached {
 			st.CachedFrom = nil
 		}
@@ -314,6 +315,8 @@ func normalized(e *Event) Event {
 			ms := *d.DurationMs
 			c.DurationMs = &ms
 		}
+		// Keys are ASCII; a value reads back byte-exact (Output's JSON).
+		c.Outputs = slices.Clone(d.Outputs)
 		if a := d.AttemptEnd; a != nil {
 			c.AttemptEnd = &AttemptEnd{Attempt: a.Attempt, Cause: validUTF8(a.Cause), ExitCode: a.ExitCode}
 			if r := a.Resources; r != nil {

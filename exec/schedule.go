@@ -3,6 +3,7 @@ package exec
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -196,6 +197,7 @@ func (r *Runner) startAttempt(sr *stepRun) {
 	st.PGID, st.PStart, st.Job = 0, "", ""
 	st.Hash = StepHash(r.Plan, sr.def)
 	st.CacheKey, st.CachedFrom = "", nil
+	st.Outputs = nil
 	if sr.def.PlanPath != "" && st.ChildRunID == "" {
 		st.ChildRunID = r.NewRunID(sr.def.ChildName, now)
 	}
@@ -246,6 +248,7 @@ func (r *Runner) startAttempt(sr *stepRun) {
 				aheadDone(g.ahead)
 				r.ahead.Done()
 			}
+			out.readOutputs(ps)
 			r.hashOutputs(sr, &out)
 			r.msgs <- msg{kind: mAttemptDone, sr: sr, out: out}
 		}()
@@ -261,11 +264,15 @@ func (r *Runner) startAttempt(sr *stepRun) {
 	sr.ctrl = ctrl
 	r.work(sr)
 	if err != nil {
-		// Cannot happen for a validated plan; record it as a failed attempt
-		// rather than losing the step.
-		go func() {
-			r.msgs <- msg{kind: mAttemptDone, sr: sr, out: outcome{startErr: err, exitCode: 127, started: now, finished: now}}
-		}()
+		out := outcome{startErr: err, exitCode: 127, started: now, finished: now}
+		if ue := (*UsesError)(nil); errors.As(err, &ue) {
+			// An output it uses is missing: the attempt fails with no
+			// process and no exit code, as a result file saying failure.
+			out = outcome{noProcess: true, resultStatus: "failure", resultMessage: err.Error(), started: now, finished: now}
+		}
+		// Otherwise it cannot happen for a validated plan; recorded as a
+		// failed attempt rather than losing the step.
+		go func() { r.msgs <- msg{kind: mAttemptDone, sr: sr, out: out} }()
 		return
 	}
 	g := startGate{ok: true, ahead: r.logDirsAhead(sr)}
@@ -309,6 +316,7 @@ func (r *Runner) reattach(sr *stepRun) {
 			logs.close()
 		}
 		o.finished = time.Now()
+		o.readOutputs(ps)
 		r.hashOutputs(sr, &o)
 		r.msgs <- msg{kind: mAttemptDone, sr: sr, out: o}
 	}()
@@ -421,6 +429,9 @@ func (r *Runner) attemptDone(sr *stepRun, out outcome) {
 		st.DurationMs = out.finished.Sub(*st.StartedAt).Milliseconds()
 	}
 	st.ExitCode = intp(out.exitCode)
+	if out.noProcess {
+		st.ExitCode = nil
+	}
 	st.PGID, st.PStart, st.Job = 0, "", ""
 	if sr.def.PlanPath == "" && sr.def.FanOut == nil {
 		sr.ended = attemptEnd(st.Attempt, &out)
@@ -453,6 +464,7 @@ func (r *Runner) attemptDone(sr *stepRun, out outcome) {
 		r.freeSlot(sr)
 		st.Status = StatusSuccess
 		st.Error = ""
+		st.Outputs = out.outputs
 		if sr.cache.probe == nil {
 			// Stored with the next commit (the start of a dependent),
 			// before any process starts: see commitLater.

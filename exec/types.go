@@ -114,6 +114,10 @@ type StepState struct {
 	// Job is the batch scheduler's job of the running attempt
 	// ("slurm:123"): resume re-attaches to it while it runs.
 	Job string `json:"job,omitempty"`
+	// Outputs are what the step's successful attempt published (README
+	// "Step outputs"), or a cached step's restored: byte-exact in the
+	// owner's record, with secrets masked in a view replayed from events.
+	Outputs []Output `json:"outputs,omitempty"`
 }
 
 // RunState is the persisted run record.

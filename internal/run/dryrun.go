@@ -174,6 +174,7 @@ func buildDryStep(p *spec.Plan, s *spec.Step) (*DryStep, error) {
 		ds.Needs = []string{}
 	}
 	vars := exec.StepVars(p, s, PhRunID, PhAttempt, nil)
+	addOutputPh(vars, p, s)
 	if j := FanOutOf(s); j != nil {
 		return dryJoin(ds, p, s, j, vars)
 	}
@@ -222,6 +223,7 @@ func buildDryStep(p *spec.Plan, s *spec.Step) (*DryStep, error) {
 	}
 	hvars := exec.StepVars(p, s, PhRunID, PhAttempt, &exec.FailValues{
 		Error: PhError, ExitCode: PhExitCode, StdoutFile: PhStdoutFile, StderrFile: PhStderrFile})
+	addOutputPh(hvars, p, s)
 	if fh := p.FailureHandlers[s.FailureHandler]; fh != nil {
 		dh := &DryHandler{Name: fh.Name}
 		for _, r := range fh.Rules {
@@ -403,6 +405,37 @@ func dryCacheOf(stateDir string, p *spec.Plan, dp *DryPlan, noCache bool, force 
 		}
 		if c.Reason == "" {
 			c.Cached, c.FromRun, c.Attempt = true, e.RunID, e.Attempt
+		}
+	}
+}
+
+// addOutputPh gives each output reference in the step's templates
+// ({steps.ID.outputs.KEY}) the placeholder <steps.ID.outputs.KEY>: its value
+// is known once that step has run.
+func addOutputPh(vars map[string]string, p *spec.Plan, s *spec.Step) {
+	tmpls := []string{s.Run, s.Dir, s.OnFailure.Command}
+	for _, v := range s.Env {
+		tmpls = append(tmpls, v)
+	}
+	for _, v := range s.PlanContext {
+		tmpls = append(tmpls, v)
+	}
+	for _, a := range s.OnFailure.Args {
+		tmpls = append(tmpls, a.Value)
+	}
+	if fh := p.FailureHandlers[s.FailureHandler]; fh != nil {
+		for _, r := range fh.Rules {
+			tmpls = append(tmpls, r.RecoveryScript)
+		}
+	}
+	for _, t := range tmpls {
+		if !strings.Contains(t, "{steps.") {
+			continue
+		}
+		for _, ref := range subst.Names(t) {
+			if _, _, ok := subst.OutputRef(ref.Name); ok {
+				vars[ref.Name] = "<" + ref.Name + ">"
+			}
 		}
 	}
 }

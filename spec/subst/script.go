@@ -15,12 +15,12 @@ const EnvPrefix = "FABER_SUB_"
 
 // envName is the variable that hands {name} to the shell; the dot of
 // {item.x} becomes __, as a shell name has no dots. In an output reference
-// the step id, which may hold '-' and '_', is spelt with '_' as "_u" and '-'
-// as "_d", so that two ids never share a variable:
+// the step id, which may hold '-', '.' and '_', is spelt with '_' as "_u",
+// '-' as "_d" and '.' as "_o", so that two ids never share a variable:
 // {steps.a-b.outputs.v} is FABER_SUB_steps__a_db__outputs__v.
 func envName(name string) string {
 	if step, key, ok := OutputRef(name); ok {
-		id := strings.NewReplacer("_", "_u", "-", "_d").Replace(step)
+		id := strings.NewReplacer("_", "_u", "-", "_d", ".", "_o").Replace(step)
 		return EnvPrefix + "steps__" + id + "__outputs__" + key
 	}
 	return EnvPrefix + strings.ReplaceAll(name, ".", "__")

@@ -104,25 +104,27 @@ func nameLen(s string) int {
 const OutputsInfix = ".outputs."
 
 // outputRefLen is the length of a steps.<id>.outputs.<key> prefix of s
-// (id: [A-Za-z0-9_-]+, key: [A-Za-z_][A-Za-z0-9_]*), or 0.
+// (id: [A-Za-z0-9_.-]+, key: [A-Za-z_][A-Za-z0-9_]*), or 0. A step id may
+// hold dots, a key may not: the last ".outputs." ends the id.
 func outputRefLen(s string) int {
 	i := len("steps.")
 	j := i
 	for j < len(s) && idByte(s[j]) {
 		j++
 	}
-	if j == i || !strings.HasPrefix(s[j:], OutputsInfix) {
+	k := strings.LastIndex(s[i:j], OutputsInfix)
+	if k <= 0 {
 		return 0
 	}
-	k := j + len(OutputsInfix)
-	if m := KeyLen(s[k:]); m > 0 {
-		return k + m
+	key := s[i+k+len(OutputsInfix) : j]
+	if key == "" || KeyLen(key) != len(key) {
+		return 0
 	}
-	return 0
+	return j
 }
 
 func idByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
 }
 
 // KeyLen returns the length of the [A-Za-z_][A-Za-z0-9_]* prefix of s: an
@@ -147,7 +149,7 @@ func OutputRef(name string) (step, key string, ok bool) {
 		return "", "", false
 	}
 	rest := name[len("steps."):]
-	i := strings.Index(rest, OutputsInfix)
+	i := strings.LastIndex(rest, OutputsInfix)
 	return rest[:i], rest[i+len(OutputsInfix):], true
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/faber-run/faber/internal/run"
@@ -84,6 +85,27 @@ func printGraph(w io.Writer, p *spec.Plan) {
 	if p.End != nil {
 		fmt.Fprintf(w, "end step: %s, runs last, after every step\n", p.End.ID)
 	}
+	// The values steps pass on, once per fan-out (its items use the same).
+	var lines []string
+	for _, f := range run.Flows(p) {
+		to := f.To
+		if n := nodes[f.To]; n != nil {
+			to = edgeName(n)
+		}
+		l := fmt.Sprintf("  %s -> %s: %s", f.From, to, strings.Join(f.Keys, ", "))
+		if !f.Direct && f.To != "end" {
+			l += " (from further upstream)"
+		}
+		if !slices.Contains(lines, l) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > 0 {
+		fmt.Fprintln(w, "values passed:")
+		for _, l := range lines {
+			fmt.Fprintln(w, l)
+		}
+	}
 }
 
 // graphName is a node on a level line: a join with its fan-out, items not
@@ -130,6 +152,33 @@ func printDot(w io.Writer, p *spec.Plan) {
 		fmt.Fprintln(w, "  }")
 	}
 	type edge struct{ from, to *run.Node }
+	// A dependency that passes values is labelled with their keys; a value
+	// from further upstream (or to the end step) is a dotted edge of its own.
+	labels := map[edge][]string{}
+	var far []edge
+	for _, f := range run.Flows(p) {
+		to := nodes[f.To]
+		if f.To == "end" && p.End != nil {
+			to = &run.Node{ID: p.End.ID}
+		}
+		e := edge{nodes[f.From], to}
+		if !f.Direct {
+			if _, ok := labels[e]; !ok {
+				far = append(far, e)
+			}
+		}
+		for _, k := range f.Keys {
+			if !slices.Contains(labels[e], k) {
+				labels[e] = append(labels[e], k)
+			}
+		}
+	}
+	label := func(e edge) string {
+		if ks := labels[e]; len(ks) > 0 {
+			return "label=" + dotID(strings.Join(ks, ", "))
+		}
+		return ""
+	}
 	seenEdge := map[edge]bool{}
 	for _, s := range p.Steps {
 		for _, d := range s.Deps {
@@ -138,7 +187,11 @@ func printDot(w io.Writer, p *spec.Plan) {
 				continue
 			}
 			seenEdge[e] = true
-			fmt.Fprintf(w, "  %s -> %s;\n", dotID(e.from.ID), dotID(e.to.ID))
+			attrs := ""
+			if l := label(e); l != "" {
+				attrs = " [" + l + "]"
+			}
+			fmt.Fprintf(w, "  %s -> %s%s;\n", dotID(e.from.ID), dotID(e.to.ID), attrs)
 		}
 	}
 	if p.End != nil {
@@ -148,6 +201,12 @@ func printDot(w io.Writer, p *spec.Plan) {
 			if len(deps[s.ID]) == 0 {
 				fmt.Fprintf(w, "  %s -> %s [style=dashed];\n", dotID(s.ID), dotID(p.End.ID))
 			}
+		}
+	}
+	for _, e := range far {
+		if !seenEdge[e] {
+			seenEdge[e] = true
+			fmt.Fprintf(w, "  %s -> %s [style=dotted, constraint=false, %s];\n", dotID(e.from.ID), dotID(e.to.ID), label(e))
 		}
 	}
 	fmt.Fprintln(w, "}")

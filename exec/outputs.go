@@ -118,6 +118,9 @@ func ParseOutputs(b []byte) ([]Output, error) {
 		return nil
 	}
 	n := 0
+	// next returns the next line without its \n; a heredoc's lines keep
+	// every byte (a value may end in \r), other lines lose a \r before
+	// the \n (CRLF files).
 	next := func() (string, bool) {
 		if len(b) == 0 {
 			return "", false
@@ -130,13 +133,14 @@ func ParseOutputs(b []byte) ([]Output, error) {
 		} else {
 			l, b = b[:i], b[i+1:]
 		}
-		return strings.TrimSuffix(string(l), "\r"), true
+		return string(l), true
 	}
 	for {
 		line, ok := next()
 		if !ok {
 			return outs, nil
 		}
+		line = strings.TrimSuffix(line, "\r")
 		if line == "" {
 			continue
 		}
@@ -160,7 +164,7 @@ func ParseOutputs(b []byte) ([]Output, error) {
 				if !ok {
 					return nil, &OutputsError{start, fmt.Sprintf("%s<<%s: no line %q ends the value", key, delim, delim)}
 				}
-				if l == delim {
+				if l == delim || l == delim+"\r" {
 					break
 				}
 				size += len(l) + 1

@@ -252,6 +252,7 @@ func (b *builder) reportCycle(cycle []int) {
 		names = append(names, b.plan.Steps[cycle[(first+i)%len(cycle)]].ID)
 	}
 	names = append(names, names[0])
+	b.cyclic = true
 	s := b.plan.Steps[cycle[first]]
 	pos := s.Pos
 	if written := s.writtenNeeds(); written != nil {

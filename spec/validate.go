@@ -80,6 +80,15 @@ type builder struct {
 	// counts the needs of unknown steps (maxSuggested get a suggestion).
 	knownIDs     []string
 	unknownNeeds int
+	// consumer is the step whose templates are being checked (nil outside
+	// checkStep); outputUses are the output references of the steps'
+	// templates, checked once every step and dependency is known
+	// (checkOutputUses); cyclic is set when findCycles found a cycle.
+	consumer   *Step
+	outputUses []outputUse
+	cyclic     bool
+	// usesPos are the positions of the consumer's Uses, to sort them.
+	usesPos []Pos
 	// items counts the items of the plan's fan-outs (MaxPlanItems).
 	items        int
 	tooManyItems bool
@@ -131,7 +140,7 @@ func (p *parser) build(raw *rawPlan) *Plan {
 	b.context(raw)
 	b.secrets(raw)
 	for i := range raw.Env.Vals {
-		b.checkVars(&raw.Env.Vals[i], "env", false)
+		b.checkTemplate(&raw.Env.Vals[i], "env", false, refsPlanEnv)
 	}
 	b.agent(raw)
 	b.commands(raw)
@@ -143,6 +152,7 @@ func (p *parser) build(raw *rawPlan) *Plan {
 	b.unusedSets()
 	b.resolveDeps()
 	b.findCycles()
+	b.checkOutputUses()
 	b.runScriptChecks()
 	b.expandFanOuts()
 	// What the plan was built from goes: a plan of 100,000 steps would keep
@@ -347,7 +357,7 @@ func (b *builder) commands(raw *rawPlan) {
 			b.errorf(v.Pos, "%s: %v", where, err)
 			continue
 		}
-		b.checkVars(&v, where, true)
+		b.checkTemplate(&v, where, true, refsCommands)
 		if len(words) > 0 && !strings.Contains(words[0], "{") {
 			if msg := b.checkProgram(words[0]); msg != "" {
 				b.errorf(v.Pos, "%s: %s", where, msg)
@@ -414,7 +424,7 @@ func (b *builder) handlers(raw *rawPlan) {
 			}
 			b.ruleRaw[r] = rr
 			if rr.RecoveryScript.Set {
-				b.checkVars(&rr.RecoveryScript, rr.Where, true)
+				b.checkTemplate(&rr.RecoveryScript, rr.Where, true, refsLater)
 			}
 			h.Rules = append(h.Rules, r)
 		}
@@ -667,6 +677,8 @@ func (b *builder) checkStep(s *Step) {
 		where = fmt.Sprintf("step %q", s.ID)
 	}
 	ext := s.src.extra // nil for the end step
+	b.consumer, b.usesPos = s, nil
+	defer func() { b.consumer = nil }()
 	b.itemVars = nil
 	if s.FanOut != nil {
 		b.itemVars = map[string]bool{"item": true}
@@ -710,14 +722,14 @@ func (b *builder) checkStep(s *Step) {
 		b.checkRun(s, rs, where)
 	}
 	for i := range rs.Env.Vals {
-		b.checkVars(&rs.Env.Vals[i], where, false)
+		b.checkTemplate(&rs.Env.Vals[i], where, false, refsAttempt)
 	}
 	if rs.Dir.Set {
-		b.checkVars(&rs.Dir, where, false)
+		b.checkTemplate(&rs.Dir, where, false, refsAttempt)
 	}
 	if ext != nil {
 		for i := range ext.Context.Vals {
-			b.checkVars(&ext.Context.Vals[i], where, false)
+			b.checkTemplate(&ext.Context.Vals[i], where, false, refsAttempt)
 		}
 		if hasPlan {
 			b.checkSubPlan(s, ext, where)
@@ -727,11 +739,12 @@ func (b *builder) checkStep(s *Step) {
 	if ext != nil {
 		b.checkCache(ext, where)
 	}
+	b.sortUses(s)
 }
 
 // checkRun validates a step's run: a /command, or a shell script.
 func (b *builder) checkRun(s *Step, rs *rawStepBody, where string) {
-	b.checkVars(&rs.Run, where, false)
+	b.checkTemplate(&rs.Run, where, false, refsAttempt)
 	if IsCommand(s.Run) {
 		s.Command = true
 		kind, target := b.checkCommand(s.Run, rs.Run.Pos, where+": run command")
@@ -825,6 +838,7 @@ func (b *builder) checkRecovery(s *Step, h *FailureHandler, rs *rawStepBody, whe
 			continue
 		}
 		rr := b.ruleRaw[r]
+		b.recoveryRefs(&rr.RecoveryScript, refs, where+": "+rr.Where+": recovery_script")
 		if !subst.IsPOSIXShell(shell) {
 			b.errorf(rs.FailureHandler.Pos, "%s: %s: recovery_script uses {%s} but the step's shell %q is not a POSIX shell", where, rr.Where, refs[0].Name, shell)
 			continue
@@ -882,7 +896,7 @@ func (b *builder) onFailure(s *Step, rs *rawStepBody, where string) {
 		case IsCommand(v) || isProgramLine(v):
 			of.Kind = OnCommand
 			of.Command = o.Str.V
-			b.checkVars(&o.Str, where, true)
+			b.checkTemplate(&o.Str, where, true, refsHandler)
 			b.checkCommand(o.Str.V, o.Str.Pos, where+" command")
 			return
 		}
@@ -912,10 +926,10 @@ func (b *builder) onFailure(s *Step, rs *rawStepBody, where string) {
 			b.errorf(obj.Command.Pos, "%s: command %q is not a /command or an absolute program path", where, obj.Command.V)
 			return
 		}
-		b.checkVars(&obj.Command, where, true)
+		b.checkTemplate(&obj.Command, where, true, refsHandler)
 		for i := range obj.Args.Vals {
 			if obj.Args.Vals[i].Set {
-				b.checkVars(&obj.Args.Vals[i], where, true)
+				b.checkTemplate(&obj.Args.Vals[i], where, true, refsHandler)
 			}
 		}
 		b.checkCommand(obj.Command.V, obj.Command.Pos, where+" command")
@@ -986,8 +1000,17 @@ func (b *builder) knownVar(name string, handler bool) bool {
 	return false
 }
 
-// checkVars reports every unknown {name} of a template (once per name).
+// checkVars reports every unknown {name} of a template (once per name); the
+// template cannot use step outputs.
 func (b *builder) checkVars(s *str, where string, handler bool) {
+	b.checkTemplate(s, where, handler, refsNone)
+}
+
+// checkTemplate reports every unknown {name} of a template (once per name),
+// and what use says of each output reference {steps.ID.outputs.KEY}: an
+// error where outputs cannot be used, else kept for checkOutputUses (and,
+// for the step's attempts, in its Uses).
+func (b *builder) checkTemplate(s *str, where string, handler bool, use refUse) {
 	if !strings.Contains(s.V, "{") {
 		return
 	}
@@ -997,6 +1020,10 @@ func (b *builder) checkVars(s *str, where string, handler bool) {
 			continue
 		}
 		seen[ref.Name] = true
+		if step, key, ok := subst.OutputRef(ref.Name); ok {
+			b.outputRef(OutputRef{Step: step, Key: key}, b.varPos(s, ref), where, use)
+			continue
+		}
 		hint := ""
 		if !handler && contains(handlerBuiltins, ref.Name) {
 			hint = " (only on_failure handlers and recovery scripts have it)"

@@ -1,6 +1,10 @@
 package run
 
-import "github.com/faber-run/faber/spec"
+import (
+	"slices"
+
+	"github.com/faber-run/faber/spec"
+)
 
 // GraphOut is the JSON document of `faber graph --format json`.
 type GraphOut struct {
@@ -11,6 +15,43 @@ type GraphOut struct {
 	Edges  []GraphEdge  `json:"edges"`
 	End    *GraphStep   `json:"end"`
 	Phases []GraphPhase `json:"phases"`
+	// Flows are the values steps pass on (README "Step outputs").
+	Flows []GraphFlow `json:"flows"`
+}
+
+// GraphFlow is a value passing from a step to one that uses it: To
+// substitutes {steps.From.outputs.KEY} for each of Keys. Direct says From is
+// among To's needs (else it is further upstream, or To is the end step).
+type GraphFlow struct {
+	From   string   `json:"from"`
+	To     string   `json:"to"`
+	Keys   []string `json:"keys"`
+	Direct bool     `json:"direct"`
+}
+
+// Flows lists the values that pass between the plan's steps, in plan order
+// of the step that uses them (the end step last), then of first use.
+func Flows(p *spec.Plan) []GraphFlow {
+	var out []GraphFlow
+	steps := p.Steps
+	if p.End != nil {
+		steps = append(append([]*spec.Step{}, steps...), p.End)
+	}
+	for _, s := range steps {
+		at := map[string]int{}
+		for _, u := range s.Uses {
+			i, ok := at[u.Step]
+			if !ok {
+				i = len(out)
+				at[u.Step] = i
+				out = append(out, GraphFlow{From: u.Step, To: s.ID, Direct: slices.Contains(s.Deps, u.Step)})
+			}
+			if !slices.Contains(out[i].Keys, u.Key) {
+				out[i].Keys = append(out[i].Keys, u.Key)
+			}
+		}
+	}
+	return out
 }
 
 // GraphStep is one step of the graph.
@@ -44,7 +85,10 @@ type GraphPhase struct {
 // each with the steps it needs, the end step, and the phases.
 func Graph(p *spec.Plan) GraphOut {
 	ReadItemsNow(p)
-	out := GraphOut{Plan: p.Name, File: p.File, Levels: LevelIDs(p), Steps: []GraphStep{}, Edges: []GraphEdge{}, Phases: []GraphPhase{}}
+	out := GraphOut{Plan: p.Name, File: p.File, Levels: LevelIDs(p), Steps: []GraphStep{}, Edges: []GraphEdge{}, Phases: []GraphPhase{}, Flows: Flows(p)}
+	if out.Flows == nil {
+		out.Flows = []GraphFlow{}
+	}
 	for i, level := range p.Levels() {
 		for _, s := range level {
 			needs := s.Deps

@@ -84,7 +84,7 @@ func TestContract(t *testing.T) {
 			}
 			small, smallMsg := shrinkCase(t, self, c, msg)
 			t.Fatalf("seed %d disagrees with the contract (reproduce: FABER_CONTRACT_SEED=%d go test -run TestContract .)\n%s\n"+
-				"shrunk to:\n--- plan.yaml\n%s--- flags: %s\n--- codes (line N: attempt N; r = result-file failure)\n%s%s",
+				"shrunk to:\n--- plan.yaml\n%s--- flags: %s\n--- codes (line N: attempt N; r = result-file failure; then p = publishes v, b = a malformed outputs file)\n%s%s",
 				seed, seed, msg, small.YAML(), strings.Join(small.Args()[2:], " "), codesText(small), smallMsg)
 		}
 	}
@@ -525,10 +525,40 @@ func checkInvariants(c *model.Case, evs []ev, trace string) []string {
 		}
 	}
 	exited0 := map[string]bool{}
+	ran := map[string]bool{}         // step#attempt: s.sh ran to its end
+	gotUses := map[string][]string{} // step#attempt: the output values it was given
 	for _, l := range strings.Split(trace, "\n") {
 		f := strings.Fields(l)
-		if len(f) == 4 && f[0] == "attempt" && f[3] == "0" {
-			exited0[f[1]+"#"+f[2]] = true
+		if len(f) == 4 && f[0] == "attempt" {
+			ran[f[1]+"#"+f[2]] = true
+			if f[3] == "0" {
+				exited0[f[1]+"#"+f[2]] = true
+			}
+		}
+		if len(f) >= 3 && f[0] == "uses" {
+			gotUses[f[1]+"#"+f[2]] = append(gotUses[f[1]+"#"+f[2]], strings.Join(f[3:], " "))
+		}
+	}
+	// An attempt that ran was given the value of every output its step
+	// uses (README "Step outputs"), that step's, and nothing else: never an
+	// empty string for a missing one (such an attempt runs no process).
+	usesOf := map[string][]int{}
+	for _, s := range p.Steps {
+		usesOf[s.ID] = s.Uses
+	}
+	if p.End != nil {
+		usesOf["end"] = p.End.Uses
+	}
+	for k := range ran {
+		id, _, _ := strings.Cut(k, "#")
+		var want []string
+		for _, u := range usesOf[id] {
+			want = append(want, "val-"+p.Steps[u].ID)
+		}
+		got := slices.Compact(slices.Sorted(slices.Values(gotUses[k])))
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			bad = append(bad, fmt.Sprintf("attempt %s ran with outputs %q, want %q", k, got, want))
 		}
 	}
 	last := map[string]string{}    // step -> status

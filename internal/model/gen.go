@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -53,6 +54,9 @@ type Case struct {
 	// it left running (README, "Stopping a run from elsewhere"); the
 	// resume then goes on from there.
 	StopDead bool
+	// EndUses are the steps whose output v the end step's run references
+	// (README "Step outputs"); the end step fails when one is missing.
+	EndUses []string
 }
 
 // GPhase is a phase of a Case.
@@ -83,6 +87,11 @@ type GStep struct {
 	Files int
 	// Makes are the files this step creates (it is some Glob's Up).
 	Makes []string
+	// Uses are the upstream plain steps whose output v its run references
+	// ({steps.ID.outputs.v}, an argument of s.sh); on a static fan-out,
+	// every item's. What each attempt of a step writes to its outputs file
+	// is the Out of its Codes.
+	Uses []string
 }
 
 // GOn is a step's result_handling.
@@ -219,7 +228,131 @@ func Gen(seed uint64) *Case {
 	if c.Kill > 0 {
 		c.StopDead = rand.New(rand.NewPCG(seed^0x5d0b, seed)).IntN(2) == 0
 	}
+	// And step outputs: who uses whose, and what each attempt writes.
+	c.genOutputs(rand.New(rand.NewPCG(seed^0x0b75, seed)))
 	return c
+}
+
+// genOutputs draws the Uses of the steps that may reference an output
+// (plain steps, static fan-outs, the end step), each of an upstream plain
+// step, and then the Out of every attempt of every plain step: mostly a
+// publish for a step something uses, sometimes nothing or a malformed file;
+// now and then one for the others too. A failed attempt's Out is drawn as
+// well (faber ignores it).
+func (c *Case) genOutputs(rng *rand.Rand) {
+	up := c.upstream()
+	used := map[string]bool{}
+	for pi := range c.Phases {
+		for si := range c.Phases[pi].Steps {
+			s := &c.Phases[pi].Steps[si]
+			if !s.consumer() {
+				continue
+			}
+			var cands []string
+			for _, id := range c.plainSteps() {
+				if up[s.ID][id] {
+					cands = append(cands, id)
+				}
+			}
+			if len(cands) == 0 || rng.Float64() >= 0.4 {
+				continue
+			}
+			k := rng.IntN(len(cands))
+			s.Uses = []string{cands[k]}
+			if len(cands) > 1 && rng.Float64() < 0.25 {
+				cands = append(cands[:k:k], cands[k+1:]...)
+				s.Uses = append(s.Uses, cands[rng.IntN(len(cands))])
+			}
+			for _, u := range s.Uses {
+				used[u] = true
+			}
+		}
+	}
+	if plain := c.plainSteps(); c.End && len(plain) > 0 && rng.Float64() < 0.35 {
+		c.EndUses = []string{plain[rng.IntN(len(plain))]}
+		used[c.EndUses[0]] = true
+	}
+	for _, id := range c.plainSteps() {
+		xs := c.Codes[id]
+		for i := range xs {
+			v := rng.Float64()
+			switch {
+			case used[id] && v < 0.8, !used[id] && v < 0.1:
+				xs[i].Out = OutPublish
+			case used[id] && v < 0.9, !used[id] && v < 0.15:
+				xs[i].Out = OutMalformed
+			}
+		}
+		if n := len(xs); used[id] && n > 0 && xs[n-1].Failed() && rng.Float64() < 0.8 {
+			// The attempt after the last one drawn exits 0 (as every
+			// attempt past the end does); mostly it publishes, too.
+			c.Codes[id] = append(xs, Exit{Out: OutPublish})
+		}
+	}
+}
+
+// consumer: the step may reference outputs (a plain step or a fan-out over
+// a static list).
+func (s *GStep) consumer() bool { return s.plain() || (s.Items != nil && !s.Glob && s.Child == 0) }
+
+// plain: the step runs s.sh itself (no fan-out, no sub-plan): it may create
+// a Glob's files and publish outputs.
+func (s *GStep) plain() bool { return s.Items == nil && !s.Glob && s.Child == 0 }
+
+// upstream is, for each step, the steps upstream of it (by the deps of
+// SPEC §2, transitively), as faber's validate sees them.
+func (c *Case) upstream() map[string]map[string]bool {
+	up := map[string]map[string]bool{}
+	for _, t := range c.templates() {
+		set := map[string]bool{}
+		for _, d := range t.deps {
+			set[d] = true
+			for x := range up[d] {
+				set[x] = true
+			}
+		}
+		up[t.s.ID] = set
+	}
+	return up
+}
+
+// pruneUses drops the Uses that no longer name an upstream plain step (a
+// shrink removed the step or a need on the way to it), and those of a step
+// that may no longer use outputs.
+func (c *Case) pruneUses() {
+	up := c.upstream()
+	plain := map[string]bool{}
+	for _, id := range c.plainSteps() {
+		plain[id] = true
+	}
+	for pi := range c.Phases {
+		for si := range c.Phases[pi].Steps {
+			s := &c.Phases[pi].Steps[si]
+			var keep []string
+			for _, u := range s.Uses {
+				if s.consumer() && plain[u] && up[s.ID][u] {
+					keep = append(keep, u)
+				}
+			}
+			s.Uses = keep
+		}
+	}
+	var keep []string
+	for _, u := range c.EndUses {
+		if c.End && plain[u] {
+			keep = append(keep, u)
+		}
+	}
+	c.EndUses = keep
+}
+
+// refs is the run's arguments that reference the outputs ids use.
+func refs(ids []string) string {
+	var b strings.Builder
+	for _, id := range ids {
+		fmt.Fprintf(&b, " {steps.%s.outputs.v}", id)
+	}
+	return b.String()
 }
 
 func genExits(rng *rand.Rand) []Exit {
@@ -272,12 +405,13 @@ func (s *GStep) globFiles() []string {
 }
 
 // plainSteps are the ids of the steps so far that run s.sh themselves (no
-// fan-out, no sub-plan): those can create a Glob's files.
+// fan-out, no sub-plan): those can create a Glob's files and publish
+// outputs.
 func (c *Case) plainSteps() []string {
 	var out []string
 	for _, ph := range c.Phases {
 		for _, s := range ph.Steps {
-			if s.Items == nil && !s.Glob && s.Child == 0 {
+			if s.plain() {
 				out = append(out, s.ID)
 			}
 		}
@@ -350,10 +484,11 @@ func (c *Case) Files() map[string]string {
 		var b strings.Builder
 		for _, x := range xs {
 			if x.Result {
-				b.WriteString("r\n")
+				b.WriteString("r")
 			} else {
-				fmt.Fprintf(&b, "%d\n", x.Code)
+				fmt.Fprintf(&b, "%d", x.Code)
 			}
+			b.WriteString([...]string{"", "p", "b"}[x.Out] + "\n")
 		}
 		files["codes/"+id] = b.String()
 	}
@@ -370,15 +505,27 @@ func (c *Case) Files() map[string]string {
 // The scripts read what to do from codes/<step id> (line N: attempt N) and
 // hcodes/<step id> (line N: the handler for failed attempt N), so what a
 // process does depends only on which one it is, never on timing; each
-// appends a line to trace.log.
+// appends a line to trace.log. A code line is an exit code or r (a result
+// file that says failure), then p to publish v=val-<step id> to
+// $FABER_OUTPUTS, or b to write a line there without '='. s.sh's arguments
+// after the sleep are files to create (g...), an item (i...), or the value
+// of an output it uses, which it records in trace.log ("uses" lines).
 const stepScript = `#!/bin/sh
 sleep "$1"
 shift
 for f in "$@"; do
-  case $f in g*) mkdir -p "${f%/*}" && : > "$f";; esac
+  case $f in
+  g*) mkdir -p "${f%/*}" && : > "$f";;
+  i[0-9]*) ;;
+  *) echo "uses $FABER_STEP_ID $FABER_ATTEMPT $f" >> trace.log;;
+  esac
 done
 c=$(sed -n "${FABER_ATTEMPT}p" "codes/$FABER_STEP_ID" 2>/dev/null)
 [ -n "$c" ] || c=0
+case $c in
+*p) c=${c%p}; echo "v=val-$FABER_STEP_ID" >> "$FABER_OUTPUTS";;
+*b) c=${c%b}; echo "a line without an equals sign" >> "$FABER_OUTPUTS";;
+esac
 echo "attempt $FABER_STEP_ID $FABER_ATTEMPT $c" >> trace.log
 if [ "$c" = r ]; then
   printf '{"status":"failure","message":"the result file says failure"}' > "$FABER_RESULT"
@@ -452,12 +599,12 @@ func (c *Case) YAML() string {
 				fmt.Fprintf(&b, "        plan: child-%s.yaml\n", s.ID)
 			case s.Items != nil:
 				fmt.Fprintf(&b, "        foreach: [%s]\n", strings.Join(s.Items, ", "))
-				fmt.Fprintf(&b, "        run: ./s.sh 0.0%d {item}\n", c.Sleep[s.ID+"["+s.Items[0]+"]"])
+				fmt.Fprintf(&b, "        run: ./s.sh 0.0%d {item}%s\n", c.Sleep[s.ID+"["+s.Items[0]+"]"], refs(s.Uses))
 			case s.Glob:
 				fmt.Fprintf(&b, "        foreach: {glob: \"g%s/*\"}\n", s.ID)
 				fmt.Fprintf(&b, "        run: ./s.sh 0.0%d {item}\n", c.Sleep[s.ID])
 			default:
-				fmt.Fprintf(&b, "        run: ./s.sh 0.0%d%s\n", c.Sleep[s.ID], strings.TrimRight(" "+strings.Join(s.Makes, " "), " "))
+				fmt.Fprintf(&b, "        run: ./s.sh 0.0%d%s%s\n", c.Sleep[s.ID], strings.TrimRight(" "+strings.Join(s.Makes, " "), " "), refs(s.Uses))
 			}
 			if s.HasNeeds {
 				fmt.Fprintf(&b, "        needs: [%s]\n", strings.Join(s.Needs, ", "))
@@ -472,7 +619,7 @@ func (c *Case) YAML() string {
 		}
 	}
 	if c.End {
-		b.WriteString("end:\n  run: ./s.sh 0\n")
+		fmt.Fprintf(&b, "end:\n  run: ./s.sh 0%s\n", refs(c.EndUses))
 	}
 	return b.String()
 }
@@ -535,12 +682,46 @@ func (c *Case) Model() *Plan {
 		}
 	}
 	index := map[string]int{}
-	// deps by SPEC §2, on template ids (a fan-out's id is its join).
-	var prevPhase []string
-	type tmpl struct {
-		s    GStep
-		deps []string
+	for _, t := range c.templates() {
+		s := t.s
+		on := toOn(s.On)
+		var items []int
+		ids := s.concrete()
+		join := len(p.Steps) + len(ids) - 1
+		for k, id := range ids[:len(ids)-1] {
+			index[id] = len(p.Steps)
+			items = append(items, len(p.Steps))
+			grown := s.Glob && k == len(ids)-2 // g<n>/x9, the file the user adds
+			p.Steps = append(p.Steps, Step{ID: id, Deps: c.idx(index, t.deps), Rules: handlers[s.Handler], OnFailure: on,
+				Attempts: c.Codes[id], Handler: c.HCodes[id], Cacheable: s.Cache, Group: join, Grown: grown, Uses: c.idx(index, s.Uses)})
+		}
+		index[s.ID] = len(p.Steps)
+		st := Step{ID: s.ID, Deps: c.idx(index, t.deps), Rules: handlers[s.Handler], OnFailure: on,
+			Attempts: c.Codes[s.ID], Handler: c.HCodes[s.ID], Cacheable: s.Cache, Group: -1}
+		if s.plain() {
+			st.Uses = c.idx(index, s.Uses)
+		}
+		if s.Items != nil || s.Glob {
+			st.Join, st.Items, st.Cacheable, st.Dynamic = true, items, false, s.Glob
+		}
+		p.Steps = append(p.Steps, st)
 	}
+	if c.End {
+		p.End = &Step{ID: "end", Attempts: c.Codes["end"], Group: -1, Uses: c.idx(index, c.EndUses)}
+	}
+	return p
+}
+
+// tmpl is a step of the plan as written, with its deps by SPEC §2 on
+// template ids (a fan-out's id is its join).
+type tmpl struct {
+	s    GStep
+	deps []string
+}
+
+// templates are the plan's steps, in plan order, with their deps.
+func (c *Case) templates() []tmpl {
+	var prevPhase []string
 	var all []tmpl
 	for _, ph := range c.Phases {
 		var ids []string
@@ -559,31 +740,7 @@ func (c *Case) Model() *Plan {
 		}
 		prevPhase = ids
 	}
-	for _, t := range all {
-		s := t.s
-		on := toOn(s.On)
-		var items []int
-		ids := s.concrete()
-		join := len(p.Steps) + len(ids) - 1
-		for k, id := range ids[:len(ids)-1] {
-			index[id] = len(p.Steps)
-			items = append(items, len(p.Steps))
-			grown := s.Glob && k == len(ids)-2 // g<n>/x9, the file the user adds
-			p.Steps = append(p.Steps, Step{ID: id, Deps: c.idx(index, t.deps), Rules: handlers[s.Handler], OnFailure: on,
-				Attempts: c.Codes[id], Handler: c.HCodes[id], Cacheable: s.Cache, Group: join, Grown: grown})
-		}
-		index[s.ID] = len(p.Steps)
-		st := Step{ID: s.ID, Deps: c.idx(index, t.deps), Rules: handlers[s.Handler], OnFailure: on,
-			Attempts: c.Codes[s.ID], Handler: c.HCodes[s.ID], Cacheable: s.Cache, Group: -1}
-		if s.Items != nil || s.Glob {
-			st.Join, st.Items, st.Cacheable, st.Dynamic = true, items, false, s.Glob
-		}
-		p.Steps = append(p.Steps, st)
-	}
-	if c.End {
-		p.End = &Step{ID: "end", Attempts: c.Codes["end"], Group: -1}
-	}
-	return p
+	return all
 }
 
 func (c *Case) idx(index map[string]int, ids []string) []int {
@@ -640,6 +797,7 @@ func (c *Case) Shrinks() []*Case {
 	variant := func(change func(d *Case)) {
 		d := c.clone()
 		change(d)
+		d.pruneUses()
 		out = append(out, d)
 	}
 	// Drop a step (and every needs: of it).
@@ -662,11 +820,15 @@ func (c *Case) Shrinks() []*Case {
 					}
 				}
 			}
+			d.pruneUses()
 			out = append(out, d)
 		}
 	}
 	if c.End {
 		variant(func(d *Case) { d.End = false })
+	}
+	for k := range c.EndUses {
+		variant(func(d *Case) { d.EndUses = append(d.EndUses[:k:k], d.EndUses[k+1:]...) })
 	}
 	if c.Batch {
 		// No engine, then the other one: whether the disagreement is the
@@ -711,6 +873,12 @@ func (c *Case) Shrinks() []*Case {
 			if ph.Parallel {
 				variant(func(d *Case) { d.Phases[pi].Parallel = false })
 			}
+			for k := range s.Uses {
+				variant(func(d *Case) {
+					u := d.Phases[pi].Steps[si].Uses
+					d.Phases[pi].Steps[si].Uses = append(u[:k:k], u[k+1:]...)
+				})
+			}
 		}
 	}
 	for hi, h := range c.Handlers {
@@ -733,6 +901,14 @@ func (c *Case) Shrinks() []*Case {
 		}
 		if xs := c.Codes[id]; len(xs) > 0 && c.Sleep[id] > 0 {
 			variant(func(d *Case) { d.Sleep[id] = 0 })
+		}
+		if slices.ContainsFunc(c.Codes[id], func(x Exit) bool { return x.Out != OutNone }) {
+			// Writes no outputs file.
+			variant(func(d *Case) {
+				for i := range d.Codes[id] {
+					d.Codes[id][i].Out = OutNone
+				}
+			})
 		}
 	}
 	return out
@@ -767,9 +943,11 @@ func (c *Case) clone() *Case {
 				s.Items = nil
 			}
 			s.Makes = append([]string(nil), s.Makes...)
+			s.Uses = append([]string(nil), s.Uses...)
 			d.Phases[i].Steps[j] = s
 		}
 	}
+	d.EndUses = append([]string(nil), c.EndUses...)
 	d.Handlers = make([]GHandler, len(c.Handlers))
 	for i, h := range c.Handlers {
 		d.Handlers[i] = GHandler{Name: h.Name, Rules: append([]GRule(nil), h.Rules...)}

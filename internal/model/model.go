@@ -54,14 +54,42 @@ type Rule struct {
 }
 
 // Exit is what one process does: exit with Code, or (Result) exit 0 after
-// writing {"status":"failure"} to $FABER_RESULT.
+// writing {"status":"failure"} to $FABER_RESULT; and (Out) what it writes to
+// its $FABER_OUTPUTS file (README "Step outputs").
 type Exit struct {
 	Code   int
 	Result bool
+	Out    Out
 }
 
-// Failed reports whether the attempt failed (SPEC §3).
-func (e Exit) Failed() bool { return e.Code != 0 || e.Result }
+// Out is what an attempt does with its outputs file.
+type Out uint8
+
+// What an attempt writes to $FABER_OUTPUTS.
+const (
+	// OutNone: nothing (the file is never made).
+	OutNone Out = iota
+	// OutPublish: the line v=<value>: the attempt, if it succeeds,
+	// publishes output v.
+	OutPublish
+	// OutMalformed: a line without '=': an attempt that exits 0 then
+	// fails, like a result-file failure; a failed attempt's file is
+	// ignored.
+	OutMalformed
+)
+
+// Failed reports whether the attempt failed (SPEC §3): a non-zero exit, a
+// result file that says failure, or an outputs file that cannot be read.
+func (e Exit) Failed() bool { return e.Code != 0 || e.Result || e.Out == OutMalformed }
+
+// codeless: the attempt failed with no exit code that rules can match (a
+// result-file failure, a malformed outputs file, or an output it uses that
+// was not published): only catch-all rules match it.
+func (e Exit) codeless() bool { return e.Result || (e.Code == 0 && e.Out == OutMalformed) }
+
+// missingOutput is how an attempt ends when an output it uses was not
+// published: it fails without running a process, with no exit code.
+var missingOutput = Exit{Result: true}
 
 // Step is one step of the plan in plan order (fan-out items expanded).
 type Step struct {
@@ -89,6 +117,12 @@ type Step struct {
 	// Grown, on an item of a dynamic fan-out: its file appears only after
 	// the first session (the user adds it before resuming).
 	Grown bool
+	// Uses are the steps (indexes, upstream of this one) whose output v
+	// its attempts substitute ({steps.ID.outputs.v}); on the end step, any
+	// steps. An attempt of a step one of whose Uses is not a success that
+	// published v fails without running a process, like a result-file
+	// failure; the end step then fails.
+	Uses []int
 }
 
 func (s *Step) attempt(n int) Exit {
@@ -201,6 +235,11 @@ type St struct {
 	Probed bool
 	// Expanded, on a dynamic join: it read its items this session.
 	Expanded bool
+	// Published: the step's last successful attempt published output v
+	// (for a cached step, the attempt its cache entry names). Kept while
+	// the step is a success (resume keeps it); cleared when it starts
+	// again.
+	Published bool
 }
 
 // World is the state of a run between events.
@@ -215,6 +254,8 @@ type World struct {
 	// wide: kept across runs). A step's key changes only when a dynamic
 	// fan-out upstream of it has other items (keyOf).
 	Entry []string
+	// Pub, next to Entry: the success the entry names published v.
+	Pub []bool
 	// Run counts the runs before this one; Prev holds their outcomes.
 	Run  int
 	Prev []StepOut
@@ -230,6 +271,7 @@ func (w *World) clone() *World {
 	c.S = append([]St(nil), w.S...)
 	c.Codes = append([]int(nil), w.Codes...)
 	c.Entry = append([]string(nil), w.Entry...)
+	c.Pub = append([]bool(nil), w.Pub...)
 	c.Prev = append([]StepOut(nil), w.Prev...)
 	return &c
 }
@@ -239,7 +281,7 @@ func (w *World) key() string {
 		return w.k
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%v|%v|%d|%v|%d|%v|%d|%v|%v|", w.Stopping, w.End, w.Running, w.Codes, w.Session, w.Entry, w.Run, w.Prev, w.Grown)
+	fmt.Fprintf(&b, "%v|%v|%d|%v|%d|%v|%v|%d|%v|%v|", w.Stopping, w.End, w.Running, w.Codes, w.Session, w.Entry, w.Pub, w.Run, w.Prev, w.Grown)
 	for _, s := range w.S {
 		fmt.Fprintf(&b, "%v;", s)
 	}
@@ -292,6 +334,7 @@ func Outcomes(p *Plan) (map[string]Outcome, error) {
 	e := &explorer{p: p, memo: map[string][]*World{}}
 	w := e.fresh()
 	w.Entry = make([]string, len(p.Steps))
+	w.Pub = make([]bool, len(p.Steps))
 	worlds := []*World{w}
 	out := map[string]Outcome{}
 	sessions := p.Policy.Sessions
@@ -356,6 +399,7 @@ func (e *explorer) resume(w *World, sessions int) *World {
 		// The plan again: a new run, with the cache as the first left it.
 		r := e.fresh()
 		r.Entry, r.Codes, r.Run, r.Grown = append([]string(nil), w.Entry...), append([]int(nil), w.Codes...), w.Run+1, w.Grown
+		r.Pub = append([]bool(nil), w.Pub...)
 		r.Prev = e.outcome(w).Steps
 		return r
 	}
@@ -657,11 +701,13 @@ func (e *explorer) fillOne(w *World) bool {
 				// The key is computed while the step holds a slot.
 				s.Probed = true
 				s.Status = Probing
+				s.Published = false
 				s.Slot = true
 				w.Running++
 				return true
 			}
 			s.Attempt++
+			s.Published = false
 		default:
 			continue
 		}
@@ -682,6 +728,16 @@ func (e *explorer) keyOf(w *World, i int) string {
 	for _, d := range def.Deps {
 		b.WriteString(e.keyOf(w, d) + ",")
 	}
+	// The values of the outputs it uses (always the same value when
+	// published; a missing one is never a hit, as no entry was written
+	// without it).
+	for _, u := range def.Uses {
+		if e.published(w, u) {
+			b.WriteString("+")
+		} else {
+			b.WriteString("-")
+		}
+	}
 	if def.Join {
 		b.WriteString("|")
 		for _, it := range def.Items {
@@ -692,6 +748,31 @@ func (e *explorer) keyOf(w *World, i int) string {
 	}
 	b.WriteString(")")
 	return b.String()
+}
+
+// published: step u is a success (or cached) that published output v.
+func (e *explorer) published(w *World, u int) bool {
+	return w.S[u].Status.succeeded() && w.S[u].Published
+}
+
+// usesOK: every output def uses was published.
+func (e *explorer) usesOK(w *World, def *Step) bool {
+	for _, u := range def.Uses {
+		if !e.published(w, u) {
+			return false
+		}
+	}
+	return true
+}
+
+// exitOf is what attempt n of step i does: its process's exit, or, when an
+// output it uses is missing, a failure with no process.
+func (e *explorer) exitOf(w *World, i, n int) Exit {
+	def := &e.p.Steps[i]
+	if !e.usesOK(w, def) {
+		return missingOutput
+	}
+	return def.attempt(n)
 }
 
 // upstreamSucceeded: no need is a continued failure (that is a cache miss
@@ -724,21 +805,24 @@ func (e *explorer) complete(w *World, i int) {
 	def, s := &e.p.Steps[i], &w.S[i]
 	switch s.Status {
 	case Running:
-		x := def.attempt(s.Attempt)
+		x := e.exitOf(w, i, s.Attempt)
 		late := s.Late
 		s.Late = false
 		if !x.Failed() {
 			e.free(w, s)
 			s.Status = Success
+			s.Published = x.Out == OutPublish
 			if def.Cacheable {
 				w.Entry[i] = e.keyOf(w, i)
+				w.Pub[i] = s.Published
 			}
 			return
 		}
 		if def.Cacheable {
 			w.Entry[i] = "" // a failure drops the entry
+			w.Pub[i] = false
 		}
-		e.failure(w, i, late)
+		e.failure(w, i, x, late)
 	case Remediating:
 		e.handlerDone(w, i)
 	case Recovering:
@@ -751,6 +835,7 @@ func (e *explorer) complete(w *World, i int) {
 		case w.Entry[i] != "" && w.Entry[i] == e.keyOf(w, i):
 			e.free(w, s)
 			s.Status = Cached
+			s.Published = w.Pub[i] // the outputs of the success it names
 		default:
 			s.Status = Running
 			s.Attempt++
@@ -758,11 +843,11 @@ func (e *explorer) complete(w *World, i int) {
 	}
 }
 
-// failure is the failure pipeline (SPEC §4, §5). late: the attempt ended on
-// its own after a cancel stop; nothing it would start starts.
-func (e *explorer) failure(w *World, i int, late bool) {
+// failure is the failure pipeline (SPEC §4, §5) of failed attempt x. late:
+// the attempt ended on its own after a cancel stop; nothing it would start
+// starts.
+func (e *explorer) failure(w *World, i int, x Exit, late bool) {
 	def, s := &e.p.Steps[i], &w.S[i]
-	x := def.attempt(s.Attempt)
 	s.FailedN = s.Attempt
 	rule := matchRule(def.Rules, x)
 	if rule >= 0 && s.RuleUsed[rule] < def.Rules[rule].MaxRetries {
@@ -821,7 +906,7 @@ func (e *explorer) failure(w *World, i int, late bool) {
 }
 
 func matchRule(rules []Rule, x Exit) int {
-	if !x.Result {
+	if !x.codeless() {
 		for i, r := range rules {
 			for _, c := range r.Codes {
 				if c == x.Code {
@@ -933,7 +1018,9 @@ func (e *explorer) finish(w *World) {
 	if e.p.End != nil {
 		s := &w.End
 		s.Attempt++
-		if e.p.End.attempt(s.Attempt).Failed() {
+		x := e.p.End.attempt(s.Attempt)
+		x.Out = OutNone // the end step has no outputs file
+		if x.Failed() || !e.usesOK(w, e.p.End) {
 			s.Status = Failure
 			if status == "success" {
 				status = "failed"

@@ -1,6 +1,9 @@
 package model
 
 import (
+	"crypto/sha256"
+	"fmt"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -23,6 +26,7 @@ func line(id, status string, attempt, handlers, recoveries int) string {
 // contract in the model shows here before it can hide a runner's bug.
 func TestOutcomes(t *testing.T) {
 	stop := OnFailure{Kind: OnStop}
+	pub := []Exit{{Out: OutPublish}} // exits 0, publishing v
 	tests := []struct {
 		name string
 		p    Plan
@@ -99,6 +103,74 @@ func TestOutcomes(t *testing.T) {
 		{"the end step runs after a stop; its failure fails a successful run",
 			Plan{Jobs: 1, End: &Step{ID: "end", Attempts: exits(1)}, Steps: []Step{{ID: "a"}}},
 			[]string{line("a", "success", 1, 0, 0), line("end", "failure", 1, 0, 0)}, "[1]", 1},
+
+		// Step outputs (README "Step outputs").
+		{"outputs: a consumer runs with what its producer published",
+			Plan{Jobs: 1, Steps: []Step{{ID: "a", Attempts: pub}, {ID: "b", Deps: []int{0}, Uses: []int{0}}}},
+			[]string{line("a", "success", 1, 0, 0), line("b", "success", 1, 0, 0)}, "[0]", 1},
+		{"outputs: a producer that published nothing fails the consumer's attempts, whatever they would exit",
+			Plan{Jobs: 1, Steps: []Step{{ID: "a"}, {ID: "b", Deps: []int{0}, Uses: []int{0},
+				OnFailure: OnFailure{Kind: OnRetry, Explicit: true, MaxRetries: 1}}}},
+			[]string{line("a", "success", 1, 0, 0), line("b", "failure", 2, 0, 0)}, "[1]", 1},
+		{"outputs: a missing output is matched by catch-alls only",
+			Plan{Jobs: 1, Steps: []Step{{ID: "a"}, {ID: "b", Deps: []int{0}, Uses: []int{0},
+				Rules: []Rule{{Codes: []int{0, 1, 2, 3}, MaxRetries: 2}, {MatchAll: true, MaxRetries: 1, Recovery: true}}}}},
+			[]string{line("b", "failure", 2, 0, 1)}, "[1]", 1},
+		{"outputs: only the last successful attempt's count; a failed attempt's publish is ignored",
+			Plan{Jobs: 1, Steps: []Step{
+				{ID: "a", OnFailure: OnFailure{Kind: OnRetry, Explicit: true, MaxRetries: 1}, Attempts: []Exit{{Code: 1, Out: OutPublish}, {}}},
+				{ID: "b", Deps: []int{0}, Uses: []int{0}}}},
+			[]string{line("a", "success", 2, 0, 0), line("b", "failure", 1, 0, 0)}, "[1]", 1},
+		{"outputs: a producer failed under on_failure: continue published nothing",
+			Plan{Jobs: 1, Steps: []Step{
+				{ID: "a", OnFailure: OnFailure{Kind: OnContinue, Explicit: true}, Attempts: []Exit{{Code: 1, Out: OutPublish}}},
+				{ID: "b", Deps: []int{0}},
+				{ID: "c", Deps: []int{0}, Uses: []int{0}}}},
+			[]string{line("a", "failure", 1, 0, 0), line("b", "success", 1, 0, 0), line("c", "failure", 1, 0, 0)}, "[1]", 1},
+		{"outputs: a malformed outputs file fails an attempt that exited 0; exit-code rules do not match it",
+			Plan{Jobs: 1, Steps: []Step{
+				{ID: "a", Rules: []Rule{{Codes: []int{0, 1}, MaxRetries: 1}}, Attempts: []Exit{{Out: OutMalformed}, {Out: OutPublish}}},
+				{ID: "b", Deps: []int{0}, Uses: []int{0}}}},
+			[]string{line("a", "failure", 1, 0, 0), line("b", "canceled", 0, 0, 0)}, "[1]", 1},
+		{"outputs: a catch-all rule matches a malformed outputs file",
+			Plan{Jobs: 1, Steps: []Step{
+				{ID: "a", Rules: []Rule{{Codes: []int{0, 1}, MaxRetries: 1}, {MatchAll: true, MaxRetries: 1}}, Attempts: []Exit{{Out: OutMalformed}, {Out: OutPublish}}},
+				{ID: "b", Deps: []int{0}, Uses: []int{0}}}},
+			[]string{line("a", "success", 2, 0, 0), line("b", "success", 1, 0, 0)}, "[0]", 1},
+		{"outputs: a failed attempt's malformed file is ignored: its exit code decides",
+			Plan{Jobs: 1, Steps: []Step{
+				{ID: "a", Rules: []Rule{{Codes: []int{1}, MaxRetries: 1}}, Attempts: []Exit{{Code: 1, Out: OutMalformed}, {Out: OutPublish}}},
+				{ID: "b", Deps: []int{0}, Uses: []int{0}}}},
+			[]string{line("a", "success", 2, 0, 0), line("b", "success", 1, 0, 0)}, "[0]", 1},
+		{"outputs: resume keeps a success's outputs",
+			Plan{Jobs: 1, Policy: Policy{Sessions: 2, ResumeFailed: true}, Steps: []Step{
+				{ID: "a", Attempts: pub},
+				{ID: "b", Deps: []int{0}, Uses: []int{0}, Attempts: exits(1, 0)}}},
+			[]string{line("a", "success", 1, 0, 0), line("b", "success", 2, 0, 0)}, "[1 0]", 1},
+		{"outputs: a cached step restores what its entry's success published",
+			Plan{Jobs: 1, Policy: Policy{Rerun: true}, Steps: []Step{
+				{ID: "a", Cacheable: true, Attempts: pub},
+				{ID: "b", Deps: []int{0}, Uses: []int{0}}}},
+			[]string{line("run2:a", "cached", 0, 0, 0), line("run2:b", "success", 1, 0, 0)}, "[0 0]", 1},
+		{"outputs: a cached step whose entry's success published nothing",
+			Plan{Jobs: 1, Policy: Policy{Rerun: true}, Steps: []Step{
+				{ID: "a", Cacheable: true},
+				{ID: "b", Deps: []int{0}, Uses: []int{0}}}},
+			[]string{line("run2:a", "cached", 0, 0, 0), line("run2:b", "failure", 1, 0, 0)}, "[1 1]", 1},
+		{"outputs: a consumer's key holds the outputs it uses: the same ones are a hit",
+			Plan{Jobs: 1, Policy: Policy{Rerun: true}, Steps: []Step{
+				{ID: "a", Attempts: pub},
+				{ID: "b", Deps: []int{0}, Uses: []int{0}, Cacheable: true}}},
+			[]string{line("run2:a", "success", 1, 0, 0), line("run2:b", "cached", 0, 0, 0)}, "[0 0]", 1},
+		{"outputs: the end step fails when an output it uses is missing",
+			Plan{Jobs: 1, End: &Step{ID: "end", Uses: []int{0}}, Steps: []Step{{ID: "a"}}},
+			[]string{line("a", "success", 1, 0, 0), line("end", "failure", 1, 0, 0)}, "[1]", 1},
+		{"outputs: the end step runs with an output published",
+			Plan{Jobs: 1, End: &Step{ID: "end", Uses: []int{0}}, Steps: []Step{{ID: "a", Attempts: pub}}},
+			[]string{line("a", "success", 1, 0, 0), line("end", "success", 1, 0, 0)}, "[0]", 1},
+		{"outputs: the end step fails when the producer was canceled",
+			Plan{Jobs: 1, End: &Step{ID: "end", Uses: []int{1}}, Steps: []Step{{ID: "x", Attempts: exits(1)}, {ID: "a", Attempts: pub}}},
+			[]string{line("a", "canceled", 0, 0, 0), line("end", "failure", 1, 0, 0)}, "[1]", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -121,6 +193,24 @@ func TestOutcomes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOutputsInKey: a consumer's cache key holds whether each output it
+// uses was published, so an entry (written only on a success, which had
+// them all) is never a hit when one is missing.
+func TestOutputsInKey(t *testing.T) {
+	p := &Plan{Steps: []Step{{ID: "a"}, {ID: "b", Deps: []int{0}, Uses: []int{0}, Cacheable: true}}}
+	e := &explorer{p: p}
+	w := &World{S: []St{{Status: Success, Published: true}, {}}}
+	with := e.keyOf(w, 1)
+	w.S[0].Published = false
+	if without := e.keyOf(w, 1); with == without {
+		t.Errorf("the key is %q with the output published and without", with)
+	}
+	w.S[0] = St{Status: Failure, Published: true, Continued: true}
+	if k := e.keyOf(w, 1); k == with {
+		t.Errorf("a failed producer gives the key of a published output: %q", k)
 	}
 }
 
@@ -246,5 +336,142 @@ func TestGenStopDead(t *testing.T) {
 	}
 	if stops == 0 || stops == kills {
 		t.Errorf("%d of %d killed cases stop their run", stops, kills)
+	}
+}
+
+// withoutOutputs is c with no step outputs: no Uses, no Out, and no
+// trailing attempts that exit 0 (as every attempt past the end does).
+func withoutOutputs(c *Case) *Case {
+	d := c.clone()
+	for pi := range d.Phases {
+		for si := range d.Phases[pi].Steps {
+			d.Phases[pi].Steps[si].Uses = nil
+		}
+	}
+	d.EndUses = nil
+	for id, xs := range d.Codes {
+		for i := range xs {
+			xs[i].Out = OutNone
+		}
+		for len(xs) > 0 && xs[len(xs)-1] == (Exit{}) {
+			xs = xs[:len(xs)-1]
+		}
+		d.Codes[id] = xs
+	}
+	return d
+}
+
+// TestGenOutputsKeepSeeds: step outputs are drawn from a stream of their
+// own, so every seed is still the plan it was before them (a soak's seed
+// from a report still names that plan): with no Uses and no Out (and the
+// trailing exit-0 attempts dropped that the generator may add for a
+// producer, which change nothing else), the plans of seeds 1..500 are those
+// drawn before outputs were, byte for byte.
+func TestGenOutputsKeepSeeds(t *testing.T) {
+	h := sha256.New()
+	for seed := uint64(1); seed <= 500; seed++ {
+		c := withoutOutputs(Gen(seed))
+		files := c.Files()
+		var names []string
+		for n := range files {
+			if !strings.HasSuffix(n, ".sh") {
+				names = append(names, n)
+			}
+		}
+		sort.Strings(names)
+		fmt.Fprintf(h, "seed %d %v kill %d stop %v sessions %d resume %v rerun %v grow %v\n", seed, c.Args(), c.Kill, c.StopDead, c.Sessions, c.ResumeFailed, c.Rerun, c.Grow)
+		for _, n := range names {
+			fmt.Fprintf(h, "--- %s\n%s", n, files[n])
+		}
+	}
+	const before = "9ea1f7fc8b6581a8c58383c9d9338f0262e8a53d488eedbdf9e274d6ed2d54a3"
+	if got := fmt.Sprintf("%x", h.Sum(nil)); got != before {
+		t.Errorf("the plans of seeds 1..500 without outputs changed: digest %s, was %s", got, before)
+	}
+}
+
+// TestGenOutputs: outputs are drawn at a rate that tests them — plans
+// with a consumer, steps fed by a published output and ones whose output is
+// missing, malformed files, fan-outs and end steps that use outputs — every
+// use names an upstream plain step, the plan says so, and shrinking drops
+// uses and outputs.
+func TestGenOutputs(t *testing.T) {
+	var plans, uses, fanUses, endUses, publish, malformed, failedOut, attempts int
+	for seed := uint64(1); seed <= 400; seed++ {
+		c := Gen(seed)
+		p := c.Model()
+		yaml := c.YAML()
+		any := false
+		for i, s := range p.Steps {
+			for _, u := range s.Uses {
+				if !(&explorer{p: p}).dependsOn(i, u) {
+					t.Fatalf("seed %d: %s uses %s, which is not upstream of it", seed, s.ID, p.Steps[u].ID)
+				}
+				if p.Steps[u].Join || p.Steps[u].Group >= 0 {
+					t.Fatalf("seed %d: %s uses %s, a fan-out", seed, s.ID, p.Steps[u].ID)
+				}
+				any = true
+				uses++
+				if s.Group >= 0 {
+					fanUses++
+				}
+			}
+			if s.Join && len(s.Uses) > 0 {
+				t.Fatalf("seed %d: the join %s uses outputs", seed, s.ID)
+			}
+			for _, x := range s.Attempts {
+				attempts++
+				switch {
+				case x.Out == OutPublish && !x.Failed():
+					publish++
+				case x.Out == OutMalformed && x.Code == 0:
+					malformed++
+				case x.Out != OutNone:
+					failedOut++
+				}
+			}
+		}
+		for _, ph := range c.Phases {
+			for _, s := range ph.Steps {
+				for _, u := range s.Uses {
+					if !strings.Contains(yaml, "{steps."+u+".outputs.v}") {
+						t.Fatalf("seed %d: %s uses %s; the plan does not say so:\n%s", seed, s.ID, u, yaml)
+					}
+				}
+				if len(s.Uses) > 0 {
+					shrunk := false
+					for _, d := range c.Shrinks() {
+						shrunk = shrunk || len(d.step(s.ID).Uses) < len(s.Uses)
+					}
+					if !shrunk {
+						t.Fatalf("seed %d: no shrink drops a use of %s", seed, s.ID)
+					}
+				}
+			}
+		}
+		if p.End != nil && len(p.End.Uses) > 0 {
+			endUses++
+			any = true
+			if !strings.Contains(yaml, "end:\n  run: ./s.sh 0 {steps.") {
+				t.Fatalf("seed %d: the end step's use is not in the plan:\n%s", seed, yaml)
+			}
+		}
+		if any {
+			plans++
+		}
+		for _, d := range c.Shrinks() {
+			for _, s := range d.Model().Steps {
+				for _, u := range s.Uses {
+					if u >= len(d.Model().Steps) {
+						t.Fatalf("seed %d: a shrink uses a step it dropped", seed)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("of 400 plans %d use outputs: %d uses (%d by fan-out items), %d end steps; of %d attempts %d publish, %d write a malformed file, %d fail and write one",
+		plans, uses, fanUses, endUses, attempts, publish, malformed, failedOut)
+	if plans < 80 || fanUses == 0 || endUses < 10 || publish < 100 || malformed < 20 || failedOut < 20 {
+		t.Errorf("outputs drawn too seldom")
 	}
 }

@@ -92,6 +92,34 @@ type GStep struct {
 	// every item's. What each attempt of a step writes to its outputs file
 	// is the Out of its Codes.
 	Uses []string
+	// When is its condition (README "Conditions"), or none.
+	When GWhen
+}
+
+// GWhen is a step's when: in a Case. Kind: "" none; "ctx" (context.flag
+// == Value: true when Value is "on"); "item" (item != Value, on a static
+// fan-out: that item is skipped); "status" (steps.Step.status == Value);
+// "output" (steps.Step.outputs.v == "val-Step": true when Step published
+// v, an evaluation error when it did not).
+type GWhen struct {
+	Kind  string
+	Step  string
+	Value string
+}
+
+// expr is the condition as the plan writes it.
+func (w GWhen) expr() string {
+	switch w.Kind {
+	case "ctx":
+		return fmt.Sprintf("context.flag == %q", w.Value)
+	case "item":
+		return fmt.Sprintf("item != %q", w.Value)
+	case "status":
+		return fmt.Sprintf("steps.%s.status == %q", w.Step, w.Value)
+	case "output":
+		return fmt.Sprintf("steps.%s.outputs.v == %q", w.Step, "val-"+w.Step)
+	}
+	return ""
 }
 
 // GOn is a step's result_handling.
@@ -230,7 +258,65 @@ func Gen(seed uint64) *Case {
 	}
 	// And step outputs: who uses whose, and what each attempt writes.
 	c.genOutputs(rand.New(rand.NewPCG(seed^0x0b75, seed)))
+	// And conditions, likewise.
+	c.genWhen(rand.New(rand.NewPCG(seed^0x3e11, seed)))
 	return c
+}
+
+// genWhen draws the conditions: on about a quarter of the plain steps,
+// static fan-outs and sub-plan steps, one that reads the context (true or
+// false), the item (one item skipped), an upstream step's status, or an
+// output of an upstream plain step (an evaluation error when it was not
+// published).
+func (c *Case) genWhen(rng *rand.Rand) {
+	up := c.upstream()
+	plain := map[string]bool{}
+	for _, id := range c.plainSteps() {
+		plain[id] = true
+	}
+	for pi := range c.Phases {
+		for si := range c.Phases[pi].Steps {
+			s := &c.Phases[pi].Steps[si]
+			if s.Glob || rng.Float64() >= 0.25 {
+				continue
+			}
+			var ups, plainUps []string
+			for _, t := range c.templates() {
+				if up[s.ID][t.s.ID] {
+					ups = append(ups, t.s.ID)
+					if plain[t.s.ID] {
+						plainUps = append(plainUps, t.s.ID)
+					}
+				}
+			}
+			switch v := rng.IntN(10); {
+			case v < 2:
+				s.When = GWhen{Kind: "ctx", Value: []string{"on", "off"}[rng.IntN(2)]}
+			case v < 4 && s.Items != nil:
+				s.When = GWhen{Kind: "item", Value: s.Items[rng.IntN(len(s.Items))]}
+			case v < 7 && len(ups) > 0:
+				s.When = GWhen{Kind: "status", Step: ups[rng.IntN(len(ups))], Value: []string{"success", "failure", "skipped", "cached"}[rng.IntN(4)]}
+			case len(plainUps) > 0:
+				s.When = GWhen{Kind: "output", Step: plainUps[rng.IntN(len(plainUps))]}
+			default:
+				s.When = GWhen{Kind: "ctx", Value: "on"}
+			}
+		}
+	}
+}
+
+// whenOK: the step's condition still names an upstream step of the right
+// kind (after a shrink).
+func (c *Case) whenOK(s *GStep, up map[string]map[string]bool, plain map[string]bool) bool {
+	switch s.When.Kind {
+	case "status":
+		return up[s.ID][s.When.Step]
+	case "output":
+		return up[s.ID][s.When.Step] && plain[s.When.Step]
+	case "item":
+		return slices.Contains(s.Items, s.When.Value) && !s.Glob
+	}
+	return true
 }
 
 // genOutputs draws the Uses of the steps that may reference an output
@@ -335,6 +421,9 @@ func (c *Case) pruneUses() {
 				}
 			}
 			s.Uses = keep
+			if !c.whenOK(s, up, plain) {
+				s.When = GWhen{}
+			}
 		}
 	}
 	var keep []string
@@ -560,6 +649,9 @@ func (c *Case) BatchEngine() string {
 func (c *Case) YAML() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "name: rand%d\njobs: %d\n", c.Seed%1000, c.Jobs)
+	if c.usesContext() {
+		b.WriteString("context: {flag: \"on\"}\n")
+	}
 	if c.Batch {
 		fmt.Fprintf(&b, "executor: %s\n", c.BatchEngine())
 	}
@@ -614,6 +706,9 @@ func (c *Case) YAML() string {
 			}
 			if s.Handler != "" {
 				fmt.Fprintf(&b, "        failure_handler: %s\n", s.Handler)
+			}
+			if w := s.When.expr(); w != "" {
+				fmt.Fprintf(&b, "        when: '%s'\n", w)
 			}
 			writeOn(&b, s.On)
 		}
@@ -693,7 +788,8 @@ func (c *Case) Model() *Plan {
 			items = append(items, len(p.Steps))
 			grown := s.Glob && k == len(ids)-2 // g<n>/x9, the file the user adds
 			p.Steps = append(p.Steps, Step{ID: id, Deps: c.idx(index, t.deps), Rules: handlers[s.Handler], OnFailure: on,
-				Attempts: c.Codes[id], Handler: c.HCodes[id], Cacheable: s.Cache, Group: join, Grown: grown, Uses: c.idx(index, s.Uses)})
+				Attempts: c.Codes[id], Handler: c.HCodes[id], Cacheable: s.Cache, Group: join, Grown: grown, Uses: c.idx(index, s.Uses),
+				When: c.cond(s, id, false, index)})
 		}
 		index[s.ID] = len(p.Steps)
 		st := Step{ID: s.ID, Deps: c.idx(index, t.deps), Rules: handlers[s.Handler], OnFailure: on,
@@ -701,6 +797,7 @@ func (c *Case) Model() *Plan {
 		if s.plain() {
 			st.Uses = c.idx(index, s.Uses)
 		}
+		st.When = c.cond(s, s.ID, s.Items != nil || s.Glob, index)
 		if s.Items != nil || s.Glob {
 			st.Join, st.Items, st.Cacheable, st.Dynamic = true, items, false, s.Glob
 		}
@@ -873,6 +970,9 @@ func (c *Case) Shrinks() []*Case {
 			if ph.Parallel {
 				variant(func(d *Case) { d.Phases[pi].Parallel = false })
 			}
+			if s.When.Kind != "" {
+				variant(func(d *Case) { d.Phases[pi].Steps[si].When = GWhen{} })
+			}
 			for k := range s.Uses {
 				variant(func(d *Case) {
 					u := d.Phases[pi].Steps[si].Uses
@@ -965,4 +1065,43 @@ func (c *Case) clone() *Case {
 		d.Sleep[k] = v
 	}
 	return &d
+}
+
+// usesContext: a condition reads context.flag (the plan then sets it "on").
+func (c *Case) usesContext() bool {
+	for _, ph := range c.Phases {
+		for _, s := range ph.Steps {
+			if s.When.Kind == "ctx" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// cond is the model's condition of concrete step id of s (an item's, for
+// a fan-out's items; the join has none).
+func (c *Case) cond(s GStep, id string, join bool, index map[string]int) Cond {
+	w := s.When
+	if join {
+		return Cond{}
+	}
+	switch w.Kind {
+	case "ctx":
+		if w.Value == "on" {
+			return Cond{Kind: CondTrue}
+		}
+		return Cond{Kind: CondFalse}
+	case "item":
+		if id == s.ID+"["+w.Value+"]" {
+			return Cond{Kind: CondFalse}
+		}
+		return Cond{Kind: CondTrue}
+	case "status":
+		st := map[string]Status{"success": Success, "failure": Failure, "skipped": Skipped, "cached": Cached}[w.Value]
+		return Cond{Kind: CondStatus, Step: index[w.Step], Status: st}
+	case "output":
+		return Cond{Kind: CondOutput, Step: index[w.Step]}
+	}
+	return Cond{}
 }

@@ -123,6 +123,34 @@ type Step struct {
 	// published v fails without running a process, like a result-file
 	// failure; the end step then fails.
 	Uses []int
+	// When is its condition (README "Conditions"); a fan-out's items
+	// carry their own (it may read the item), the join none.
+	When Cond
+}
+
+// CondKind is what a step's condition reads.
+type CondKind uint8
+
+// The conditions the model knows.
+const (
+	// CondNone: no when: (the step runs).
+	CondNone CondKind = iota
+	// CondTrue, CondFalse: a condition whose answer is fixed (it reads
+	// context values, or the item).
+	CondTrue
+	CondFalse
+	// CondStatus: steps.<Step>.status == "<Status>".
+	CondStatus
+	// CondOutput: steps.<Step>.outputs.v == its value: true when Step
+	// published v, else an evaluation error.
+	CondOutput
+)
+
+// Cond is a step's when: as the model sees it.
+type Cond struct {
+	Kind   CondKind
+	Step   int
+	Status Status
 }
 
 func (s *Step) attempt(n int) Exit {
@@ -194,13 +222,16 @@ const (
 	// Absent: an item of a dynamic fan-out that its last reading did not
 	// find (or that was never read): not a step of the run.
 	Absent
+	// Skipped: its condition was false (README "Conditions"): settled,
+	// satisfies its dependents, neither success nor a failure.
+	Skipped
 )
 
 // Name is the status as faber reports it.
 func (s Status) Name() string {
 	return [...]string{"pending", "in_progress", "remediating", "retrying", "retrying",
 		"success", "failure", "remediation_failed", "pending_failed", "canceled", "interrupted",
-		"cached", "pending", "(missing)"}[s]
+		"cached", "pending", "(missing)", "skipped"}[s]
 }
 
 func (s Status) active() bool { return (s >= Running && s <= Queued) || s == Probing }
@@ -429,7 +460,7 @@ func (e *explorer) resume(w *World, sessions int) *World {
 	for i := range r.S {
 		s := &r.S[i]
 		switch s.Status {
-		case Failure, RemFailed, Canceled, Interrupted:
+		case Failure, RemFailed, Canceled, Interrupted, Skipped:
 			if !s.Classified {
 				s.Status = Pending
 			}
@@ -565,7 +596,7 @@ func (e *explorer) explore(w *World) ([]*World, error) {
 
 func (e *explorer) satisfied(w *World, d int) bool {
 	s := w.S[d]
-	return s.Status.succeeded() || (s.Status == Failure && s.Continued)
+	return s.Status.succeeded() || s.Status == Skipped || (s.Status == Failure && s.Continued)
 }
 
 func (e *explorer) depsOK(w *World, i int) bool {
@@ -664,10 +695,21 @@ func (e *explorer) decideJoin(w *World, i int) {
 	s := &w.S[i]
 	s.Attempt++
 	s.Status = Success
+	n, skipped := 0, 0
 	for _, it := range e.p.Steps[i].Items {
-		if st := w.S[it].Status; !st.succeeded() && st != Absent {
+		st := w.S[it].Status
+		if st != Absent {
+			n++
+		}
+		switch {
+		case st == Skipped:
+			skipped++
+		case !st.succeeded() && st != Absent:
 			s.Status = Failure
 		}
+	}
+	if s.Status == Success && n > 0 && skipped == n {
+		s.Status = Skipped // every item's condition was false
 	}
 	if s.Status == Failure && e.p.Steps[i].OnFailure.Kind == OnContinue {
 		s.Continued = true
@@ -697,7 +739,14 @@ func (e *explorer) fillOne(w *World) bool {
 		switch {
 		case s.Status == Queued:
 		case s.Status == Pending && !w.Stopping && e.depsOK(w, i):
-			if def.Cacheable && !s.Probed && e.upstreamSucceeded(w, i) {
+			run, bad := e.cond(w, i)
+			if !run && !bad {
+				// Its condition is false: skipped, with no slot taken.
+				s.Status = Skipped
+				s.Published = false
+				return true
+			}
+			if def.Cacheable && !s.Probed && e.upstreamSucceeded(w, i) && !bad {
 				// The key is computed while the step holds a slot.
 				s.Probed = true
 				s.Status = Probing
@@ -766,13 +815,31 @@ func (e *explorer) usesOK(w *World, def *Step) bool {
 }
 
 // exitOf is what attempt n of step i does: its process's exit, or, when an
-// output it uses is missing, a failure with no process.
+// output it uses is missing or its condition cannot be evaluated, a failure
+// with no process.
 func (e *explorer) exitOf(w *World, i, n int) Exit {
 	def := &e.p.Steps[i]
-	if !e.usesOK(w, def) {
+	if _, bad := e.cond(w, i); bad || !e.usesOK(w, def) {
 		return missingOutput
 	}
 	return def.attempt(n)
+}
+
+// cond evaluates step i's condition now: run, or bad (it cannot be
+// evaluated: it reads an output that was not published).
+func (e *explorer) cond(w *World, i int) (run, bad bool) {
+	c := e.p.Steps[i].When
+	switch c.Kind {
+	case CondFalse:
+		return false, false
+	case CondStatus:
+		return w.S[c.Step].Status == c.Status, false
+	case CondOutput:
+		if !e.published(w, c.Step) {
+			return false, true
+		}
+	}
+	return true, false
 }
 
 // upstreamSucceeded: no need is a continued failure (that is a cache miss

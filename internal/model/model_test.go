@@ -346,6 +346,7 @@ func withoutOutputs(c *Case) *Case {
 	for pi := range d.Phases {
 		for si := range d.Phases[pi].Steps {
 			d.Phases[pi].Steps[si].Uses = nil
+			d.Phases[pi].Steps[si].When = GWhen{} // conditions: their own stream too
 		}
 	}
 	d.EndUses = nil
@@ -473,5 +474,114 @@ func TestGenOutputs(t *testing.T) {
 		plans, uses, fanUses, endUses, attempts, publish, malformed, failedOut)
 	if plans < 80 || fanUses == 0 || endUses < 10 || publish < 100 || malformed < 20 || failedOut < 20 {
 		t.Errorf("outputs drawn too seldom")
+	}
+}
+
+// TestWhenModel: the contract's reading of conditions (README
+// "Conditions"): a false condition skips the step, which satisfies its
+// dependents and is neither success nor a failure; a condition on a
+// continued failure's status; one that reads a missing output fails the
+// step's attempt (only a catch-all rule retries it, and it fails again);
+// a fan-out whose items are all skipped is skipped; a resume evaluates a
+// skipped step again.
+func TestWhenModel(t *testing.T) {
+	one := func(p *Plan) Outcome {
+		t.Helper()
+		m, err := Outcomes(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m) != 1 {
+			t.Fatalf("%d outcomes, want 1:\n%v", len(m), Keys(m))
+		}
+		for _, o := range m {
+			return o
+		}
+		return Outcome{}
+	}
+	status := func(o Outcome, id string) string {
+		for _, s := range o.Steps {
+			if s.ID == id {
+				return s.Status
+			}
+		}
+		return "?"
+	}
+	// a (false) is skipped, b after it runs; the run succeeds.
+	o := one(&Plan{Jobs: 1, Steps: []Step{
+		{ID: "a", Group: -1, When: Cond{Kind: CondFalse}},
+		{ID: "b", Group: -1, Deps: []int{0}},
+	}})
+	if status(o, "a") != "skipped" || status(o, "b") != "success" || o.Codes[0] != 0 {
+		t.Errorf("false condition:\n%s", o)
+	}
+	// A condition on a continued failure: true.
+	o = one(&Plan{Jobs: 1, Steps: []Step{
+		{ID: "a", Group: -1, Attempts: []Exit{{Code: 1}}, OnFailure: OnFailure{Kind: OnContinue, Explicit: true}},
+		{ID: "b", Group: -1, Deps: []int{0}, When: Cond{Kind: CondStatus, Step: 0, Status: Failure}},
+		{ID: "c", Group: -1, Deps: []int{0}, When: Cond{Kind: CondStatus, Step: 0, Status: Success}},
+	}})
+	if status(o, "b") != "success" || status(o, "c") != "skipped" || o.Codes[0] != 1 {
+		t.Errorf("status conditions:\n%s", o)
+	}
+	// Reading an output that was not published: the attempt fails, a
+	// catch-all rule's retry fails again.
+	o = one(&Plan{Jobs: 1, Steps: []Step{
+		{ID: "a", Group: -1},
+		{ID: "b", Group: -1, Deps: []int{0}, When: Cond{Kind: CondOutput, Step: 0}, Rules: []Rule{{MatchAll: true, MaxRetries: 1}}},
+	}})
+	if status(o, "b") != "failure" || o.Steps[1].Attempt != 2 {
+		t.Errorf("evaluation error:\n%s", o)
+	}
+	// Published: true.
+	o = one(&Plan{Jobs: 1, Steps: []Step{
+		{ID: "a", Group: -1, Attempts: []Exit{{Out: OutPublish}}},
+		{ID: "b", Group: -1, Deps: []int{0}, When: Cond{Kind: CondOutput, Step: 0}},
+	}})
+	if status(o, "b") != "success" {
+		t.Errorf("published output condition:\n%s", o)
+	}
+	// A fan-out whose items are all skipped is skipped; one with an item
+	// that ran succeeds.
+	o = one(&Plan{Jobs: 2, Steps: []Step{
+		{ID: "f[x]", Group: 2, When: Cond{Kind: CondFalse}},
+		{ID: "f[y]", Group: 2, When: Cond{Kind: CondFalse}},
+		{ID: "f", Group: -1, Join: true, Items: []int{0, 1}},
+		{ID: "g[x]", Group: 5, When: Cond{Kind: CondFalse}},
+		{ID: "g[y]", Group: 5},
+		{ID: "g", Group: -1, Join: true, Items: []int{3, 4}},
+	}})
+	if status(o, "f") != "skipped" || status(o, "g") != "success" || o.Codes[0] != 0 {
+		t.Errorf("fan-outs:\n%s", o)
+	}
+	// A skipped step is evaluated again on resume: a's continued failure
+	// becomes a success in session 2, and b (a.status == success) runs.
+	o = one(&Plan{Jobs: 1, Policy: Policy{Sessions: 2, ResumeFailed: true}, Steps: []Step{
+		{ID: "a", Group: -1, Attempts: []Exit{{Code: 1}}, OnFailure: OnFailure{Kind: OnContinue, Explicit: true}},
+		{ID: "b", Group: -1, Deps: []int{0}, When: Cond{Kind: CondStatus, Step: 0, Status: Success}},
+	}})
+	if status(o, "b") != "success" || len(o.Codes) != 2 || o.Codes[1] != 0 {
+		t.Errorf("resume:\n%s", o)
+	}
+}
+
+// TestGenWhen: conditions are drawn at a rate that tests them, of every kind.
+func TestGenWhen(t *testing.T) {
+	kinds := map[string]int{}
+	for seed := uint64(1); seed <= 400; seed++ {
+		c := Gen(seed)
+		for _, ph := range c.Phases {
+			for _, s := range ph.Steps {
+				kinds[s.When.Kind]++
+			}
+		}
+		if strings.Contains(c.YAML(), "context.flag") != strings.Contains(c.YAML(), "context: {flag:") {
+			t.Fatalf("seed %d: a condition reads context.flag that the plan does not set:\n%s", seed, c.YAML())
+		}
+	}
+	for _, k := range []string{"ctx", "item", "status", "output"} {
+		if kinds[k] < 10 {
+			t.Errorf("only %d conditions of kind %q in 400 seeds (%v)", kinds[k], k, kinds)
+		}
 	}
 }

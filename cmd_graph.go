@@ -106,6 +106,18 @@ func printGraph(w io.Writer, p *spec.Plan) {
 			fmt.Fprintln(w, l)
 		}
 	}
+	var conds []string
+	for _, s := range p.Steps {
+		if s.When != nil && s.Item == nil {
+			conds = append(conds, fmt.Sprintf("  %s: when %s", s.ID, s.When.Src))
+		}
+	}
+	if len(conds) > 0 {
+		fmt.Fprintln(w, "conditions (false: skipped):")
+		for _, l := range conds {
+			fmt.Fprintln(w, l)
+		}
+	}
 }
 
 // graphName is a node on a level line: a join with its fan-out, items not
@@ -232,8 +244,16 @@ func dotNodeAttrs(n *run.Node) string {
 // differs from its id, and extra.
 func dotAttrs(s *spec.Step, extra ...string) string {
 	attrs := extra
+	label := s.ID
 	if s.Name != "" && s.Name != s.ID {
-		attrs = append(attrs, "label="+dotID(s.ID+"\n"+s.Name))
+		label += "\n" + s.Name
+	}
+	if s.When != nil {
+		// A conditional step: its condition under its name.
+		label += "\nwhen: " + s.When.Src
+	}
+	if label != s.ID {
+		attrs = append(attrs, "label="+dotID(label))
 	}
 	if len(attrs) == 0 {
 		return ""

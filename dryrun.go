@@ -157,6 +157,9 @@ func printDryStep(w io.Writer, ds *run.DryStep) {
 			kv("item."+k, ds.ItemFields[k])
 		}
 	}
+	if ds.When != "" {
+		kv("when", ds.When+" (evaluated when ready; false: skipped)")
+	}
 	switch ds.Kind {
 	case run.KindPlan:
 		kv("plan", ds.PlanFile)
@@ -221,6 +224,9 @@ func printDryJoin(kv func(k, v string), ds *run.DryStep, j *run.FanOut) {
 		fo += fmt.Sprintf("; at most %d at once (max_parallel)", j.MaxParallel)
 	}
 	kv("fan-out", fo)
+	if ds.When != "" {
+		kv("when", ds.When+" (each item's, evaluated when it is ready)")
+	}
 	if len(j.Needs) > 0 {
 		// A join waits for the fan-out step's own needs too, even with no
 		// item (README "Fan-out").

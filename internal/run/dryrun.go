@@ -78,6 +78,8 @@ type DryStep struct {
 	// process: its Command is the items' run line with <item> in place of
 	// {item}.
 	Join *FanOut `json:"join,omitempty"`
+	// When is the step's condition (when:), evaluated when it is ready.
+	When string `json:"when,omitempty"`
 }
 
 // KindJoin is the kind of a fan-out's join step in a dry run.
@@ -170,6 +172,9 @@ func buildDry(p *spec.Plan, jobs int, allItems bool) (*DryPlan, error) {
 
 func buildDryStep(p *spec.Plan, s *spec.Step) (*DryStep, error) {
 	ds := &DryStep{ID: s.ID, Name: s.Name, Phase: s.Phase, Needs: s.Deps, NeedsExplicit: s.NeedsSet, Executor: "local", SubEnv: []string{}}
+	if s.When != nil {
+		ds.When = s.When.Src
+	}
 	if ds.Needs == nil {
 		ds.Needs = []string{}
 	}

@@ -66,6 +66,8 @@ type GraphStep struct {
 	// of a join step.
 	FanOut string  `json:"fan_out,omitempty"`
 	Join   *FanOut `json:"join,omitempty"`
+	// When is the step's condition (when:).
+	When string `json:"when,omitempty"`
 }
 
 // GraphEdge is a dependency: To needs From.
@@ -95,8 +97,12 @@ func Graph(p *spec.Plan) GraphOut {
 			if needs == nil {
 				needs = []string{}
 			}
-			out.Steps = append(out.Steps, GraphStep{ID: s.ID, Name: s.Name, Phase: s.Phase, Level: i + 1, Needs: needs, NeedsExplicit: s.NeedsSet,
-				FanOut: s.FanOutOf, Join: FanOutOf(s)})
+			gs := GraphStep{ID: s.ID, Name: s.Name, Phase: s.Phase, Level: i + 1, Needs: needs, NeedsExplicit: s.NeedsSet,
+				FanOut: s.FanOutOf, Join: FanOutOf(s)}
+			if s.When != nil {
+				gs.When = s.When.Src
+			}
+			out.Steps = append(out.Steps, gs)
 			for _, d := range s.Deps {
 				out.Edges = append(out.Edges, GraphEdge{From: d, To: s.ID})
 			}

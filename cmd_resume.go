@@ -26,7 +26,8 @@ type ResumeCmd struct {
 func (c *ResumeCmd) Help() string {
 	return `Steps that succeeded are kept and never re-run. Failed, remediation_failed,
 canceled and interrupted steps run again, with the next attempt number (the
-logs of earlier attempts are kept) and fresh retry budgets. pending_failed
+logs of earlier attempts are kept) and fresh retry budgets; skipped steps
+have their when: evaluated again. pending_failed
 steps wait for 'faber classify' unless --retry-pending is given.
 
 If the faber that owned the run died (kill -9, a crash), resume first

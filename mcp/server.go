@@ -82,8 +82,9 @@ continues the run.`,
 		Annotations: ro,
 		Description: `Show a faber run as JSON, exactly as 'faber status --json': the run's status
 (in_progress, success, failed, remediation_failed, pending_failed,
-interrupted) and every step with its status, attempt, exit code, error,
-dependencies (needs) and remediation. Read-only.`,
+interrupted) and every step with its status (skipped: its when: was false),
+attempt, exit code, error, published outputs, dependencies (needs) and
+remediation. Read-only.`,
 	}, func(ctx context.Context, req *sdk.CallToolRequest, in runInput) (*sdk.CallToolResult, any, error) {
 		out, err := run.StatusOfRun(t.stateDir, in.RunID)
 		if err != nil {

@@ -788,7 +788,7 @@ func (c *Case) Model() *Plan {
 			items = append(items, len(p.Steps))
 			grown := s.Glob && k == len(ids)-2 // g<n>/x9, the file the user adds
 			p.Steps = append(p.Steps, Step{ID: id, Deps: c.idx(index, t.deps), Rules: handlers[s.Handler], OnFailure: on,
-				Attempts: c.Codes[id], Handler: c.HCodes[id], Cacheable: s.Cache, Group: join, Grown: grown, Uses: c.idx(index, s.Uses),
+				Attempts: c.Codes[id], Handler: c.HCodes[id], Cacheable: s.Cache, Group: join, Grown: grown, Uses: c.idx(index, s.Uses), Maker: c.maker(s, grown, index),
 				When: c.cond(s, id, false, index)})
 		}
 		index[s.ID] = len(p.Steps)
@@ -1104,4 +1104,16 @@ func (c *Case) cond(s GStep, id string, join bool, index map[string]int) Cond {
 		return Cond{Kind: CondOutput, Step: index[w.Step]}
 	}
 	return Cond{}
+}
+
+// maker is Step.Maker of an item of s: for a glob item that is not the
+// one the user adds, 1 + the index of the step that makes its file.
+func (c *Case) maker(s GStep, grown bool, index map[string]int) int {
+	if !s.Glob || grown {
+		return 0
+	}
+	if i, ok := index[s.Up]; ok {
+		return i + 1
+	}
+	return 0
 }

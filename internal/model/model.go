@@ -126,6 +126,10 @@ type Step struct {
 	// When is its condition (README "Conditions"); a fan-out's items
 	// carry their own (it may read the item), the join none.
 	When Cond
+	// Maker, on an item of a dynamic fan-out that is not Grown, is 1 + the
+	// index of the step whose attempts make its file (0: it is there from
+	// the start).
+	Maker int
 }
 
 // CondKind is what a step's condition reads.
@@ -292,6 +296,9 @@ type World struct {
 	Prev []StepOut
 	// Grown: the files of Grown items exist.
 	Grown bool
+	// Made: step i has started an attempt in this run or an earlier one
+	// (the files its attempts make are there).
+	Made []bool
 
 	k string // key, once computed (a world is not changed after that)
 }
@@ -303,6 +310,7 @@ func (w *World) clone() *World {
 	c.Codes = append([]int(nil), w.Codes...)
 	c.Entry = append([]string(nil), w.Entry...)
 	c.Pub = append([]bool(nil), w.Pub...)
+	c.Made = append([]bool(nil), w.Made...)
 	c.Prev = append([]StepOut(nil), w.Prev...)
 	return &c
 }
@@ -312,7 +320,7 @@ func (w *World) key() string {
 		return w.k
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%v|%v|%d|%v|%d|%v|%v|%d|%v|%v|", w.Stopping, w.End, w.Running, w.Codes, w.Session, w.Entry, w.Pub, w.Run, w.Prev, w.Grown)
+	fmt.Fprintf(&b, "%v|%v|%d|%v|%d|%v|%v|%d|%v|%v|%v|", w.Stopping, w.End, w.Running, w.Codes, w.Session, w.Entry, w.Pub, w.Run, w.Prev, w.Grown, w.Made)
 	for _, s := range w.S {
 		fmt.Fprintf(&b, "%v;", s)
 	}
@@ -366,6 +374,7 @@ func Outcomes(p *Plan) (map[string]Outcome, error) {
 	w := e.fresh()
 	w.Entry = make([]string, len(p.Steps))
 	w.Pub = make([]bool, len(p.Steps))
+	w.Made = make([]bool, len(p.Steps))
 	worlds := []*World{w}
 	out := map[string]Outcome{}
 	sessions := p.Policy.Sessions
@@ -431,6 +440,7 @@ func (e *explorer) resume(w *World, sessions int) *World {
 		r := e.fresh()
 		r.Entry, r.Codes, r.Run, r.Grown = append([]string(nil), w.Entry...), append([]int(nil), w.Codes...), w.Run+1, w.Grown
 		r.Pub = append([]bool(nil), w.Pub...)
+		r.Made = append([]bool(nil), w.Made...) // files stay on disk
 		r.Prev = e.outcome(w).Steps
 		return r
 	}
@@ -630,6 +640,12 @@ func (e *explorer) expand(w *World, j int) {
 	for _, it := range e.p.Steps[j].Items {
 		s := &w.S[it]
 		found := !e.p.Steps[it].Grown || w.Grown
+		if mb := e.p.Steps[it].Maker - 1; !e.p.Steps[it].Grown && mb >= 0 {
+			// Its file is there once the step that makes it has started
+			// an attempt (in this run or an earlier one): not when that
+			// step was skipped.
+			found = w.Made[mb]
+		}
 		switch {
 		case found && s.Status == Absent:
 			s.Status = Pending
@@ -757,6 +773,7 @@ func (e *explorer) fillOne(w *World) bool {
 			}
 			s.Attempt++
 			s.Published = false
+			w.Made[i] = true
 		default:
 			continue
 		}
@@ -906,6 +923,7 @@ func (e *explorer) complete(w *World, i int) {
 		default:
 			s.Status = Running
 			s.Attempt++
+			w.Made[i] = true
 		}
 	}
 }

@@ -152,7 +152,12 @@ func joinWaits(j *stepRun) bool {
 func (r *Runner) expand(j *stepRun, atSetup bool) {
 	p := r.Plan
 	fo := j.def.FanOut
-	values, err := p.ReadItems(j.def, r.vars(j, j.st.Attempt+1, nil))
+	vars := r.vars(j, j.st.Attempt+1, nil)
+	err := r.addUsesIn(vars, j.def.FanOut.Source) // foreach: {from: ...}
+	var values []string
+	if err == nil {
+		values, err = p.ReadItems(j.def, vars)
+	}
 	if err != nil {
 		r.expandFailed(j, err, atSetup)
 		return

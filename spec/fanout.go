@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -65,6 +66,8 @@ type FanOut struct {
 	// Source is the pattern or file name as written.
 	Dynamic bool
 	Source  string
+	// from is a from: source while the plan is built (checkFrom).
+	from *str
 }
 
 var (
@@ -157,7 +160,7 @@ func (b *builder) foreach(fo *FanOut, n *yaml.Node, where string) {
 	case yaml.MappingNode:
 		pairs := b.pairs(n, where)
 		if len(pairs) != 1 {
-			b.errorf(nodePos(n), "%s: a mapping takes exactly one of range, glob or lines", where)
+			b.errorf(nodePos(n), "%s: a mapping takes exactly one of range, glob, lines or from", where)
 			return
 		}
 		kv := pairs[0]
@@ -186,11 +189,21 @@ func (b *builder) foreach(fo *FanOut, n *yaml.Node, where string) {
 				return
 			}
 			fo.Source = v.Value
+		case "from":
+			// A value an upstream step published: read when the step is
+			// ready; its references are checked with the step's (checkFrom).
+			fo.Kind, fo.Dynamic = "from", true
+			if v.Kind != yaml.ScalarNode || v.Value == "" {
+				b.errorf(nodePos(v), "%s.from: must be an output of an upstream step, such as \"{steps.list.outputs.files}\"", where)
+				return
+			}
+			fo.Source = v.Value
+			fo.from = &str{V: v.Value, Pos: nodePos(v), Set: true, Node: v}
 		default:
-			b.errorf(nodePos(kv.k), "%s: unknown key %q; use range, glob or lines%s", where, kv.key, suggest(kv.key, []string{"range", "glob", "lines"}))
+			b.errorf(nodePos(kv.k), "%s: unknown key %q; use range, glob, lines or from%s", where, kv.key, suggest(kv.key, []string{"range", "glob", "lines", "from"}))
 		}
 	default:
-		b.errorf(nodePos(n), "%s: must be a list, or a mapping with range, glob or lines, not %s", where, kindName(n))
+		b.errorf(nodePos(n), "%s: must be a list, or a mapping with range, glob, lines or from, not %s", where, kindName(n))
 	}
 }
 
@@ -637,10 +650,18 @@ func itemStep(s *Step, it *Item, deps []string) *Step {
 func (p *Plan) ReadItems(s *Step, vars map[string]string) ([]string, error) {
 	fo := s.FanOut
 	if fo == nil || !fo.Dynamic {
-		return nil, fmt.Errorf("step %q does not fan out over glob: or lines:", s.ID)
+		return nil, fmt.Errorf("step %q does not fan out over glob:, lines: or from:", s.ID)
 	}
 	var values []string
 	switch fo.Kind {
+	case "from":
+		v, err := subst.Expand(fo.Source, vars)
+		if err != nil {
+			return nil, fmt.Errorf("foreach.from: %v", err)
+		}
+		if values, err = ListItems(v); err != nil {
+			return nil, fmt.Errorf("foreach.from: %v", err)
+		}
 	case "glob":
 		dir := p.Dir
 		if s.Dir != "" {
@@ -790,4 +811,62 @@ func (p *Plan) SetItemsAll(sets map[*Step][]string) {
 			p.byID[x.ID] = x
 		}
 	}
+}
+
+// ListItems reads the items of a foreach: {from: ...} value: a JSON array
+// (of strings, numbers or booleans, each an item as written) when it starts
+// with '[', else one item per non-blank line (\r trimmed).
+func ListItems(v string) ([]string, error) {
+	if t := strings.TrimSpace(v); strings.HasPrefix(t, "[") {
+		var raw []json.RawMessage
+		if err := json.Unmarshal([]byte(t), &raw); err != nil {
+			return nil, fmt.Errorf("the value starts with [ but is not a JSON array: %v", err)
+		}
+		out := make([]string, 0, len(raw))
+		for i, r := range raw {
+			var s string
+			switch r[0] {
+			case '"':
+				if err := json.Unmarshal(r, &s); err != nil {
+					return nil, fmt.Errorf("item %d: %v", i+1, err)
+				}
+			case '{', '[', 'n':
+				return nil, fmt.Errorf("item %d is %s; items must be strings, numbers or booleans", i+1, string(r))
+			default:
+				s = string(r) // a number or a boolean, as written
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	}
+	var out []string
+	for _, l := range strings.Split(v, "\n") {
+		l = strings.TrimRight(l, "\r")
+		if strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+// checkFrom checks a foreach: {from: ...} source of step s: a template
+// naming at least one output of a step upstream of s.
+func (b *builder) checkFrom(s *Step, where string) {
+	fo := s.FanOut
+	if fo == nil || fo.from == nil {
+		return
+	}
+	src := fo.from
+	fo.from = nil
+	n := 0
+	for _, ref := range subst.Names(src.V) {
+		if _, _, ok := subst.OutputRef(ref.Name); ok {
+			n++
+		}
+	}
+	if n == 0 {
+		b.errorf(src.Pos, "%s: foreach.from: %q names no output; write the output of an upstream step, such as \"{steps.list.outputs.files}\"", where, src.V)
+		return
+	}
+	b.checkTemplate(src, where+": foreach.from", false, refsHandler)
 }

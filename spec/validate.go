@@ -707,6 +707,7 @@ func (b *builder) checkStep(s *Step) {
 	if ext != nil && ext.When.Set {
 		b.checkWhen(s, &ext.When, where)
 	}
+	b.checkFrom(s, where)
 	if ext != nil && ext.Context.Set && !hasPlan {
 		b.errorf(ext.keyPos("context"), "%s: context is only for plan: steps (use the plan's context)", where)
 	}

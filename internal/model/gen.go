@@ -94,7 +94,14 @@ type GStep struct {
 	Uses []string
 	// When is its condition (README "Conditions"), or none.
 	When GWhen
+	// From, on a fan-out over a static list, makes it one over the output
+	// v of upstream plain step From (foreach: {from: ...}): one item,
+	// val-<From>, when From published; the fan-out fails when it did not.
+	From string
 }
+
+// fromItem is the item step of a From fan-out.
+func (s *GStep) fromItem() string { return s.ID + "[val-" + s.From + "]" }
 
 // GWhen is a step's when: in a Case. Kind: "" none; "ctx" (context.flag
 // == Value: true when Value is "on"); "item" (item != Value, on a static
@@ -260,7 +267,45 @@ func Gen(seed uint64) *Case {
 	c.genOutputs(rand.New(rand.NewPCG(seed^0x0b75, seed)))
 	// And conditions, likewise.
 	c.genWhen(rand.New(rand.NewPCG(seed^0x3e11, seed)))
+	// And fan-outs over a published value.
+	c.genFrom(rand.New(rand.NewPCG(seed^0xf70e, seed)))
 	return c
+}
+
+// genFrom turns about a third of the fan-outs over a static list that have
+// an upstream plain step into fan-outs over its output v (foreach: {from:
+// ...}): one item, val-<step>, which has the codes the list's first item
+// had; the step then mostly publishes.
+func (c *Case) genFrom(rng *rand.Rand) {
+	up := c.upstream()
+	plain := c.plainSteps()
+	for pi := range c.Phases {
+		for si := range c.Phases[pi].Steps {
+			s := &c.Phases[pi].Steps[si]
+			if s.Items == nil || s.Glob || s.Child != 0 || rng.Float64() >= 0.35 {
+				continue
+			}
+			var cands []string
+			for _, id := range plain {
+				if up[s.ID][id] {
+					cands = append(cands, id)
+				}
+			}
+			if len(cands) == 0 {
+				continue
+			}
+			s.From = cands[rng.IntN(len(cands))]
+			first := s.ID + "[" + s.Items[0] + "]"
+			c.Codes[s.fromItem()] = append([]Exit(nil), c.Codes[first]...)
+			c.HCodes[s.fromItem()] = append([]int(nil), c.HCodes[first]...)
+			c.Sleep[s.fromItem()] = c.Sleep[first]
+			for i := range c.Codes[s.From] {
+				if rng.Float64() < 0.7 {
+					c.Codes[s.From][i].Out = OutPublish
+				}
+			}
+		}
+	}
 }
 
 // genWhen draws the conditions: on about a quarter of the plain steps,
@@ -424,6 +469,9 @@ func (c *Case) pruneUses() {
 			if !c.whenOK(s, up, plain) {
 				s.When = GWhen{}
 			}
+			if s.From != "" && !(plain[s.From] && up[s.ID][s.From]) {
+				s.From = ""
+			}
 		}
 	}
 	var keep []string
@@ -466,6 +514,9 @@ func genExits(rng *rand.Rand) []Exit {
 // concrete is the step ids the step becomes: its items and then itself.
 func (s *GStep) concrete() []string {
 	var out []string
+	if s.From != "" {
+		return []string{s.fromItem(), s.ID}
+	}
 	for _, it := range s.Items {
 		out = append(out, s.ID+"["+it+"]")
 	}
@@ -605,7 +656,7 @@ shift
 for f in "$@"; do
   case $f in
   g*) mkdir -p "${f%/*}" && : > "$f";;
-  i[0-9]*) ;;
+  i[0-9]*|it:*) ;;
   *) echo "uses $FABER_STEP_ID $FABER_ATTEMPT $f" >> trace.log;;
   esac
 done
@@ -689,6 +740,9 @@ func (c *Case) YAML() string {
 			switch {
 			case s.Child > 0:
 				fmt.Fprintf(&b, "        plan: child-%s.yaml\n", s.ID)
+			case s.From != "":
+				fmt.Fprintf(&b, "        foreach: {from: \"{steps.%s.outputs.v}\"}\n", s.From)
+				fmt.Fprintf(&b, "        run: ./s.sh 0.0%d it:{item}%s\n", c.Sleep[s.fromItem()], refs(s.Uses))
 			case s.Items != nil:
 				fmt.Fprintf(&b, "        foreach: [%s]\n", strings.Join(s.Items, ", "))
 				fmt.Fprintf(&b, "        run: ./s.sh 0.0%d {item}%s\n", c.Sleep[s.ID+"["+s.Items[0]+"]"], refs(s.Uses))
@@ -799,7 +853,10 @@ func (c *Case) Model() *Plan {
 		}
 		st.When = c.cond(s, s.ID, s.Items != nil || s.Glob, index)
 		if s.Items != nil || s.Glob {
-			st.Join, st.Items, st.Cacheable, st.Dynamic = true, items, false, s.Glob
+			st.Join, st.Items, st.Cacheable, st.Dynamic = true, items, false, s.Glob || s.From != ""
+		}
+		if s.From != "" {
+			st.From = index[s.From] + 1
 		}
 		p.Steps = append(p.Steps, st)
 	}
@@ -972,6 +1029,9 @@ func (c *Case) Shrinks() []*Case {
 			}
 			if s.When.Kind != "" {
 				variant(func(d *Case) { d.Phases[pi].Steps[si].When = GWhen{} })
+			}
+			if s.From != "" {
+				variant(func(d *Case) { d.Phases[pi].Steps[si].From = "" })
 			}
 			for k := range s.Uses {
 				variant(func(d *Case) {

@@ -130,6 +130,11 @@ type Step struct {
 	// index of the step whose attempts make its file (0: it is there from
 	// the start).
 	Maker int
+	// From, on a dynamic join (foreach: {from: ...}), is 1 + the index of
+	// the step whose output v it reads: its one item is there when that
+	// step published v; when it did not, the items cannot be read and the
+	// join fails (README "Fan-out").
+	From int
 }
 
 // CondKind is what a step's condition reads.
@@ -636,6 +641,19 @@ func (e *explorer) advance(w *World) {
 // and every settled step downstream of it go back to pending.
 func (e *explorer) expand(w *World, j int) {
 	w.S[j].Expanded = true
+	if f := e.p.Steps[j].From - 1; f >= 0 && !e.published(w, f) {
+		// The value to read is missing: the join fails, as a failed step
+		// (its items stay as they were).
+		s := &w.S[j]
+		s.Attempt++
+		s.Status = Failure
+		if e.p.Steps[j].OnFailure.Kind == OnContinue {
+			s.Continued = true
+		} else {
+			e.stop(w)
+		}
+		return
+	}
 	changed := false
 	for _, it := range e.p.Steps[j].Items {
 		s := &w.S[it]

@@ -3,6 +3,7 @@ package model
 import (
 	"crypto/sha256"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -347,6 +348,12 @@ func withoutOutputs(c *Case) *Case {
 		for si := range d.Phases[pi].Steps {
 			d.Phases[pi].Steps[si].Uses = nil
 			d.Phases[pi].Steps[si].When = GWhen{} // conditions: their own stream too
+			if s := &d.Phases[pi].Steps[si]; s.From != "" {
+				delete(d.Codes, s.fromItem()) // and fan-outs over a published value
+				delete(d.HCodes, s.fromItem())
+				delete(d.Sleep, s.fromItem())
+				s.From = ""
+			}
 		}
 	}
 	d.EndUses = nil
@@ -583,5 +590,65 @@ func TestGenWhen(t *testing.T) {
 		if kinds[k] < 10 {
 			t.Errorf("only %d conditions of kind %q in 400 seeds (%v)", kinds[k], k, kinds)
 		}
+	}
+}
+
+// TestFromModel: a fan-out over a published value (foreach: {from: ...})
+// has its item when the step published it; when it did not, the fan-out
+// fails as a failed step (stop, or on_failure: continue).
+func TestFromModel(t *testing.T) {
+	plan := func(out Out, on OnKind) *Plan {
+		return &Plan{Jobs: 2, Steps: []Step{
+			{ID: "a", Group: -1, Attempts: []Exit{{Out: out}}},
+			{ID: "f[val-a]", Group: 2, Deps: []int{0}},
+			{ID: "f", Group: -1, Join: true, Dynamic: true, From: 1, Items: []int{1}, Deps: []int{0}, OnFailure: OnFailure{Kind: on, Explicit: on != OnStop}},
+			{ID: "b", Group: -1, Deps: []int{2}},
+		}}
+	}
+	for _, tc := range []struct {
+		out        Out
+		on         OnKind
+		item, f, b string
+		code       int
+	}{
+		{OutPublish, OnStop, "success", "success", "success", 0},
+		{OutNone, OnStop, "(missing)", "failure", "canceled", 1},
+		{OutNone, OnContinue, "(missing)", "failure", "success", 1},
+	} {
+		m, err := Outcomes(plan(tc.out, tc.on))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m) != 1 {
+			t.Fatalf("%d outcomes:\n%v", len(m), Keys(m))
+		}
+		for _, o := range m {
+			got := []string{o.Steps[1].Status, o.Steps[2].Status, o.Steps[3].Status}
+			if want := []string{tc.item, tc.f, tc.b}; !reflect.DeepEqual(got, want) || o.Codes[0] != tc.code {
+				t.Errorf("out %v on %v: %v exit %v, want %v exit %d", tc.out, tc.on, got, o.Codes, want, tc.code)
+			}
+		}
+	}
+}
+
+// TestGenFrom: fan-outs over a published value are drawn, with the value
+// published and not.
+func TestGenFrom(t *testing.T) {
+	from, yaml := 0, 0
+	for seed := uint64(1); seed <= 400; seed++ {
+		c := Gen(seed)
+		for _, ph := range c.Phases {
+			for _, s := range ph.Steps {
+				if s.From != "" {
+					from++
+					if strings.Contains(c.YAML(), `foreach: {from: "{steps.`+s.From+`.outputs.v}"}`) {
+						yaml++
+					}
+				}
+			}
+		}
+	}
+	if from < 20 || yaml != from {
+		t.Errorf("%d from: fan-outs in 400 seeds, %d of them in the plan file", from, yaml)
 	}
 }

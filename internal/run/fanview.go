@@ -50,8 +50,8 @@ type FanOut struct {
 func ReadItemsNow(p *spec.Plan) {
 	sets := map[*spec.Step][]string{}
 	for _, s := range p.Steps {
-		if !s.Join || s.FanOut == nil || !s.FanOut.Dynamic {
-			continue
+		if !s.Join || s.FanOut == nil || !s.FanOut.Dynamic || s.FanOut.Kind == "from" {
+			continue // a from: fan-out's items are known once its upstream ran
 		}
 		values, err := p.ReadItems(s, exec.StepVars(p, s, PhRunID, PhAttempt, nil))
 		if err != nil {
@@ -73,7 +73,7 @@ func FanOutOf(s *spec.Step) *FanOut {
 	if f.Needs == nil {
 		f.Needs = []string{}
 	}
-	f.FromUpstream = (fo.Kind == "glob" || fo.Kind == "lines") && len(fo.Needs) > 0
+	f.FromUpstream = (fo.Kind == "glob" || fo.Kind == "lines") && len(fo.Needs) > 0 || fo.Kind == "from"
 	return f
 }
 
@@ -82,6 +82,8 @@ func FanOutOf(s *spec.Step) *FanOut {
 // ready, after fetch (3 now)`.
 func (f *FanOut) String() string {
 	switch f.Kind {
+	case "from":
+		return fmt.Sprintf("items from %s when the step is ready (a value an upstream step publishes)", f.Source)
 	case "glob", "lines":
 		s := fmt.Sprintf("items from %s %q when the step is ready", f.Kind, f.Source)
 		if f.FromUpstream {

@@ -427,6 +427,8 @@ func (f *fanNode) schema(*schemaGen) map[string]any {
 			map[string]any{"type": "string", "minLength": 1}),
 		source("lines", "Read when the step is ready: one item per non-blank line of the file (relative to the plan's directory).",
 			map[string]any{"type": "string", "minLength": 1}),
+		source("from", "Read when the step is ready from a value an upstream step published, written {steps.<id>.outputs.<KEY>}: a JSON array of strings, numbers or booleans, else one item per non-blank line.",
+			map[string]any{"type": "string", "minLength": 1}),
 	}}
 }
 

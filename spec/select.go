@@ -43,10 +43,21 @@ func (p *Plan) Select(targets, from []string) (*Plan, error) {
 		}
 	}
 	in := p.partSteps(targets, from)
-	if err := p.checkPartRefs(in); err != nil {
+	if err := p.checkPartRefs(in, nil); err != nil {
 		return nil, err
 	}
-	return p.part(in), nil
+	np := p.part(in)
+	if len(targets) > 0 && len(from) > 0 {
+		// Either part alone keeps every path between two of its steps
+		// (what a step needs is in a target's part; what is between a
+		// --from step and a step after it is after it too), their union
+		// may not: a step of one may use a step of the other that it
+		// depended on through steps left out.
+		if err := np.checkPartRefs(nil, np.upstreamOf); err != nil {
+			return nil, err
+		}
+	}
+	return np, nil
 }
 
 // checkPartID checks a step named on the command line.
@@ -153,14 +164,23 @@ func (p *Plan) partSteps(targets, from []string) map[string]bool {
 // checkPartRefs checks that no step of the part (nor the end step) uses an
 // output of a step left out, or reads its status in its condition: the run
 // could never give it the value.
-func (p *Plan) checkPartRefs(in map[string]bool) error {
+//
+// With upstream set, p is the part already, and it checks instead that each
+// step used is still upstream of its user (upstream(s, id)).
+func (p *Plan) checkPartRefs(in map[string]bool, upstream func(s *Step, id string) bool) error {
 	check := func(s *Step) error {
 		where := fmt.Sprintf("step %q", s.ID)
 		if s.Index < 0 {
 			where = "the end step"
 		}
 		out := func(step, ref string) error {
-			if p.Step(step) == nil || in[step] {
+			switch {
+			case upstream != nil:
+				if s.Index < 0 || p.Step(step) == nil || upstream(s, step) {
+					return nil
+				}
+				return partErrorf("%s uses %s, but in this part step %q is no longer upstream of it (steps between them are left out); add %s to the steps named", where, ref, step, s.ID)
+			case p.Step(step) == nil || in[step]:
 				return nil
 			}
 			return partErrorf("%s uses %s, but step %q is left out of the part to run; add %s to the steps named (or start --from it)", where, ref, step, step)
@@ -208,7 +228,7 @@ func (p *Plan) checkPartRefs(in map[string]bool) error {
 		return nil
 	}
 	for _, s := range p.Steps {
-		if !in[s.ID] || s.FanOutOf != "" {
+		if (in != nil && !in[s.ID]) || s.FanOutOf != "" {
 			continue // an item's templates are its fan-out's
 		}
 		if err := check(s); err != nil {
@@ -276,4 +296,27 @@ func (p *Plan) part(in map[string]bool) *Plan {
 		np.End = &e
 	}
 	return &np
+}
+
+// upstreamOf reports whether step id is upstream of step s (a fan-out's
+// join: of its items), directly or not. One search: only a part made of
+// both STEPs and --from asks.
+func (p *Plan) upstreamOf(s *Step, id string) bool {
+	seen := map[string]bool{}
+	queue := append([]string(nil), s.Deps...)
+	for len(queue) > 0 {
+		d := queue[0]
+		queue = queue[1:]
+		if d == id {
+			return true
+		}
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		if x := p.Step(d); x != nil {
+			queue = append(queue, x.Deps...)
+		}
+	}
+	return false
 }

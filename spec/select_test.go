@@ -161,3 +161,22 @@ end: {run: "x {steps.lint.outputs.w}"}`
 		t.Errorf("no part: not the plan itself")
 	}
 }
+
+// TestSelectUnionKeepsUses: a part of both STEPs and --from in which a step
+// of one uses a step of the other that it no longer depends on (the steps
+// between are left out) is refused: it could run first.
+func TestSelectUnionKeepsUses(t *testing.T) {
+	p := mustParse(t, `name: t
+steps:
+  - {id: u, run: "echo v=1 >> $FABER_OUTPUTS"}
+  - {id: x, run: x, needs: [u]}
+  - {id: f, run: x, needs: []}
+  - {id: s, run: "x {steps.u.outputs.v}", needs: [x, f]}`, Options{})
+	_, err := p.Select([]string{"u"}, []string{"f"})
+	if err == nil || !strings.Contains(err.Error(), `step "s" uses {steps.u.outputs.v}, but in this part step "u" is no longer upstream of it (steps between them are left out); add s to the steps named`) {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := p.Select([]string{"u", "s"}, []string{"f"}); err != nil {
+		t.Fatalf("with s named: %v", err)
+	}
+}

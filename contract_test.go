@@ -590,7 +590,7 @@ func checkInvariants(c *model.Case, evs []ev, trace string) []string {
 				if known {
 					for _, d := range p.Steps[i].Deps {
 						ds := last[p.Steps[d].ID]
-						ok := ds == "success" || ds == "cached" || (ds == "failure" && p.Steps[d].OnFailure.Kind == model.OnContinue)
+						ok := ds == "success" || ds == "cached" || ds == "skipped" || (ds == "failure" && p.Steps[d].OnFailure.Kind == model.OnContinue)
 						if !ok {
 							bad = append(bad, fmt.Sprintf("seq %d: %s started while its need %s was %q", e.Seq, e.StepID, p.Steps[d].ID, ds))
 						}

@@ -52,6 +52,11 @@ on_failure handler: stop (default), continue, retry, or a /command. Every
 transition is recorded; if the run does not succeed, faber prints how to
 continue it with 'faber resume <run-id>'.
 
+With STEP arguments, only those steps and every step they need run; with
+--from STEP, that step and every step downstream of it, the steps before it
+counting as done. The run records its part (faber status shows it) and
+resume runs the same part.
+
 Examples:
   faber run examples/hello.yaml
   faber run plan.yaml --set work_id=137 --jobs 4

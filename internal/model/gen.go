@@ -484,6 +484,14 @@ func (c *Case) genWhen(rng *rand.Rand) {
 			default:
 				s.When = GWhen{Kind: "ctx", Value: "on"}
 			}
+			if len(s.Makes) > 0 {
+				// It makes a glob fan-out's files, which a skipped step
+				// (or an attempt its condition fails without a process)
+				// never does: the model reads them whenever it is
+				// settled. Cleared after the draw, so that no other
+				// draw changes.
+				s.When = GWhen{}
+			}
 		}
 	}
 }
@@ -491,6 +499,9 @@ func (c *Case) genWhen(rng *rand.Rand) {
 // whenOK: the step's condition still names an upstream step of the right
 // kind (after a shrink).
 func (c *Case) whenOK(s *GStep, up map[string]map[string]bool, plain map[string]bool) bool {
+	if s.When.Kind != "" && len(s.Makes) > 0 {
+		return false // see genWhen
+	}
 	switch s.When.Kind {
 	case "status":
 		return up[s.ID][s.When.Step]

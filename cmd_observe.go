@@ -133,7 +133,11 @@ func (c *StatusCmd) Run(g *Globals) error {
 		return err
 	}
 	warnDamaged(g, de)
-	if err := printStatus(g, v, c.All); err != nil {
+	part := ""
+	if meta, err := state.ReadMeta(g.StateDir, c.RunID); err == nil {
+		part = run.PartText(meta.Part)
+	}
+	if err := printStatusPart(g, v, c.All, part); err != nil {
 		return err
 	}
 	if v.Run.Status == exec.RunInterrupted {
@@ -145,12 +149,21 @@ func (c *StatusCmd) Run(g *Globals) error {
 // printStatus prints the status table of a view: every field of a step it
 // shows must be one that run.LoadBrief keeps.
 func printStatus(g *Globals, v *exec.View, all bool) error {
+	return printStatusPart(g, v, all, "")
+}
+
+// printStatusPart is printStatus of a run of a part of its plan (part as
+// run.PartText says it; "" for the whole plan).
+func printStatusPart(g *Globals, v *exec.View, all bool, part string) error {
 	out := run.StatusOf(v)
 	steps := out.Steps
 	s := tui.NewStyles(useColor(g, g.stdout))
 	// tabwriter writes cell by cell: buffered, as list does.
 	buf := bufio.NewWriter(g.stdout)
 	fmt.Fprintf(buf, "run %s  plan %s  %s %s\n", out.RunID, out.Plan, s.Glyph(out.Status), s.Status(out.Status))
+	if part != "" {
+		fmt.Fprintf(buf, "part: %s (the other steps of the plan are left out)\n", part)
+	}
 	tw := tabwriter.NewWriter(buf, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STEP\tPHASE\tSTATUS\tATTEMPT\tEXIT\tDURATION\tPEAK MEM\tERROR")
 	row := func(indent string, st *exec.StepState, errText string) {

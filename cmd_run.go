@@ -21,6 +21,8 @@ import (
 // RunCmd runs a plan.
 type RunCmd struct {
 	Plan     string   `arg:"" name:"plan" predictor:"plan" help:"Plan file (.yaml, .yml or .json)."`
+	Steps    []string `arg:"" optional:"" name:"step" help:"Run only these steps and every step they need (default: every step)."`
+	From     []string `name:"from" placeholder:"STEP" help:"Run STEP and every step downstream of it; the steps before it count as done (repeatable, or comma-separated; with STEP arguments: both parts)."`
 	Set      setFlags `name:"set" placeholder:"KEY=VALUE" help:"Override a context variable (repeatable; one --set is one KEY=VALUE, commas included)."`
 	SetFile  setFlags `name:"set-file" placeholder:"KEY=PATH" help:"Set a context variable to a file's content, one trailing newline dropped (repeatable): a secret kept out of argv, which every user can read."`
 	Jobs     int      `name:"jobs" short:"j" placeholder:"N" help:"Run at most N steps at once (default: the plan's jobs, else the CPU count)."`
@@ -50,12 +52,19 @@ on_failure handler: stop (default), continue, retry, or a /command. Every
 transition is recorded; if the run does not succeed, faber prints how to
 continue it with 'faber resume <run-id>'.
 
+With STEP arguments, only those steps and every step they need run; with
+--from STEP, that step and every step downstream of it, the steps before it
+counting as done. The run records its part (faber status shows it) and
+resume runs the same part.
+
 Examples:
   faber run examples/hello.yaml
   faber run plan.yaml --set work_id=137 --jobs 4
   faber run plan.yaml --set-file token=token.txt   a secret, kept out of argv (ps)
   FABER_SET_TOKEN=... faber run plan.yaml          the same from the environment
   faber run plan.yaml --dry-run            show the order and commands, run nothing
+  faber run plan.yaml test                 only test and the steps it needs
+  faber run plan.yaml --from deploy        deploy and what follows it
   faber run plan.yaml --ui json | jq .type`
 }
 
@@ -91,13 +100,23 @@ func (c *RunCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
+	var part *state.Part
+	if len(c.Steps) > 0 || len(c.From) > 0 {
+		if c.ParentRun != "" || c.RunID != "" {
+			return withCode(exitUsage, errors.New("a sub-plan runs whole: no STEP arguments or --from"))
+		}
+		part = &state.Part{Steps: c.Steps, From: c.From}
+		if plan, err = run.SelectPart(plan, part); err != nil {
+			return withCode(exitUsage, err)
+		}
+	}
 	for _, id := range c.Force {
 		if plan.Step(id) == nil && !dynamicItemID(plan, id) {
 			return withCode(exitUsage, fmt.Errorf("--force %s: the plan has no step %q", id, id))
 		}
 	}
 	if c.DryRun {
-		return dryRun(g, plan, c.Jobs, c.UI == "json", cacheOpts{noCache: c.NoCache, force: c.Force})
+		return dryRun(g, plan, c.Jobs, c.UI == "json", cacheOpts{noCache: c.NoCache, force: c.Force, part: part})
 	}
 	if err := checkOpenFiles(); err != nil {
 		return err
@@ -126,7 +145,7 @@ func (c *RunCmd) Run(g *Globals) error {
 		runID = state.NewRunID(g.StateDir, plan.Name, now)
 	}
 	meta := state.Meta{RunID: runID, Plan: plan.Name, PlanFile: abs, StartedAt: now, Created: now.UnixNano(), Sets: opts.Sets, Secrets: unique(append(exec.SecretValues(plan), inherited...)),
-		ParentRunID: c.ParentRun, ParentStep: c.ParentStep}
+		ParentRunID: c.ParentRun, ParentStep: c.ParentStep, Part: part}
 	store, err := state.Create(g.StateDir, meta, data, storeOptions(g))
 	if err != nil {
 		return withCode(exitState, fmt.Errorf("cannot create run: %w", err))
@@ -156,6 +175,8 @@ type sessionArgs struct {
 type cacheOpts struct {
 	noCache bool
 	force   []string
+	// part, for a dry run, is the part of the plan it shows (nil: all).
+	part *state.Part
 }
 
 // runSession runs one session of a run (run.Session) with the renderer the

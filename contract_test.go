@@ -205,7 +205,8 @@ func checkCase(t *testing.T, self string, c *model.Case, allowed map[string]mode
 		}
 	}
 	args := c.Args()
-	flags := args[4:]
+	// A resume takes the flags, not the part: the run keeps its own.
+	flags := args[4 : len(args)-len(c.PartArgs())]
 	var codes []int
 	var runID string
 	var transcript strings.Builder

@@ -24,6 +24,7 @@ func dryRun(g *Globals, plan *spec.Plan, jobs int, asJSON bool, co cacheOpts) er
 	if err != nil {
 		return err
 	}
+	dp.Part = co.part
 	// Substituted commands hold context values: the plan's secrets show as
 	// *** here too.
 	var out bytes.Buffer
@@ -53,6 +54,9 @@ func writeJSON(w io.Writer, v any) error {
 // steps, one `key: value` line per field, the end step last.
 func printDry(w io.Writer, p *spec.Plan, dp *run.DryPlan) {
 	fmt.Fprintf(w, "%s\n", planSummary(p, len(dp.Levels)))
+	if dp.Part != nil {
+		fmt.Fprintf(w, "part: %s (the other steps of the plan are left out and count as done)\n", run.PartText(dp.Part))
+	}
 	fmt.Fprintf(w, "dry run: nothing runs and nothing is written; at most %d %s at once\n", dp.Jobs, plural(dp.Jobs, "step runs", "steps run"))
 	fmt.Fprintf(w, "%s and %s stand for values known only when the run runs (in handlers also %s, %s, %s, %s)\n",
 		run.PhRunID, run.PhAttempt, run.PhError, run.PhExitCode, run.PhStdoutFile, run.PhStderrFile)

@@ -38,7 +38,14 @@ func checkViews(stateDir string) (checked []string, problems []string) {
 		if err != nil || de != nil {
 			continue // a damaged store: its log is read either way
 		}
-		want, _ := json.MarshalIndent(run.StatusOf(replayed), "", "  ")
+		// status --json also shows the part the run was asked to run, from its meta.
+		var part *state.Part
+		if m, err := state.ReadMeta(stateDir, id); err == nil {
+			part = m.Part
+		}
+		st := run.StatusOf(replayed)
+		st.Part = part
+		want, _ := json.MarshalIndent(st, "", "  ")
 		compact, _, err := run.StatusJSON(stateDir, id)
 		if err != nil {
 			found = append(found, fmt.Sprintf("run %s: status --json: %v", id, err))
@@ -48,7 +55,9 @@ func checkViews(stateDir string) (checked []string, problems []string) {
 		if err != nil {
 			found = append(found, fmt.Sprintf("run %s: load: %v", id, err))
 		} else {
-			got, _ := json.MarshalIndent(run.StatusOf(full), "", "  ")
+			st := run.StatusOf(full)
+			st.Part = part
+			got, _ := json.MarshalIndent(st, "", "  ")
 			differ("the whole view (run.Load)", got, want)
 		}
 		brief, _, err := run.LoadBrief(stateDir, id)

@@ -87,9 +87,21 @@ type Meta struct {
 	Secrets     []string `json:"secrets,omitempty"`
 	ParentRunID string   `json:"parent_run_id,omitempty"`
 	ParentStep  string   `json:"parent_step_id,omitempty"`
+	// Part is the part of its plan the run was asked to run (faber run
+	// PLAN STEP... --from STEP), nil for the whole plan: resume runs the
+	// same part.
+	Part *Part `json:"part,omitempty"`
 	// Damaged is set by List, and only there, for a run whose meta.json is
 	// lost or damaged; the fields above are then what its event log tells.
 	Damaged *DamagedError `json:"-"`
+}
+
+// Part is a part of a plan: the steps named on faber run's command line
+// (each with what it needs) and its --from steps (each with what follows
+// it).
+type Part struct {
+	Steps []string `json:"steps,omitempty"`
+	From  []string `json:"from,omitempty"`
 }
 
 // Event is one entry of a run's event log. Seq is assigned by the caller and

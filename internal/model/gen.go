@@ -57,7 +57,20 @@ type Case struct {
 	// EndUses are the steps whose output v the end step's run references
 	// (README "Step outputs"); the end step fails when one is missing.
 	EndUses []string
+	// Part is the part of the plan that faber run is asked to run (README
+	// "Running a part of a plan"); none: the whole plan.
+	Part GPart
 }
+
+// GPart is a part of a Case's plan: Steps (each with what it needs, the
+// STEP arguments of faber run) and From (each with what follows it, its
+// --from), both template ids.
+type GPart struct {
+	Steps []string
+	From  []string
+}
+
+func (g GPart) none() bool { return len(g.Steps) == 0 && len(g.From) == 0 }
 
 // GPhase is a phase of a Case.
 type GPhase struct {
@@ -269,6 +282,8 @@ func Gen(seed uint64) *Case {
 	c.genWhen(rand.New(rand.NewPCG(seed^0x3e11, seed)))
 	// And fan-outs over a published value.
 	c.genFrom(rand.New(rand.NewPCG(seed^0xf70e, seed)))
+	// And a part of the plan to run, likewise.
+	c.genPart(rand.New(rand.NewPCG(seed^0x9a27, seed)))
 	return c
 }
 
@@ -306,6 +321,174 @@ func (c *Case) genFrom(rng *rand.Rand) {
 			}
 		}
 	}
+}
+
+// genPart draws, for about one seed in ten, a part of the plan to run:
+// one or two steps named, or --from one or two, now and then both; then
+// adds to the steps named what the part's outputs and conditions need
+// (fixPart), as a user told so would.
+func (c *Case) genPart(rng *rand.Rand) {
+	if rng.Float64() >= 0.1 {
+		return
+	}
+	var ids []string
+	for _, t := range c.templates() {
+		ids = append(ids, t.s.ID)
+	}
+	if len(ids) == 0 {
+		return
+	}
+	draw := func() []string {
+		out := []string{ids[rng.IntN(len(ids))]}
+		if len(ids) > 1 && rng.Float64() < 0.3 {
+			if x := ids[rng.IntN(len(ids))]; x != out[0] {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
+	switch v := rng.IntN(10); {
+	case v < 5:
+		c.Part.Steps = draw()
+	case v < 9:
+		c.Part.From = draw()
+	default:
+		c.Part.Steps, c.Part.From = draw(), draw()
+	}
+	c.fixPart()
+}
+
+// partSet is the template ids of the part (nil: the whole plan): each
+// step named with every step upstream of it, and each --from step with
+// every step downstream of it.
+func (c *Case) partSet() map[string]bool {
+	if c.Part.none() {
+		return nil
+	}
+	up := c.upstream()
+	in := map[string]bool{}
+	for _, id := range c.Part.Steps {
+		in[id] = true
+		for x := range up[id] {
+			in[x] = true
+		}
+	}
+	for _, f := range c.Part.From {
+		for id, set := range up {
+			if id == f || set[f] {
+				in[id] = true
+			}
+		}
+	}
+	return in
+}
+
+// partDeps are a template's deps in the part (those on steps left out
+// dropped).
+func partDeps(deps []string, in map[string]bool) []string {
+	if in == nil {
+		return deps
+	}
+	var out []string
+	for _, d := range deps {
+		if in[d] {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// fixPart makes the part one faber runs: steps it names that the plan no
+// longer has go (no part left: the whole plan), and every step whose output
+// or status a step of the part (or the end step) reads is in it and
+// upstream of its reader there, by naming the step left out, or the reader
+// cut off from it (what faber's message says to do).
+func (c *Case) fixPart() {
+	have := map[string]bool{}
+	for _, t := range c.templates() {
+		have[t.s.ID] = true
+	}
+	keep := func(ids []string) []string {
+		var out []string
+		for _, id := range ids {
+			if have[id] && !slices.Contains(out, id) {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	c.Part.Steps, c.Part.From = keep(c.Part.Steps), keep(c.Part.From)
+	for changed := true; changed && !c.Part.none(); {
+		changed = false
+		in := c.partSet()
+		// Upstream within the part.
+		up := map[string]map[string]bool{}
+		for _, t := range c.templates() {
+			if !in[t.s.ID] {
+				continue
+			}
+			set := map[string]bool{}
+			for _, d := range partDeps(t.deps, in) {
+				set[d] = true
+				for x := range up[d] {
+					set[x] = true
+				}
+			}
+			up[t.s.ID] = set
+		}
+		name := func(id string) {
+			if !slices.Contains(c.Part.Steps, id) {
+				c.Part.Steps = append(c.Part.Steps, id)
+				changed = true
+			}
+		}
+		for _, t := range c.templates() {
+			s := t.s
+			if !in[s.ID] {
+				continue
+			}
+			reads := append([]string(nil), s.Uses...)
+			if s.When.Kind == "status" || s.When.Kind == "output" {
+				reads = append(reads, s.When.Step)
+			}
+			for _, r := range reads {
+				switch {
+				case !in[r]:
+					name(r)
+				case !up[s.ID][r]:
+					name(s.ID)
+				}
+			}
+		}
+		if c.End {
+			for _, r := range c.EndUses {
+				if !in[r] {
+					name(r)
+				}
+			}
+		}
+	}
+}
+
+// PartArgs are faber run's arguments that name the part: the steps, then
+// --from with its steps.
+func (c *Case) PartArgs() []string {
+	args := append([]string(nil), c.Part.Steps...)
+	if len(c.Part.From) > 0 {
+		args = append(args, "--from", strings.Join(c.Part.From, ","))
+	}
+	return args
+}
+
+// concreteIn is the step ids s becomes in the part: a glob fan-out whose
+// Up step is left out finds none of its files (only the one the user
+// adds).
+func (c *Case) concreteIn(s GStep, in map[string]bool) []string {
+	ids := s.concrete()
+	if s.Glob && in != nil && !in[s.Up] {
+		ids = []string{s.ID + "[" + strings.ReplaceAll("g"+s.ID+"/x9", "/", "_") + "]", s.ID}
+	}
+	return ids
 }
 
 // genWhen draws the conditions: on about a quarter of the plain steps,
@@ -481,6 +664,7 @@ func (c *Case) pruneUses() {
 		}
 	}
 	c.EndUses = keep
+	c.fixPart()
 }
 
 // refs is the run's arguments that reference the outputs ids use.
@@ -603,7 +787,7 @@ func (c *Case) Args() []string {
 	if c.FailFast {
 		args = append(args, "--fail-fast")
 	}
-	return args
+	return append(args, c.PartArgs()...)
 }
 
 // Files are the plan and the files its scripts read, by name.
@@ -831,11 +1015,16 @@ func (c *Case) Model() *Plan {
 		}
 	}
 	index := map[string]int{}
+	in := c.partSet()
 	for _, t := range c.templates() {
 		s := t.s
+		if in != nil && !in[s.ID] {
+			continue // left out: done, as far as the part knows
+		}
+		t.deps = partDeps(t.deps, in)
 		on := toOn(s.On)
 		var items []int
-		ids := s.concrete()
+		ids := c.concreteIn(s, in)
 		join := len(p.Steps) + len(ids) - 1
 		for k, id := range ids[:len(ids)-1] {
 			index[id] = len(p.Steps)
@@ -932,9 +1121,12 @@ func toOn(g GOn) OnFailure {
 // the end step last.
 func (c *Case) StepIDs() []string {
 	var ids []string
+	in := c.partSet()
 	for _, ph := range c.Phases {
 		for _, s := range ph.Steps {
-			ids = append(ids, s.concrete()...)
+			if in == nil || in[s.ID] {
+				ids = append(ids, c.concreteIn(s, in)...)
+			}
 		}
 	}
 	if c.End {
@@ -977,6 +1169,9 @@ func (c *Case) Shrinks() []*Case {
 			d.pruneUses()
 			out = append(out, d)
 		}
+	}
+	if !c.Part.none() {
+		variant(func(d *Case) { d.Part = GPart{} })
 	}
 	if c.End {
 		variant(func(d *Case) { d.End = false })
@@ -1108,6 +1303,7 @@ func (c *Case) clone() *Case {
 		}
 	}
 	d.EndUses = append([]string(nil), c.EndUses...)
+	d.Part = GPart{Steps: append([]string(nil), c.Part.Steps...), From: append([]string(nil), c.Part.From...)}
 	d.Handlers = make([]GHandler, len(c.Handlers))
 	for i, h := range c.Handlers {
 		d.Handlers[i] = GHandler{Name: h.Name, Rules: append([]GRule(nil), h.Rules...)}

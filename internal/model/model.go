@@ -791,7 +791,7 @@ func (e *explorer) fillOne(w *World) bool {
 			}
 			s.Attempt++
 			s.Published = false
-			w.Made[i] = true
+			e.made(w, i)
 		default:
 			continue
 		}
@@ -858,6 +858,16 @@ func (e *explorer) exitOf(w *World, i, n int) Exit {
 		return missingOutput
 	}
 	return def.attempt(n)
+}
+
+// made records that step i's attempt runs its process, which makes the
+// files its attempts make (s.sh makes them first): not an attempt that
+// fails with no process (an output it uses is missing, or its condition
+// cannot be evaluated).
+func (e *explorer) made(w *World, i int) {
+	if _, bad := e.cond(w, i); !bad && e.usesOK(w, &e.p.Steps[i]) {
+		w.Made[i] = true
+	}
 }
 
 // cond evaluates step i's condition now: run, or bad (it cannot be
@@ -941,7 +951,7 @@ func (e *explorer) complete(w *World, i int) {
 		default:
 			s.Status = Running
 			s.Attempt++
-			w.Made[i] = true
+			e.made(w, i)
 		}
 	}
 }

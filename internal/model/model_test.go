@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -357,6 +358,7 @@ func withoutOutputs(c *Case) *Case {
 		}
 	}
 	d.EndUses = nil
+	d.Part = GPart{} // a part: its own stream too
 	for id, xs := range d.Codes {
 		for i := range xs {
 			xs[i].Out = OutNone
@@ -651,4 +653,59 @@ func TestGenFrom(t *testing.T) {
 	if from < 20 || yaml != from {
 		t.Errorf("%d from: fan-outs in 400 seeds, %d of them in the plan file", from, yaml)
 	}
+}
+
+// TestGenPart: about one seed in ten runs a part of its plan — steps named,
+// --from, both — and the model's plan is that part: the steps StepIDs
+// names, each use and condition of a step upstream of it within the part.
+func TestGenPart(t *testing.T) {
+	parts, named, from, both := 0, 0, 0, 0
+	const seeds = 600
+	for seed := uint64(1); seed <= seeds; seed++ {
+		c := Gen(seed)
+		p := c.Model()
+		var ids []string
+		for _, s := range p.Steps {
+			ids = append(ids, s.ID)
+		}
+		if p.End != nil {
+			ids = append(ids, "end")
+		}
+		if !slices.Equal(ids, c.StepIDs()) {
+			t.Fatalf("seed %d: the model has %v, StepIDs %v", seed, ids, c.StepIDs())
+		}
+		if c.Part.none() {
+			continue
+		}
+		parts++
+		switch {
+		case len(c.Part.Steps) > 0 && len(c.Part.From) > 0:
+			both++
+		case len(c.Part.Steps) > 0:
+			named++
+		default:
+			from++
+		}
+		args := c.Args()
+		if !slices.Equal(args[len(args)-len(c.PartArgs()):], c.PartArgs()) {
+			t.Fatalf("seed %d: args %v lack the part %v", seed, args, c.PartArgs())
+		}
+		e := &explorer{p: p}
+		for i, s := range p.Steps {
+			if s.When.Kind == CondStatus || s.When.Kind == CondOutput {
+				if !e.dependsOn(i, s.When.Step) {
+					t.Fatalf("seed %d: %s's condition reads %s, not upstream of it in the part", seed, s.ID, p.Steps[s.When.Step].ID)
+				}
+			}
+		}
+		d := c.clone()
+		d.Part = GPart{Steps: []string{"nope"}}
+		if d.pruneUses(); !d.Part.none() {
+			t.Fatalf("seed %d: a part naming a step the plan lacks stays: %v", seed, d.Part)
+		}
+	}
+	if parts < seeds/20 || parts > seeds/5 || named == 0 || from == 0 || both == 0 {
+		t.Fatalf("%d parts in %d seeds (%d named, %d from, %d both)", parts, seeds, named, from, both)
+	}
+	t.Logf("%d parts in %d seeds (%d named, %d from, %d both)", parts, seeds, named, from, both)
 }

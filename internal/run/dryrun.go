@@ -9,6 +9,7 @@ import (
 	"github.com/faber-run/faber/exec"
 	"github.com/faber-run/faber/spec"
 	"github.com/faber-run/faber/spec/subst"
+	"github.com/faber-run/faber/state"
 )
 
 // Placeholders for the built-ins known only while a run runs: the variable's
@@ -30,11 +31,14 @@ const KindPlan = "plan"
 // may be added (a field per step saying whether it would be cached, for one);
 // existing ones keep their meaning.
 type DryPlan struct {
-	Plan   string     `json:"plan"`
-	File   string     `json:"file"`
-	Jobs   int        `json:"jobs"`
-	Levels [][]string `json:"levels"`
-	Steps  []*DryStep `json:"steps"`
+	Plan string `json:"plan"`
+	File string `json:"file"`
+	Jobs int    `json:"jobs"`
+	// Part is the part of the plan shown (faber run PLAN STEP... --from
+	// STEP), nil for the whole plan.
+	Part   *state.Part `json:"part,omitempty"`
+	Levels [][]string  `json:"levels"`
+	Steps  []*DryStep  `json:"steps"`
 }
 
 // DryStep is one step as a run would start it.

@@ -435,6 +435,9 @@ func StoredPlan(stateDir, runID string, meta state.Meta) *spec.Plan {
 	if err != nil {
 		return nil
 	}
+	if plan, err = SelectPart(plan, meta.Part); err != nil {
+		return nil
+	}
 	return plan
 }
 

@@ -51,6 +51,9 @@ func LoadOwned(store *state.Store, runID, stateDir string) (*state.Snapshot, *ex
 	if err != nil {
 		return nil, nil, nil, stateProblem(fmt.Errorf("run %s: stored plan unreadable: %w", runID, err))
 	}
+	if plan, err = SelectPart(plan, snap.Meta.Part); err != nil {
+		return nil, nil, nil, stateProblem(fmt.Errorf("run %s: part of the stored plan: %w", runID, err))
+	}
 	exec.ApplyExpansions(plan, prior)
 	exec.FillPending(plan, prior)
 	return snap, prior, plan, nil

@@ -78,6 +78,9 @@ func Resume(stateDir, runID string, opt state.Options, o ResumeOptions) (res *Re
 		}
 		return nil, err
 	}
+	if plan, err = SelectPart(plan, snap.Meta.Part); err != nil {
+		return nil, usage(err) // an edited plan without a step of the part
+	}
 	exec.ApplyExpansions(plan, prior) // the items its glob:/lines: fan-outs were expanded to
 	if o.PlanFile == "" {
 		exec.FillPending(plan, prior) // the stored plan: its steps that never started

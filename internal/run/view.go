@@ -118,19 +118,44 @@ func StatusJSON(stateDir, runID string) ([]byte, *state.DamagedError, error) {
 	if f, ok := storedView(stateDir, runID); ok {
 		if v, r := f.head(); r.err == nil {
 			if meta, err := state.ReadMeta(stateDir, runID); err == nil && !settle(v, meta, stateDir, runID) {
-				return f.json, nil, nil
+				if b, ok := withPart(f.json, meta.Part); ok {
+					return b, nil, nil
+				}
 			}
 		}
 	}
-	v, _, de, err := Load(stateDir, runID)
+	v, meta, de, err := Load(stateDir, runID)
 	if err != nil {
 		return nil, de, err
 	}
-	b, err := json.Marshal(StatusOf(v))
+	st := StatusOf(v)
+	st.Part = meta.Part
+	b, err := json.Marshal(st)
 	if err != nil {
 		return nil, de, stateProblem(err)
 	}
 	return b, de, nil
+}
+
+// withPart is the status JSON of a view file with the run's part, where
+// json.Marshal(Status) puts it: right before the steps (the view file
+// holds none: the part is the meta's).
+func withPart(b []byte, part *state.Part) ([]byte, bool) {
+	if part == nil {
+		return b, true
+	}
+	// The fields before the steps are the run's: a string of them holds
+	// no unescaped quote, so the first `,"steps":[` is the key.
+	at := bytes.Index(b, []byte(`,"steps":[`))
+	pj, err := json.Marshal(part)
+	if at < 0 || err != nil {
+		return nil, false
+	}
+	out := make([]byte, 0, len(b)+len(pj)+10)
+	out = append(out, b[:at]...)
+	out = append(out, `,"part":`...)
+	out = append(out, pj...)
+	return append(out, b[at:]...), true
 }
 
 // View is Load without the store's damage.
@@ -143,6 +168,9 @@ func View(stateDir, runID string) (*exec.View, error) {
 // get_run_status returns (SPEC §1).
 type Status struct {
 	exec.RunState
+	// Part is the part of its plan the run was asked to run (faber run
+	// PLAN STEP... --from STEP), from its meta; nil for the whole plan.
+	Part  *state.Part       `json:"part,omitempty"`
 	Steps []*exec.StepState `json:"steps"`
 }
 
@@ -252,9 +280,11 @@ func FirstLine(s string) string {
 
 // StatusOfRun is the status of a run, rebuilt from its event log.
 func StatusOfRun(stateDir, runID string) (Status, error) {
-	v, err := View(stateDir, runID)
+	v, meta, _, err := Load(stateDir, runID)
 	if err != nil {
 		return Status{}, err
 	}
-	return StatusOf(v), nil
+	st := StatusOf(v)
+	st.Part = meta.Part
+	return st, nil
 }

@@ -122,7 +122,7 @@ type rawStep struct {
 	Needs       list[str]  `yaml:"needs" doc:"Ids of the steps this one depends on; replaces the implicit dependencies (needs: [] for none)."`
 	Plan        str        `yaml:"plan" doc:"A child plan file to run as a linked child run (instead of run), relative to this plan's directory."`
 	Context     omap       `yaml:"context" pattern:"^[a-z_][a-z0-9_]*$" doc:"Context passed to the child plan (with plan:); values may use {name} substitution."`
-	Foreach     fanNode    `yaml:"foreach" doc:"Fan out over a list (scalars, or mappings whose fields are {item.<name>}), or {range: [from, to, step]}, {glob: pattern}, {lines: file}, {from: "{steps.<id>.outputs.<KEY>}"}: one step <id>[<key>] per item, {item} its value."`
+	Foreach     fanNode    `yaml:"foreach" doc:"Fan out over a list (scalars, or mappings whose fields are {item.<name>}), or {range: [from, to, step]}, {glob: pattern}, {lines: file}, {from: {steps.<id>.outputs.<KEY>}}: one step <id>[<key>] per item, {item} its value."`
 	Matrix      matrixNode `yaml:"matrix" doc:"Fan out over every combination of name: [values] (exclude: a list of combinations to leave out); {item.<name>} is a value, {item} the combination."`
 	MaxParallel intv       `yaml:"max_parallel" min:"1" doc:"At most this many items of the fan-out run at once (within jobs)."`
 	When        str        `yaml:"when" doc:"A condition (expr language) over steps.<id>.status, steps.<id>.outputs.<KEY>, context.<key> and item, evaluated when the step is ready: false makes it skipped."`

@@ -3,7 +3,6 @@ package spec
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/faber-run/faber/spec/subst"
 )
@@ -204,24 +203,10 @@ func (p *Plan) checkPartRefs(in map[string]bool, upstream func(s *Step, id strin
 		}
 		// Its handlers' templates: the on_failure command and args, and
 		// the recovery scripts of its failure handler.
-		tmpls := []string{s.OnFailure.Command}
-		for _, a := range s.OnFailure.Args {
-			tmpls = append(tmpls, a.Value)
-		}
-		if h := p.FailureHandlers[s.FailureHandler]; h != nil {
-			for _, r := range h.Rules {
-				tmpls = append(tmpls, r.RecoveryScript)
-			}
-		}
-		for _, t := range tmpls {
-			if !strings.Contains(t, "{steps.") {
-				continue
-			}
-			for _, ref := range subst.Names(t) {
-				if step, _, ok := subst.OutputRef(ref.Name); ok {
-					if err := out(step, "{"+ref.Name+"} in its handling of failures"); err != nil {
-						return err
-					}
+		for _, name := range OutputNames(p.HandlerTemplates(s)...) {
+			if step, _, ok := subst.OutputRef(name); ok {
+				if err := out(step, "{"+name+"} in its handling of failures"); err != nil {
+					return err
 				}
 			}
 		}

@@ -498,10 +498,7 @@ func (c *Case) concreteIn(s GStep, in map[string]bool) []string {
 // published).
 func (c *Case) genWhen(rng *rand.Rand) {
 	up := c.upstream()
-	plain := map[string]bool{}
-	for _, id := range c.plainSteps() {
-		plain[id] = true
-	}
+	plain := c.plainSet()
 	for pi := range c.Phases {
 		for si := range c.Phases[pi].Steps {
 			s := &c.Phases[pi].Steps[si]
@@ -635,10 +632,7 @@ func (c *Case) upstream() map[string]map[string]bool {
 // that may no longer use outputs.
 func (c *Case) pruneUses() {
 	up := c.upstream()
-	plain := map[string]bool{}
-	for _, id := range c.plainSteps() {
-		plain[id] = true
-	}
+	plain := c.plainSet()
 	for pi := range c.Phases {
 		for si := range c.Phases[pi].Steps {
 			s := &c.Phases[pi].Steps[si]
@@ -726,6 +720,15 @@ func (s *GStep) globFiles() []string {
 		out = append(out, fmt.Sprintf("g%s/x%d", s.ID, i))
 	}
 	return out
+}
+
+// plainSet is plainSteps as a set.
+func (c *Case) plainSet() map[string]bool {
+	set := map[string]bool{}
+	for _, id := range c.plainSteps() {
+		set[id] = true
+	}
+	return set
 }
 
 // plainSteps are the ids of the steps so far that run s.sh themselves (no

@@ -422,29 +422,14 @@ func dryCacheOf(stateDir string, p *spec.Plan, dp *DryPlan, noCache bool, force 
 // ({steps.ID.outputs.KEY}) the placeholder <steps.ID.outputs.KEY>: its value
 // is known once that step has run.
 func addOutputPh(vars map[string]string, p *spec.Plan, s *spec.Step) {
-	tmpls := []string{s.Run, s.Dir, s.OnFailure.Command}
+	tmpls := append([]string{s.Run, s.Dir}, p.HandlerTemplates(s)...)
 	for _, v := range s.Env {
 		tmpls = append(tmpls, v)
 	}
 	for _, v := range s.PlanContext {
 		tmpls = append(tmpls, v)
 	}
-	for _, a := range s.OnFailure.Args {
-		tmpls = append(tmpls, a.Value)
-	}
-	if fh := p.FailureHandlers[s.FailureHandler]; fh != nil {
-		for _, r := range fh.Rules {
-			tmpls = append(tmpls, r.RecoveryScript)
-		}
-	}
-	for _, t := range tmpls {
-		if !strings.Contains(t, "{steps.") {
-			continue
-		}
-		for _, ref := range subst.Names(t) {
-			if _, _, ok := subst.OutputRef(ref.Name); ok {
-				vars[ref.Name] = "<" + ref.Name + ">"
-			}
-		}
+	for _, name := range spec.OutputNames(tmpls...) {
+		vars[name] = "<" + name + ">"
 	}
 }

@@ -311,16 +311,10 @@ func (r *Runner) addUses(vars map[string]string, uses []spec.OutputRef) error {
 // addUsesIn is addUses for the output references in templates (a handler's
 // command and args, a recovery script): those are found when they run.
 func (r *Runner) addUsesIn(vars map[string]string, tmpls ...string) error {
-	for _, t := range tmpls {
-		if !strings.Contains(t, "{steps.") {
-			continue
-		}
-		for _, ref := range subst.Names(t) {
-			if step, key, ok := subst.OutputRef(ref.Name); ok {
-				if err := r.addUses(vars, []spec.OutputRef{{Step: step, Key: key}}); err != nil {
-					return err
-				}
-			}
+	for _, name := range spec.OutputNames(tmpls...) {
+		step, key, _ := subst.OutputRef(name)
+		if err := r.addUses(vars, []spec.OutputRef{{Step: step, Key: key}}); err != nil {
+			return err
 		}
 	}
 	return nil

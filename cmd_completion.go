@@ -10,6 +10,7 @@ import (
 	"github.com/posener/complete"
 	"github.com/willabides/kongplete"
 
+	"github.com/faber-run/faber/spec"
 	"github.com/faber-run/faber/state"
 )
 
@@ -65,6 +66,7 @@ func completeArgs(parser *kong.Kong) (asked bool) {
 		kongplete.WithPredictor("plan", complete.PredictOr(
 			complete.PredictFiles("*.yaml"), complete.PredictFiles("*.yml"), complete.PredictFiles("*.json"))),
 		kongplete.WithPredictor("run", complete.PredictFunc(predictRuns)),
+		kongplete.WithPredictor("step", complete.PredictFunc(predictSteps)),
 		kongplete.WithExitFunc(func(int) { done = true }),
 		kongplete.WithErrorHandler(func(error) {}),
 	)
@@ -94,4 +96,28 @@ func predictRuns(a complete.Args) []string {
 		ids = append(ids, m.RunID)
 	}
 	return ids
+}
+
+// predictSteps lists the step ids of the plan file on the command line
+// (the first word that names a .yaml, .yml or .json file), for
+// `faber run PLAN STEP...` and --from: a fan-out by its own id, not its
+// items. A plan that does not load offers none.
+func predictSteps(a complete.Args) []string {
+	for _, w := range a.All {
+		if ext := strings.ToLower(filepath.Ext(w)); ext != ".yaml" && ext != ".yml" && ext != ".json" {
+			continue
+		}
+		p, err := spec.Load(w, spec.Options{NoProgramChecks: true})
+		if err != nil {
+			return nil
+		}
+		var ids []string
+		for _, s := range p.Steps {
+			if s.Item == nil {
+				ids = append(ids, s.ID)
+			}
+		}
+		return ids
+	}
+	return nil
 }

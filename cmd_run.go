@@ -21,8 +21,8 @@ import (
 // RunCmd runs a plan.
 type RunCmd struct {
 	Plan     string   `arg:"" name:"plan" predictor:"plan" help:"Plan file (.yaml, .yml or .json)."`
-	Steps    []string `arg:"" optional:"" name:"step" help:"Run only these steps and every step they need (default: every step)."`
-	From     []string `name:"from" placeholder:"STEP" help:"Run STEP and every step downstream of it; the steps before it count as done (repeatable, or comma-separated; with STEP arguments: both parts)."`
+	Steps    []string `arg:"" optional:"" name:"step" predictor:"step" help:"Run only these steps and every step they need (default: every step)."`
+	From     []string `name:"from" placeholder:"STEP" predictor:"step" help:"Run STEP and every step downstream of it; the steps before it count as done (repeatable, or comma-separated; with STEP arguments: both parts)."`
 	Set      setFlags `name:"set" placeholder:"KEY=VALUE" help:"Override a context variable (repeatable; one --set is one KEY=VALUE, commas included)."`
 	SetFile  setFlags `name:"set-file" placeholder:"KEY=PATH" help:"Set a context variable to a file's content, one trailing newline dropped (repeatable): a secret kept out of argv, which every user can read."`
 	Jobs     int      `name:"jobs" short:"j" placeholder:"N" help:"Run at most N steps at once (default: the plan's jobs, else the CPU count)."`

@@ -287,12 +287,8 @@ func (r *Runner) invokeHandler(sr *stepRun, out outcome) {
 		args = of.Args
 	}
 	vars := r.vars(sr, sr.failedN, &out)
-	tmpls := []string{of.Command}
-	for _, a := range args {
-		tmpls = append(tmpls, a.Value)
-	}
 	var argv []string
-	err := r.addUsesIn(vars, tmpls...)
+	err := r.addUsesIn(vars, of.Templates()...)
 	if err == nil {
 		argv, _, err = r.Plan.ResolveCommand(of.Command, args, vars)
 	}

@@ -165,40 +165,38 @@ func (b *builder) foreach(fo *FanOut, n *yaml.Node, where string) {
 		}
 		kv := pairs[0]
 		v := deref(kv.v)
+		// source reads a dynamic fan-out's source: a non-empty scalar,
+		// read when the step is ready (ReadItems), not now.
+		source := func(kind, want string) bool {
+			fo.Kind, fo.Dynamic = kind, true
+			if v.Kind != yaml.ScalarNode || v.Value == "" {
+				b.errorf(nodePos(v), "%s.%s: must be %s", where, kind, want)
+				return false
+			}
+			fo.Source = v.Value
+			return true
+		}
 		switch kv.key {
 		case "range":
 			fo.Kind = "range"
 			b.rangeItems(fo, v, where+".range")
 		case "glob":
-			// Read when the step is ready (ReadItems), not now: the files
-			// are often what an upstream step makes.
-			fo.Kind, fo.Dynamic = "glob", true
-			if v.Kind != yaml.ScalarNode || v.Value == "" {
-				b.errorf(nodePos(v), "%s.glob: must be a pattern such as data/*.csv", where)
+			// The files are often what an upstream step makes.
+			if !source("glob", "a pattern such as data/*.csv") {
 				return
 			}
 			if _, err := filepath.Match(filepath.FromSlash(v.Value), ""); err != nil {
 				b.errorf(nodePos(v), "%s.glob: bad pattern %q: %v", where, v.Value, err)
 				return
 			}
-			fo.Source = v.Value
 		case "lines":
-			fo.Kind, fo.Dynamic = "lines", true
-			if v.Kind != yaml.ScalarNode || v.Value == "" {
-				b.errorf(nodePos(v), "%s.lines: must be a file name", where)
-				return
-			}
-			fo.Source = v.Value
+			source("lines", "a file name")
 		case "from":
-			// A value an upstream step published: read when the step is
-			// ready; its references are checked with the step's (checkFrom).
-			fo.Kind, fo.Dynamic = "from", true
-			if v.Kind != yaml.ScalarNode || v.Value == "" {
-				b.errorf(nodePos(v), "%s.from: must be an output of an upstream step, such as \"{steps.list.outputs.files}\"", where)
-				return
+			// A value an upstream step published; its references are
+			// checked with the step's (checkFrom).
+			if source("from", "an output of an upstream step, such as \"{steps.list.outputs.files}\"") {
+				fo.from = &str{V: v.Value, Pos: nodePos(v), Set: true, Node: v}
 			}
-			fo.Source = v.Value
-			fo.from = &str{V: v.Value, Pos: nodePos(v), Set: true, Node: v}
 		default:
 			b.errorf(nodePos(kv.k), "%s: unknown key %q; use range, glob, lines or from%s", where, kv.key, suggest(kv.key, []string{"range", "glob", "lines", "from"}))
 		}
@@ -858,13 +856,7 @@ func (b *builder) checkFrom(s *Step, where string) {
 	}
 	src := fo.from
 	fo.from = nil
-	n := 0
-	for _, ref := range subst.Names(src.V) {
-		if _, _, ok := subst.OutputRef(ref.Name); ok {
-			n++
-		}
-	}
-	if n == 0 {
+	if len(OutputNames(src.V)) == 0 {
 		b.errorf(src.Pos, "%s: foreach.from: %q names no output; write the output of an upstream step, such as \"{steps.list.outputs.files}\"", where, src.V)
 		return
 	}

@@ -19,14 +19,21 @@ func (r OutputRef) Name() string { return subst.OutputName(r.Step, r.Key) }
 // on_failure command and args, and the recovery scripts of its failure
 // handler. Their output references are found when they run.
 func (p *Plan) HandlerTemplates(s *Step) []string {
-	tmpls := []string{s.OnFailure.Command}
-	for _, a := range s.OnFailure.Args {
-		tmpls = append(tmpls, a.Value)
-	}
+	tmpls := s.OnFailure.Templates()
 	if h := p.FailureHandlers[s.FailureHandler]; h != nil {
 		for _, r := range h.Rules {
 			tmpls = append(tmpls, r.RecoveryScript)
 		}
+	}
+	return tmpls
+}
+
+// Templates are the on_failure command's templates: the command line and
+// a structured handler's arg values.
+func (of *OnFailure) Templates() []string {
+	tmpls := []string{of.Command}
+	for _, a := range of.Args {
+		tmpls = append(tmpls, a.Value)
 	}
 	return tmpls
 }

@@ -137,7 +137,7 @@ func (c *StatusCmd) Run(g *Globals) error {
 	if meta, err := state.ReadMeta(g.StateDir, c.RunID); err == nil {
 		part = run.PartText(meta.Part)
 	}
-	if err := printStatusPart(g, v, c.All, part); err != nil {
+	if err := printStatus(g, v, c.All, part); err != nil {
 		return err
 	}
 	if v.Run.Status == exec.RunInterrupted {
@@ -147,14 +147,9 @@ func (c *StatusCmd) Run(g *Globals) error {
 }
 
 // printStatus prints the status table of a view: every field of a step it
-// shows must be one that run.LoadBrief keeps.
-func printStatus(g *Globals, v *exec.View, all bool) error {
-	return printStatusPart(g, v, all, "")
-}
-
-// printStatusPart is printStatus of a run of a part of its plan (part as
-// run.PartText says it; "" for the whole plan).
-func printStatusPart(g *Globals, v *exec.View, all bool, part string) error {
+// shows must be one that run.LoadBrief keeps. part is the part of its plan
+// the run runs, as run.PartText says it ("" for the whole plan).
+func printStatus(g *Globals, v *exec.View, all bool, part string) error {
 	out := run.StatusOf(v)
 	steps := out.Steps
 	s := tui.NewStyles(useColor(g, g.stdout))

@@ -81,7 +81,7 @@ func checkViews(stateDir string) (checked []string, problems []string) {
 func statusText(stateDir string, v *exec.View, all bool) []byte {
 	var out bytes.Buffer
 	g := &Globals{StateDir: stateDir, NoColor: true, stdout: &out, stderr: io.Discard}
-	if err := printStatus(g, v, all); err != nil {
+	if err := printStatus(g, v, all, ""); err != nil {
 		return []byte(err.Error())
 	}
 	return out.Bytes()

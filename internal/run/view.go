@@ -124,12 +124,10 @@ func StatusJSON(stateDir, runID string) ([]byte, *state.DamagedError, error) {
 			}
 		}
 	}
-	v, meta, de, err := Load(stateDir, runID)
+	st, de, err := loadStatus(stateDir, runID)
 	if err != nil {
 		return nil, de, err
 	}
-	st := StatusOf(v)
-	st.Part = meta.Part
 	b, err := json.Marshal(st)
 	if err != nil {
 		return nil, de, stateProblem(err)
@@ -280,11 +278,18 @@ func FirstLine(s string) string {
 
 // StatusOfRun is the status of a run, rebuilt from its event log.
 func StatusOfRun(stateDir, runID string) (Status, error) {
-	v, meta, _, err := Load(stateDir, runID)
+	st, _, err := loadStatus(stateDir, runID)
+	return st, err
+}
+
+// loadStatus is the status of a run as Load rebuilds it, with the part of
+// its plan its meta names.
+func loadStatus(stateDir, runID string) (Status, *state.DamagedError, error) {
+	v, meta, de, err := Load(stateDir, runID)
 	if err != nil {
-		return Status{}, err
+		return Status{}, de, err
 	}
 	st := StatusOf(v)
 	st.Part = meta.Part
-	return st, nil
+	return st, de, nil
 }

@@ -293,19 +293,13 @@ func Gen(seed uint64) *Case {
 // had; the step then mostly publishes.
 func (c *Case) genFrom(rng *rand.Rand) {
 	up := c.upstream()
-	plain := c.plainSteps()
 	for pi := range c.Phases {
 		for si := range c.Phases[pi].Steps {
 			s := &c.Phases[pi].Steps[si]
 			if s.Items == nil || s.Glob || s.Child != 0 || rng.Float64() >= 0.35 {
 				continue
 			}
-			var cands []string
-			for _, id := range plain {
-				if up[s.ID][id] {
-					cands = append(cands, id)
-				}
-			}
+			cands := c.plainUpstream(up, s.ID)
 			if len(cands) == 0 {
 				continue
 			}
@@ -498,22 +492,19 @@ func (c *Case) concreteIn(s GStep, in map[string]bool) []string {
 // published).
 func (c *Case) genWhen(rng *rand.Rand) {
 	up := c.upstream()
-	plain := c.plainSet()
 	for pi := range c.Phases {
 		for si := range c.Phases[pi].Steps {
 			s := &c.Phases[pi].Steps[si]
 			if s.Glob || rng.Float64() >= 0.25 {
 				continue
 			}
-			var ups, plainUps []string
+			var ups []string
 			for _, t := range c.templates() {
 				if up[s.ID][t.s.ID] {
 					ups = append(ups, t.s.ID)
-					if plain[t.s.ID] {
-						plainUps = append(plainUps, t.s.ID)
-					}
 				}
 			}
+			plainUps := c.plainUpstream(up, s.ID)
 			switch v := rng.IntN(10); {
 			case v < 2:
 				s.When = GWhen{Kind: "ctx", Value: []string{"on", "off"}[rng.IntN(2)]}
@@ -559,12 +550,7 @@ func (c *Case) genOutputs(rng *rand.Rand) {
 			if !s.consumer() {
 				continue
 			}
-			var cands []string
-			for _, id := range c.plainSteps() {
-				if up[s.ID][id] {
-					cands = append(cands, id)
-				}
-			}
+			cands := c.plainUpstream(up, s.ID)
 			if len(cands) == 0 || rng.Float64() >= 0.4 {
 				continue
 			}
@@ -718,6 +704,18 @@ func (s *GStep) globFiles() []string {
 	var out []string
 	for i := 0; i < s.Files; i++ {
 		out = append(out, fmt.Sprintf("g%s/x%d", s.ID, i))
+	}
+	return out
+}
+
+// plainUpstream are the plain steps upstream of step id (up is
+// c.upstream()), in plan order: those whose output it may use.
+func (c *Case) plainUpstream(up map[string]map[string]bool, id string) []string {
+	var out []string
+	for _, p := range c.plainSteps() {
+		if up[id][p] {
+			out = append(out, p)
+		}
 	}
 	return out
 }

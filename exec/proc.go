@@ -107,8 +107,9 @@ type outcome struct {
 	// outputs are what a successful attempt published ($FABER_OUTPUTS).
 	outputs []Output
 	// noProcess: the attempt failed before a process could start, for a
-	// reason of the plan's (an output it uses is missing): it has no exit
-	// code, and only match_all rules match it, as a result-file failure.
+	// reason of the plan's (an output it uses is missing, or its when:
+	// cannot be evaluated): it has no exit code, and only match_all rules
+	// match it, as a result-file failure.
 	noProcess bool
 }
 

@@ -287,8 +287,9 @@ func (r *Runner) startAttempt(sr *stepRun) {
 	if err != nil {
 		out := outcome{startErr: err, exitCode: 127, started: now, finished: now}
 		if ue, we := (*UsesError)(nil), (*WhenError)(nil); errors.As(err, &ue) || errors.As(err, &we) {
-			// An output it uses is missing: the attempt fails with no
-			// process and no exit code, as a result file saying failure.
+			// An output it uses is missing, or its condition cannot be
+			// evaluated: the attempt fails with no process and no exit
+			// code, as a result file saying failure.
 			out = outcome{noProcess: true, resultStatus: "failure", resultMessage: err.Error(), started: now, finished: now}
 		}
 		// Otherwise it cannot happen for a validated plan; recorded as a

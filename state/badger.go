@@ -77,6 +77,14 @@ const (
 	blockCacheSize = 1 << 20
 )
 
+// levelZeroStall is the number of level-0 tables at which Badger stalls
+// writes until a compaction, which with no compactors never comes: level 0
+// must stay below it, holding at most maxLevel0 tables and two more (a
+// rotation's and a flush's). The constant below does not compile otherwise.
+const levelZeroStall = 8
+
+const _ uint = levelZeroStall - maxLevel0 - 3
+
 // storeSizes are the two file sizes one opening of Badger is made with: the
 // memtable's (its write-ahead log is a file of twice that) and the value
 // log's (a new file of twice that at every opening for writing). Badger
@@ -130,9 +138,11 @@ func badgerOptions(dir string, opt Options, readOnly bool, z storeSizes) badger.
 		// Two memtables: one being written, one being flushed. The default of
 		// five only helps sustained server write bursts.
 		WithNumMemtables(2).
-		// Few L0 tables before compaction; the stall limit must stay above it.
+		// Few L0 tables before compaction (Badger's setting, unused with no
+		// compactors; the store compacts above maxLevel0); the stall
+		// limit must stay above maxLevel0 + 2.
 		WithNumLevelZeroTables(2).
-		WithNumLevelZeroTablesStall(8).
+		WithNumLevelZeroTablesStall(levelZeroStall).
 		// Tables and levels sized for megabytes of data, not gigabytes.
 		// A compaction holds each table it builds in Go memory, several at
 		// once, uncompressed (about 6x the table): 512 KiB tables keep that

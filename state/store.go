@@ -452,14 +452,14 @@ func (s *Store) openDB() error {
 	}
 	// Badger runs no compactions of its own (see badgerOptions): compact
 	// here, where the caller checked for room, once level 0 holds more
-	// tables than NumLevelZeroTables (each open or rotation adds one).
+	// than maxLevel0 tables (each open or rotation adds one).
 	l0 := 0
 	for _, ti := range db.Tables() {
 		if ti.Level == 0 {
 			l0++
 		}
 	}
-	if l0 > 2 {
+	if l0 > maxLevel0 {
 		if err := db.Flatten(1); err != nil {
 			s.broken = err
 			return fmt.Errorf("compact the store: %w", err)
@@ -483,6 +483,19 @@ func (s *Store) openDB() error {
 	}
 	return nil
 }
+
+// maxLevel0 is how many tables level 0 may hold when Badger is opened for
+// writing; one more compacts them all into one level first (openDB). A
+// compaction rewrites every table, so it costs as much as all that the run
+// has written: at 2 (Badger's NumLevelZeroTables), a 10,000-item cached
+// fan-out, which rotates its memtable four times, compacted twice and spent
+// a tenth of its time there. At 5 it compacts every fifth rotation (a run
+// of some 12,000 steps) and level 0 holds at most 6 tables, the opening's
+// and one rotation's or flush's more: under NumLevelZeroTablesStall (8),
+// where Badger, having no compactors, would stall writes for good. A
+// reader merges the tables of level 0, but reads a run's view, not its
+// tables, but for Load (resume, status of a run without a view).
+const maxLevel0 = 5
 
 // rotate closes and reopens Badger, which writes the memtable out as a table
 // now, while there is room for it, and starts the next one with a reserved

@@ -146,7 +146,9 @@ func (c *RunCmd) Run(g *Globals) error {
 	}
 	meta := state.Meta{RunID: runID, Plan: plan.Name, PlanFile: abs, StartedAt: now, Created: now.UnixNano(), Sets: opts.Sets, Secrets: unique(append(exec.SecretValues(plan), inherited...)),
 		ParentRunID: c.ParentRun, ParentStep: c.ParentStep, Part: part}
-	store, err := state.Create(g.StateDir, meta, data, storeOptions(g))
+	sopt := storeOptions(g)
+	sopt.Steps = len(plan.Steps)
+	store, err := state.Create(g.StateDir, meta, data, sopt)
 	if err != nil {
 		return withCode(exitState, fmt.Errorf("cannot create run: %w", err))
 	}

@@ -117,9 +117,15 @@ var (
 // the small memtable (bigger ones would take the staged path at once).
 const smallPlan = valueThreshold - 1
 
-// sizesFor returns the sizes a new run's store is created with.
-func sizesFor(plan []byte) storeSizes {
-	if len(plan) <= smallPlan {
+// fewSteps is the most steps a run may have to start with firstSizes: its
+// first rotation comes after some 600 steps, and a longer run would pay
+// for it (a close and an opening of Badger) only to move to fullSizes.
+const fewSteps = 400
+
+// sizesFor returns the sizes a new run's store is created with, for a plan
+// (its file) of steps steps (0: not known).
+func sizesFor(plan []byte, steps int) storeSizes {
+	if len(plan) <= smallPlan && steps <= fewSteps {
 		return firstSizes
 	}
 	return fullSizes

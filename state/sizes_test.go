@@ -26,19 +26,22 @@ func newestSize(t *testing.T, dbDir, ext string) int64 {
 // TestFirstOpeningIsSmall: a run with a small plan is created with Badger's
 // files at firstSizes (the kernel's read-around of each new mapping is then
 // clipped to a small file); a big plan's run, and every later opening, at
-// fullSizes.
+// fullSizes; so is the run of a small plan with many steps (a fan-out),
+// which would rotate to fullSizes soon.
 func TestFirstOpeningIsSmall(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
-		id   string
-		plan []byte
-		want storeSizes
+		id    string
+		plan  []byte
+		steps int
+		want  storeSizes
 	}{
-		{"small", []byte("name: p\n"), firstSizes},
-		{"edge", bytes.Repeat([]byte("#"), smallPlan), firstSizes},
-		{"big", bytes.Repeat([]byte("#"), smallPlan+1), fullSizes},
+		{"small", []byte("name: p\n"), 0, firstSizes},
+		{"edge", bytes.Repeat([]byte("#"), smallPlan), fewSteps, firstSizes},
+		{"big", bytes.Repeat([]byte("#"), smallPlan+1), 1, fullSizes},
+		{"fan-out", []byte("name: p\n"), fewSteps + 1, fullSizes},
 	} {
-		s, err := Create(dir, Meta{RunID: tc.id, Plan: "p", StartedAt: time.Now()}, tc.plan, Options{})
+		s, err := Create(dir, Meta{RunID: tc.id, Plan: "p", StartedAt: time.Now()}, tc.plan, Options{Steps: tc.steps})
 		if err != nil {
 			t.Fatal(err)
 		}

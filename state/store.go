@@ -149,6 +149,10 @@ type Options struct {
 	// them on stderr: by default they never reach the terminal, where they
 	// would land in the middle of the TUI.
 	Logger io.Writer
+	// Steps is how many steps a new run has once its fan-outs are
+	// expanded, for Create: a run of more than fewSteps starts its store
+	// at full size (sizesFor). 0 means not known.
+	Steps int
 }
 
 // File names inside a run directory.
@@ -251,7 +255,7 @@ func create(stateDir string, meta Meta, plan []byte, opt Options) (*Store, error
 		}
 		return nil, fmt.Errorf("run %q: create run dir: %w", meta.RunID, err)
 	}
-	first := sizesFor(plan)
+	first := sizesFor(plan, opt.Steps)
 	s, err := openStore(stateDir, meta.RunID, opt, &first)
 	if err == nil {
 		err = s.initRun(plan, metaJSON, opt.Sync)

@@ -526,8 +526,10 @@ func checkInvariants(c *model.Case, evs []ev, trace string) []string {
 		}
 	}
 	exited0 := map[string]bool{}
-	ran := map[string]bool{}         // step#attempt: s.sh ran to its end
-	gotUses := map[string][]string{} // step#attempt: the output values it was given
+	ran := map[string]bool{}          // step#attempt: s.sh ran to its end
+	gotUses := map[string][]string{}  // step#attempt: the output values it was given
+	handled := map[string]bool{}      // step#failed attempt: its handler ran
+	gotHUses := map[string][]string{} // step#failed attempt: the values its handler was given
 	for _, l := range strings.Split(trace, "\n") {
 		f := strings.Fields(l)
 		if len(f) == 4 && f[0] == "attempt" {
@@ -538,6 +540,31 @@ func checkInvariants(c *model.Case, evs []ev, trace string) []string {
 		}
 		if len(f) >= 3 && f[0] == "uses" {
 			gotUses[f[1]+"#"+f[2]] = append(gotUses[f[1]+"#"+f[2]], strings.Join(f[3:], " "))
+		}
+		if len(f) == 4 && f[0] == "handler" {
+			handled[f[1]+"#"+f[2]] = true
+		}
+		if len(f) >= 3 && f[0] == "huses" {
+			gotHUses[f[1]+"#"+f[2]] = append(gotHUses[f[1]+"#"+f[2]], strings.Join(f[3:], " "))
+		}
+	}
+	// A handler that ran was given the value of every output its
+	// on_failure uses, and nothing else; one whose value is missing never
+	// starts (the step ends remediation_failed, which the model checks).
+	hUsesOf := map[string][]int{}
+	for _, s := range p.Steps {
+		hUsesOf[s.ID] = s.HUses
+	}
+	for k := range handled {
+		id, _, _ := strings.Cut(k, "#")
+		var want []string
+		for _, u := range hUsesOf[id] {
+			want = append(want, "val-"+p.Steps[u].ID)
+		}
+		got := slices.Compact(slices.Sorted(slices.Values(gotHUses[k])))
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			bad = append(bad, fmt.Sprintf("the handler of %s ran with outputs %q, want %q", k, got, want))
 		}
 	}
 	// An attempt that ran was given the value of every output its step

@@ -111,6 +111,13 @@ type GStep struct {
 	// v of upstream plain step From (foreach: {from: ...}): one item,
 	// val-<From>, when From published; the fan-out fails when it did not.
 	From string
+	// UseEnv puts the references of Uses in the step's env: (U1, U2),
+	// which s.sh records, instead of its run.
+	UseEnv bool
+	// HUses are the upstream plain steps whose output v its on_failure
+	// command references (an argument of h.sh, which records it); a
+	// missing one means the handler cannot start (remediation_failed).
+	HUses []string
 }
 
 // fromItem is the item step of a From fan-out.
@@ -284,7 +291,40 @@ func Gen(seed uint64) *Case {
 	c.genFrom(rand.New(rand.NewPCG(seed^0xf70e, seed)))
 	// And a part of the plan to run, likewise.
 	c.genPart(rand.New(rand.NewPCG(seed^0x9a27, seed)))
+	// And where outputs are used: a step's env, its failure handler.
+	c.genSites(rand.New(rand.NewPCG(seed^0x5e17, seed)))
 	return c
+}
+
+// genSites moves about a third of the steps' output references from their
+// run to their env:, and gives about a third of the steps with an
+// on_failure command (or structured handler) and an upstream plain step a
+// reference to one's output v in that handler.
+func (c *Case) genSites(rng *rand.Rand) {
+	up := c.upstream()
+	for pi := range c.Phases {
+		for si := range c.Phases[pi].Steps {
+			s := &c.Phases[pi].Steps[si]
+			if len(s.Uses) > 0 && rng.Float64() < 0.35 {
+				s.UseEnv = true
+			}
+			if !s.handlesUses() {
+				continue
+			}
+			cands := c.plainUpstream(up, s.ID)
+			if len(cands) == 0 || rng.Float64() >= 0.35 {
+				continue
+			}
+			s.HUses = []string{cands[rng.IntN(len(cands))]}
+		}
+	}
+	c.fixPart() // a part runs the steps a handler reads, as those its steps read
+}
+
+// handlesUses: the step's on_failure runs a command, whose arguments may
+// use outputs.
+func (s *GStep) handlesUses() bool {
+	return s.consumer() && (s.On.Kind == "command" || s.On.Kind == "structured")
 }
 
 // genFrom turns about a third of the fan-outs over a static list that have
@@ -441,7 +481,7 @@ func (c *Case) fixPart() {
 			if !in[s.ID] {
 				continue
 			}
-			reads := append([]string(nil), s.Uses...)
+			reads := append(append([]string(nil), s.Uses...), s.HUses...)
 			if s.When.Kind == "status" || s.When.Kind == "output" {
 				reads = append(reads, s.When.Step)
 			}
@@ -629,6 +669,16 @@ func (c *Case) pruneUses() {
 				}
 			}
 			s.Uses = keep
+			if len(keep) == 0 {
+				s.UseEnv = false
+			}
+			var hkeep []string
+			for _, u := range s.HUses {
+				if s.handlesUses() && plain[u] && up[s.ID][u] {
+					hkeep = append(hkeep, u)
+				}
+			}
+			s.HUses = hkeep
 			if !c.whenOK(s, up, plain) {
 				s.When = GWhen{}
 			}
@@ -645,6 +695,15 @@ func (c *Case) pruneUses() {
 	}
 	c.EndUses = keep
 	c.fixPart()
+}
+
+// runRefs is what the step's run adds to reference the outputs it uses:
+// nothing when they are in its env:.
+func (s *GStep) runRefs() string {
+	if s.UseEnv {
+		return ""
+	}
+	return refs(s.Uses)
 }
 
 // refs is the run's arguments that reference the outputs ids use.
@@ -834,7 +893,9 @@ func (c *Case) Files() map[string]string {
 // file that says failure), then p to publish v=val-<step id> to
 // $FABER_OUTPUTS, or b to write a line there without '='. s.sh's arguments
 // after the sleep are files to create (g...), an item (i...), or the value
-// of an output it uses, which it records in trace.log ("uses" lines).
+// of an output it uses, which it records in trace.log ("uses" lines), as
+// it does the values in its U1 and U2 (env:). h.sh records the values its
+// arguments carry ("huses" lines).
 const stepScript = `#!/bin/sh
 sleep "$1"
 shift
@@ -844,6 +905,9 @@ for f in "$@"; do
   i[0-9]*|it:*) ;;
   *) echo "uses $FABER_STEP_ID $FABER_ATTEMPT $f" >> trace.log;;
   esac
+done
+for f in "$U1" "$U2"; do
+  [ -z "$f" ] || echo "uses $FABER_STEP_ID $FABER_ATTEMPT $f" >> trace.log
 done
 c=$(sed -n "${FABER_ATTEMPT}p" "codes/$FABER_STEP_ID" 2>/dev/null)
 [ -n "$c" ] || c=0
@@ -861,6 +925,11 @@ exit "$c"
 `
 
 const handlerScript = `#!/bin/sh
+for a in "$@"; do
+  case $a in
+  val-*) echo "huses $FABER_STEP_ID $FABER_FAILED_ATTEMPT $a" >> trace.log;;
+  esac
+done
 c=$(sed -n "${FABER_FAILED_ATTEMPT}p" "hcodes/$FABER_STEP_ID" 2>/dev/null)
 [ -n "$c" ] || c=0
 echo "handler $FABER_STEP_ID $FABER_FAILED_ATTEMPT $c" >> trace.log
@@ -927,15 +996,21 @@ func (c *Case) YAML() string {
 				fmt.Fprintf(&b, "        plan: child-%s.yaml\n", s.ID)
 			case s.From != "":
 				fmt.Fprintf(&b, "        foreach: {from: \"{steps.%s.outputs.v}\"}\n", s.From)
-				fmt.Fprintf(&b, "        run: ./s.sh 0.0%d it:{item}%s\n", c.Sleep[s.fromItem()], refs(s.Uses))
+				fmt.Fprintf(&b, "        run: ./s.sh 0.0%d it:{item}%s\n", c.Sleep[s.fromItem()], s.runRefs())
 			case s.Items != nil:
 				fmt.Fprintf(&b, "        foreach: [%s]\n", strings.Join(s.Items, ", "))
-				fmt.Fprintf(&b, "        run: ./s.sh 0.0%d {item}%s\n", c.Sleep[s.ID+"["+s.Items[0]+"]"], refs(s.Uses))
+				fmt.Fprintf(&b, "        run: ./s.sh 0.0%d {item}%s\n", c.Sleep[s.ID+"["+s.Items[0]+"]"], s.runRefs())
 			case s.Glob:
 				fmt.Fprintf(&b, "        foreach: {glob: \"g%s/*\"}\n", s.ID)
 				fmt.Fprintf(&b, "        run: ./s.sh 0.0%d {item}\n", c.Sleep[s.ID])
 			default:
-				fmt.Fprintf(&b, "        run: ./s.sh 0.0%d%s%s\n", c.Sleep[s.ID], strings.TrimRight(" "+strings.Join(s.Makes, " "), " "), refs(s.Uses))
+				fmt.Fprintf(&b, "        run: ./s.sh 0.0%d%s%s\n", c.Sleep[s.ID], strings.TrimRight(" "+strings.Join(s.Makes, " "), " "), s.runRefs())
+			}
+			if s.UseEnv {
+				b.WriteString("        env:\n")
+				for k, u := range s.Uses {
+					fmt.Fprintf(&b, "          U%d: \"{steps.%s.outputs.v}\"\n", k+1, u)
+				}
 			}
 			if s.HasNeeds {
 				fmt.Fprintf(&b, "        needs: [%s]\n", strings.Join(s.Needs, ", "))
@@ -949,7 +1024,7 @@ func (c *Case) YAML() string {
 			if w := s.When.expr(); w != "" {
 				fmt.Fprintf(&b, "        when: '%s'\n", w)
 			}
-			writeOn(&b, s.On)
+			writeOn(&b, s.On, s.HUses)
 		}
 	}
 	if c.End {
@@ -958,14 +1033,18 @@ func (c *Case) YAML() string {
 	return b.String()
 }
 
-func writeOn(b *strings.Builder, on GOn) {
+func writeOn(b *strings.Builder, on GOn, hUses []string) {
 	var lines []string
 	switch on.Kind {
 	case "":
 	case "command":
-		lines = append(lines, `on_failure: /fix --problem "{error}" --attempt {attempt}`)
+		lines = append(lines, `on_failure: /fix --problem "{error}" --attempt {attempt}`+refs(hUses))
 	case "structured":
-		lines = append(lines, "on_failure:", "  command: /fix", "  args: {problem: \"{error}\"}")
+		use := ""
+		for k, u := range hUses {
+			use += fmt.Sprintf(", use%d: \"{steps.%s.outputs.v}\"", k+1, u)
+		}
+		lines = append(lines, "on_failure:", "  command: /fix", "  args: {problem: \"{error}\""+use+"}")
 		if on.RetryOnSuccess >= 0 {
 			lines = append(lines, fmt.Sprintf("  retry_on_success: %v", on.RetryOnSuccess == 1))
 		}
@@ -1032,7 +1111,7 @@ func (c *Case) Model() *Plan {
 			items = append(items, len(p.Steps))
 			grown := s.Glob && k == len(ids)-2 // g<n>/x9, the file the user adds
 			p.Steps = append(p.Steps, Step{ID: id, Deps: c.idx(index, t.deps), Rules: handlers[s.Handler], OnFailure: on,
-				Attempts: c.Codes[id], Handler: c.HCodes[id], Cacheable: s.Cache, Group: join, Grown: grown, Uses: c.idx(index, s.Uses), Maker: c.maker(s, grown, index),
+				Attempts: c.Codes[id], Handler: c.HCodes[id], Cacheable: s.Cache, Group: join, Grown: grown, Uses: c.idx(index, s.Uses), HUses: c.idx(index, s.HUses), Maker: c.maker(s, grown, index),
 				When: c.cond(s, id, false, index)})
 		}
 		index[s.ID] = len(p.Steps)
@@ -1040,6 +1119,7 @@ func (c *Case) Model() *Plan {
 			Attempts: c.Codes[s.ID], Handler: c.HCodes[s.ID], Cacheable: s.Cache, Group: -1}
 		if s.plain() {
 			st.Uses = c.idx(index, s.Uses)
+			st.HUses = c.idx(index, s.HUses)
 		}
 		st.When = c.cond(s, s.ID, s.Items != nil || s.Glob, index)
 		if s.Items != nil || s.Glob {
@@ -1235,6 +1315,12 @@ func (c *Case) Shrinks() []*Case {
 					d.Phases[pi].Steps[si].Uses = append(u[:k:k], u[k+1:]...)
 				})
 			}
+			if s.UseEnv {
+				variant(func(d *Case) { d.Phases[pi].Steps[si].UseEnv = false })
+			}
+			if len(s.HUses) > 0 {
+				variant(func(d *Case) { d.Phases[pi].Steps[si].HUses = nil })
+			}
 		}
 	}
 	for hi, h := range c.Handlers {
@@ -1300,6 +1386,7 @@ func (c *Case) clone() *Case {
 			}
 			s.Makes = append([]string(nil), s.Makes...)
 			s.Uses = append([]string(nil), s.Uses...)
+			s.HUses = append([]string(nil), s.HUses...)
 			d.Phases[i].Steps[j] = s
 		}
 	}

@@ -123,6 +123,10 @@ type Step struct {
 	// published v fails without running a process, like a result-file
 	// failure; the end step then fails.
 	Uses []int
+	// HUses are the steps whose output v its on_failure command uses: a
+	// handler one of whose values is missing cannot start, and ends the
+	// step remediation_failed (README "Step outputs").
+	HUses []int
 	// When is its condition (README "Conditions"); a fan-out's items
 	// carry their own (it may read the item), the join none.
 	When Cond
@@ -840,8 +844,11 @@ func (e *explorer) published(w *World, u int) bool {
 }
 
 // usesOK: every output def uses was published.
-func (e *explorer) usesOK(w *World, def *Step) bool {
-	for _, u := range def.Uses {
+func (e *explorer) usesOK(w *World, def *Step) bool { return e.usesAll(w, def.Uses) }
+
+// usesAll: every output of steps us was published.
+func (e *explorer) usesAll(w *World, us []int) bool {
+	for _, u := range us {
 		if !e.published(w, u) {
 			return false
 		}
@@ -1040,7 +1047,7 @@ func (e *explorer) handlerDone(w *World, i int) {
 	def, s := &e.p.Steps[i], &w.S[i]
 	of := def.OnFailure
 	s.HandlerN++
-	ok := def.handler(s.FailedN) == 0
+	ok := def.handler(s.FailedN) == 0 && e.usesAll(w, def.HUses)
 	e.free(w, s)
 	switch {
 	case ok && of.RetryOnSuccess && s.RemRetries < of.MaxRetries:

@@ -55,6 +55,14 @@ func TestOutcomes(t *testing.T) {
 				{ID: "a", OnFailure: OnFailure{Kind: OnCommand, Explicit: true, MaxRetries: 1, RetryOnSuccess: true}, Attempts: exits(1), Handler: []int{1}},
 				{ID: "b", Deps: []int{0}}}},
 			[]string{line("a", "remediation_failed", 1, 1, 0), line("b", "canceled", 0, 0, 0)}, "[1]", 1},
+		{"a handler that uses a published value runs, and its success re-runs the step",
+			Plan{Jobs: 1, Steps: []Step{{ID: "a", Attempts: pub},
+				{ID: "b", Deps: []int{0}, HUses: []int{0}, OnFailure: OnFailure{Kind: OnCommand, Explicit: true, MaxRetries: 1, RetryOnSuccess: true}, Attempts: exits(1, 0)}}},
+			[]string{line("b", "success", 2, 1, 0)}, "[0]", 1},
+		{"a handler that uses a missing value cannot start: remediation_failed",
+			Plan{Jobs: 1, Steps: []Step{{ID: "a"},
+				{ID: "b", Deps: []int{0}, HUses: []int{0}, OnFailure: OnFailure{Kind: OnCommand, Explicit: true, MaxRetries: 1, RetryOnSuccess: true}, Attempts: exits(1, 0)}}},
+			[]string{line("b", "remediation_failed", 1, 1, 0)}, "[1]", 1},
 		{"a handler's success re-runs the step; still failing after its retries",
 			Plan{Jobs: 1, Steps: []Step{{ID: "a", OnFailure: OnFailure{Kind: OnCommand, Explicit: true, MaxRetries: 1, RetryOnSuccess: true}, Attempts: exits(1, 1)}}},
 			[]string{line("a", "remediation_failed", 2, 1, 0)}, "[1]", 1},
@@ -348,6 +356,8 @@ func withoutOutputs(c *Case) *Case {
 	for pi := range d.Phases {
 		for si := range d.Phases[pi].Steps {
 			d.Phases[pi].Steps[si].Uses = nil
+			d.Phases[pi].Steps[si].UseEnv = false // where they are used: their own stream too
+			d.Phases[pi].Steps[si].HUses = nil
 			d.Phases[pi].Steps[si].When = GWhen{} // conditions: their own stream too
 			if s := &d.Phases[pi].Steps[si]; s.From != "" {
 				delete(d.Codes, s.fromItem()) // and fan-outs over a published value
@@ -483,6 +493,55 @@ func TestGenOutputs(t *testing.T) {
 		plans, uses, fanUses, endUses, attempts, publish, malformed, failedOut)
 	if plans < 80 || fanUses == 0 || endUses < 10 || publish < 100 || malformed < 20 || failedOut < 20 {
 		t.Errorf("outputs drawn too seldom")
+	}
+}
+
+// TestGenSites: the random plans put output references in a step's env:
+// and in its failure handler, each said by the plan and each dropped by
+// a shrink; a handler's references name steps upstream of its step.
+func TestGenSites(t *testing.T) {
+	var env, handler int
+	for seed := uint64(1); seed <= 400; seed++ {
+		c := Gen(seed)
+		p := c.Model()
+		yaml := c.YAML()
+		for i, s := range p.Steps {
+			for _, u := range s.HUses {
+				if !(&explorer{p: p}).dependsOn(i, u) {
+					t.Fatalf("seed %d: the handler of %s uses %s, which is not upstream of it", seed, s.ID, p.Steps[u].ID)
+				}
+			}
+		}
+		for _, ph := range c.Phases {
+			for _, s := range ph.Steps {
+				if s.UseEnv {
+					env++
+					if !strings.Contains(yaml, "          U1: \"{steps."+s.Uses[0]+".outputs.v}\"") {
+						t.Fatalf("seed %d: %s uses %s in its env; the plan does not say so:\n%s", seed, s.ID, s.Uses[0], yaml)
+					}
+				}
+				if len(s.HUses) > 0 {
+					handler++
+					if !s.handlesUses() {
+						t.Fatalf("seed %d: %s has no on_failure command but its handler uses outputs", seed, s.ID)
+					}
+				}
+				dropped := map[string]bool{}
+				for _, d := range c.Shrinks() {
+					if ds := d.step(s.ID); ds != nil {
+						dropped["env"] = dropped["env"] || (s.UseEnv && !ds.UseEnv)
+						dropped["handler"] = dropped["handler"] || (len(s.HUses) > 0 && len(ds.HUses) == 0)
+					}
+				}
+				if s.UseEnv && !dropped["env"] || len(s.HUses) > 0 && !dropped["handler"] {
+					t.Fatalf("seed %d: no shrink drops where %s uses outputs", seed, s.ID)
+				}
+			}
+		}
+	}
+	t.Logf("of 400 plans: %d steps use outputs in env:, %d in their handler", env, handler)
+	if env < 30 || handler < 30 {
+		t.Errorf("output sites drawn too seldom")
 	}
 }
 

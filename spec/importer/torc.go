@@ -1302,9 +1302,16 @@ func (c *conv) torcUDSubst(cmd string, at *yaml.Node, where string, params map[s
 	}
 	for _, l := range torcUserDataRef().FindAllStringIndex(cmd, -1) {
 		if !covered[l[0]] {
-			end := min(len(cmd), l[0]+60)
-			if i := strings.IndexByte(cmd[l[0]:end], '}'); i >= 0 {
-				end = l[0] + i + 1
+			end, depth := l[0]+1, 0 // to the brace that closes it (60 bytes at most)
+			for ; end < len(cmd) && end < l[0]+60; end++ {
+				if cmd[end] == '{' {
+					depth++
+				} else if cmd[end] == '}' {
+					if depth--; depth == 0 {
+						end++
+						break
+					}
+				}
 			}
 			c.errorf(at, "%s: command: %q: not a user data reference faber converts (write ${user_data.input.NAME} or ${user_data.output.NAME}, NAME an entry of user_data: without {placeholders})", where, cmd[l[0]:end])
 		}

@@ -30,7 +30,7 @@ type torcJob struct {
 	idx     int      // position among the jobs kept (needs are listed in this order)
 	needs   []string // ids of the jobs it needs, in job order
 	needSet map[int]bool
-	needIdx []int // needSet's keys, in the order found
+	needIdx []int       // needSet's keys, in the order found
 	udIn    []torcUDUse // user data it reads (input_user_data, regexes, ${user_data.input.X})
 	udOut   []torcUDUse // user data it writes
 }
@@ -1251,7 +1251,9 @@ func (c *conv) torcContext(uds map[string]*torcUD) *yaml.Node {
 	if len(list) == 0 {
 		return nil
 	}
-	sort.Slice(list, func(a, b int) bool { return list[a].nameN.Line < list[b].nameN.Line || (list[a].nameN.Line == list[b].nameN.Line && list[a].nameN.Column < list[b].nameN.Column) })
+	sort.Slice(list, func(a, b int) bool {
+		return list[a].nameN.Line < list[b].nameN.Line || (list[a].nameN.Line == list[b].nameN.Line && list[a].nameN.Column < list[b].nameN.Column)
+	})
 	ctx := newMap(list[0].nameN)
 	for _, ud := range list {
 		if !contextKey().MatchString(ud.name) {

@@ -644,8 +644,7 @@ func shellJoin(argv []string) string {
 // error.
 func (c *conv) faberConditional(s *yaml.Node, f field, where, phase string, prev []*yaml.Node) {
 	if f.v.Kind != yaml.ScalarNode || f.v.Value != "only_if_failures" {
-		what := kindName(f.v)
-		c.errorf(f.v, "%s: conditional: %s: not supported: faber converts only conditional: only_if_failures (the step runs when a step before it in its phase failed); another name is a condition FABER's skills decide as they run, which faber cannot see: write a when: in the converted plan (an expression over steps.<id>.status, steps.<id>.outputs.<KEY> and context.<key>)", where, what)
+		c.errorf(f.k, "%s: conditional: not supported: %s is a condition FABER's skills decide as they run, which faber cannot see; faber converts only conditional: only_if_failures (the step runs when a step before it in its phase failed); write a when: in the converted plan instead (an expression over steps.<id>.status, steps.<id>.outputs.<KEY> and context.<key>)", where, kindName(f.v))
 		return
 	}
 	if len(prev) == 0 {

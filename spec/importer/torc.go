@@ -1095,7 +1095,7 @@ func (c *conv) torcUserData(n *yaml.Node) map[string]*torcUD {
 				ud.data = f.v
 				js, err := nodeJSON(f.v)
 				if err != nil {
-					c.errorf(f.v, "user_data: %s: data: %v", name, err)
+					c.errorf(f.v, "user_data: %s: data: %s", name, strings.ReplaceAll(err.Error(), "\n", "; "))
 				}
 				ud.json = js
 			case "is_ephemeral":
@@ -1127,6 +1127,17 @@ func nodeJSON(n *yaml.Node) (string, error) {
 	return strings.TrimSuffix(b.String(), "\n"), nil
 }
 
+// torcHasUserData reports whether a job names user data at all.
+func torcHasUserData(j *torcJob) bool {
+	for _, key := range []string{"input_user_data", "output_user_data", "input_user_data_regexes", "output_user_data_regexes"} {
+		if _, ok := j.fields[key]; ok {
+			return true
+		}
+	}
+	f, ok := j.fields["command"]
+	return ok && strings.Contains(f.v.Value, "${user_data.")
+}
+
 // torcUserDataUses finds the user data each job reads and writes
 // (input_user_data, output_user_data, their _regexes, and
 // ${user_data.input.X} / ${user_data.output.X} in its command), gives
@@ -1138,6 +1149,9 @@ func (c *conv) torcUserDataUses(jobs []*torcJob, uds map[string]*torcUD) {
 	}
 	sort.Strings(names)
 	for _, j := range jobs {
+		if !torcHasUserData(j) {
+			continue
+		}
 		where := fmt.Sprintf("job %q", j.name)
 		seen := map[string]bool{}
 		add := func(dir, name string, at *yaml.Node, how string) {
@@ -1183,7 +1197,7 @@ func (c *conv) torcUserDataUses(jobs []*torcJob, uds map[string]*torcUD) {
 				}
 			}
 		}
-		if f, ok := j.fields["command"]; ok && f.v.Kind == yaml.ScalarNode {
+		if f, ok := j.fields["command"]; ok && f.v.Kind == yaml.ScalarNode && strings.Contains(f.v.Value, "${user_data.") {
 			for _, m := range torcUDRef().FindAllStringSubmatch(f.v.Value, -1) {
 				add(m[3], m[4], f.v, "command: ${user_data."+m[3]+"."+m[4]+"}")
 			}
@@ -1297,6 +1311,9 @@ const torcUpdateFunc = `faber_torc_user_data_update() { # NAME [--data VALUE]: p
 //   - ${user_data.output.X} anywhere else is the name X, and a warning
 //     says that the command must publish it.
 func (c *conv) torcUDSubst(cmd string, at *yaml.Node, where string, params map[string]bool, j *torcJob, uds map[string]*torcUD) (string, bool) {
+	if len(j.udIn) == 0 && len(j.udOut) == 0 && !strings.Contains(cmd, "${user_data.") {
+		return c.subst(cmd, params), false
+	}
 	locs := torcUDRef().FindAllStringSubmatchIndex(cmd, -1)
 	covered := map[int]bool{} // starts of the ${user_data. of each match
 	for _, l := range locs {

@@ -135,3 +135,18 @@ func parseNode(t *testing.T, s string) *yaml.Node {
 	}
 	return doc.Content[0]
 }
+
+// FuzzTorcUserData converts arbitrary bytes as a Torc workflow, from seeds
+// that pass user data every way.
+func FuzzTorcUserData(f *testing.F) {
+	for _, s := range []string{
+		"name: n\nuser_data: [{name: c}, {name: s, data: {a: [1, x]}}]\njobs:\n  - {name: p, command: 'torc user-data update ${user_data.output.c} --data \"$v\"'}\n  - {name: q, command: 'torc user-data get ${user_data.input.c} ${user_data.input.s} {i}', parameters: {i: '1:2'}}\n",
+		"name: n\nuser_data: [{name: c, is_ephemeral: true}]\njobs:\n  - {name: p, command: 'x ${user_data.output.c} ${user_data.', output_user_data_regexes: ['^c', '(']}\n  - {name: q, command: y, input_user_data: [c, d]}\n",
+		`{"name": "n", "user_data": [{"name": "c", "data": {"k": [1, 2.5, null]}}], "jobs": [{"name": "a", "command": "echo '${user_data.input.c}'"}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzConvert(t, FormatTorc, "workflow.yaml", data)
+	})
+}

@@ -449,7 +449,7 @@ func (c *conv) faberPhase(name string, pf field, fp *faberPlan, stepFound *bool)
 		}
 		for _, sn := range f.v.Content {
 			sn = deref(sn)
-			if s := c.faberStep(name, sn, fp, stepFound); s != nil {
+			if s := c.faberStep(name, sn, fp, stepFound, steps.Content); s != nil {
 				steps.Content = append(steps.Content, s)
 			}
 		}
@@ -462,7 +462,10 @@ func (c *conv) faberPhase(name string, pf field, fp *faberPlan, stepFound *bool)
 }
 
 // faberStep converts one step.
-func (c *conv) faberStep(phase string, sn *yaml.Node, fp *faberPlan, stepFound *bool) *yaml.Node {
+//
+// prev are the converted steps before it in its phase (a conditional:
+// only_if_failures tests them).
+func (c *conv) faberStep(phase string, sn *yaml.Node, fp *faberPlan, stepFound *bool, prev []*yaml.Node) *yaml.Node {
 	fs := map[string]field{}
 	var order []string
 	for _, f := range c.fields(sn, "phase "+phase+": step") {
@@ -583,7 +586,9 @@ func (c *conv) faberStep(phase string, sn *yaml.Node, fp *faberPlan, stepFound *
 				set(s, f.k, "result_handling", rh)
 			}
 		case "conditional":
-			c.errorf(f.k, "%s: conditional: not supported: faber runs every step (use result_handling.on_failure to react to a failure)", where)
+			c.faberConditional(s, f, where, phase, prev)
+		case "guards":
+			c.errorf(f.k, "%s: guards: not supported: FABER documents no syntax for skip_if and require_if, so faber cannot translate them; write the condition as a when: in the converted plan (an expression over steps.<id>.status, steps.<id>.outputs.<KEY> and context.<key>)", where)
 		default:
 			c.errorf(f.k, "%s: unknown FABER step field %q: no faber equivalent", where, key)
 		}
@@ -628,4 +633,40 @@ func shellJoin(argv []string) string {
 		q[i] = shellQuote(a)
 	}
 	return strings.Join(q, " ")
+}
+
+// faberConditional converts a step's conditional: into a when:. FABER's
+// plugins name their conditions; the one faber can decide is
+// only_if_failures (the step runs when a step before it in its phase
+// failed): the steps before it go on after a failure (on_failure:
+// continue, unless they say otherwise) so that their failure reaches it.
+// Every other name is a condition a FABER skill decides at run time: an
+// error.
+func (c *conv) faberConditional(s *yaml.Node, f field, where, phase string, prev []*yaml.Node) {
+	if f.v.Kind != yaml.ScalarNode || f.v.Value != "only_if_failures" {
+		c.errorf(f.k, "%s: conditional: not supported: %s is a condition FABER's skills decide as they run, which faber cannot see; faber converts only conditional: only_if_failures (the step runs when a step before it in its phase failed); write a when: in the converted plan instead (an expression over steps.<id>.status, steps.<id>.outputs.<KEY> and context.<key>)", where, kindName(f.v))
+		return
+	}
+	if len(prev) == 0 {
+		c.errorf(f.v, "%s: conditional: only_if_failures: no step comes before it in phase %s (of those converted), so none can have failed", where, phase)
+		return
+	}
+	var terms, continued []string
+	for _, p := range prev {
+		_, idN := get(p, "id")
+		terms = append(terms, fmt.Sprintf("steps[%q].status == \"failure\"", idN.Value))
+		_, rh := get(p, "result_handling")
+		if rh == nil {
+			rh = newMap(f.v)
+			set(p, f.k, "result_handling", rh)
+		}
+		if _, of := get(rh, "on_failure"); of == nil {
+			set(rh, f.k, "on_failure", newStr(f.v, "continue"))
+			continued = append(continued, idN.Value)
+		}
+	}
+	set(s, f.k, "when", newStr(f.v, strings.Join(terms, " || ")))
+	if len(continued) > 0 {
+		c.warnf(f.k, "%s: conditional: only_if_failures: step(s) %s now go on after a failure (result_handling.on_failure: continue), so that this step runs after one; the run still ends failed", where, strings.Join(continued, ", "))
+	}
 }

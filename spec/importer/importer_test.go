@@ -221,7 +221,7 @@ func TestTorcErrors(t *testing.T) {
 		{head + "  - {name: a, command: x, resource_requirements: big}\n", `job "a": resource_requirements: no resource_requirements named "big"`},
 		{head + "  - {name: a, command: x, scheduler: s}\n", `job "a": scheduler: no slurm_schedulers entry named "s"`},
 		{head + "  - {name: a, command: 'cat ${files.input.nope}'}\n", `no file named "nope" in files:`},
-		{head + "  - {name: a, command: 'x ${user_data.input.u}'}\n", `${user_data...} is not supported`},
+		{head + "  - {name: a, command: 'x ${user_data.input.u}'}\n", `w.yaml:3:24: job "a": command: ${user_data.input.u}: no user_data entry named "u"`},
 		{head + "  - {name: a, command: x, invocation_script: y}\n", `job "a": invocation_script: not supported`},
 		{head + "  - {name: 'a{i}', command: 'x {i:03d}', parameters: {i: '1:2'}}\n", `format specs are not supported in commands`},
 		{head + "  - {name: a, command: x, parameters: {i: '9:1'}}\n", `w.yaml:3:43: job "a": parameters: i: range "9:1"`},

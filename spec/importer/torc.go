@@ -1,6 +1,8 @@
 package importer
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
@@ -28,7 +30,9 @@ type torcJob struct {
 	idx     int      // position among the jobs kept (needs are listed in this order)
 	needs   []string // ids of the jobs it needs, in job order
 	needSet map[int]bool
-	needIdx []int // needSet's keys, in the order found
+	needIdx []int       // needSet's keys, in the order found
+	udIn    []torcUDUse // user data it reads (input_user_data, regexes, ${user_data.input.X})
+	udOut   []torcUDUse // user data it writes
 }
 
 // param is one Torc parameter with its expanded values.
@@ -45,8 +49,13 @@ var torcParamRef = lazyre.New(`\{([A-Za-z_][A-Za-z0-9_]*)(?::([^{}]*))?\}`)
 // may hold {param} placeholders.
 var torcFileRef = lazyre.New(`\$\{files\.(input|output)\.((?:[^{}]|\{[^{}]*\})+)\}`)
 
-// torcUserDataRef matches ${user_data.input.NAME} and the like.
+// torcUserDataRef matches the start of every ${user_data...} reference.
 var torcUserDataRef = lazyre.New(`\$\{user_data\.`)
+
+// torcUDRef matches ${user_data.input.NAME} and ${user_data.output.NAME},
+// with, before it, the torc CLI call that reads or writes it (torc
+// user-data get|update, torc-client, an optional -f/--format), if any.
+var torcUDRef = lazyre.New(`(\btorc(?:-client)?(?:\s+(?:-f|--format)(?:\s+|=)\S+)?\s+user-data\s+(get|update)\s+)?\$\{user_data\.(input|output)\.([^{}\s]*)\}`)
 
 // torcEnv is the environment Torc promises every job and recovery script
 // (TORC_API_URL aside: faber has no server), as plan env: faber substitutes
@@ -80,6 +89,7 @@ func (c *conv) torc(root *yaml.Node) *yaml.Node {
 		scheds             = map[string]*yaml.Node{}
 		slurmDefaults      *yaml.Node
 		handlerN, handlerK *yaml.Node
+		uds                = map[string]*torcUD{}
 	)
 	for _, f := range c.fields(root, "workflow") {
 		switch f.key {
@@ -108,9 +118,7 @@ func (c *conv) torc(root *yaml.Node) *yaml.Node {
 		case "failure_handlers":
 			handlerK, handlerN = f.k, f.v
 		case "user_data":
-			if len(f.v.Content) > 0 {
-				c.errorf(f.k, "user_data: not supported: faber has no user data store (pass data between steps in files under $FABER_OUTPUT_DIR)")
-			}
+			uds = c.torcUserData(f.v)
 		case "actions":
 			if len(f.v.Content) > 0 {
 				c.errorf(f.k, "actions: not supported: faber has no workflow actions (use an end: step, or a step with needs)")
@@ -151,10 +159,14 @@ func (c *conv) torc(root *yaml.Node) *yaml.Node {
 	if jobs == nil {
 		return out
 	}
+	c.torcUserDataUses(jobs, uds)
+	if ctx := c.torcContext(uds); ctx != nil {
+		set(out, nil, "context", ctx)
+	}
 	c.torcDeps(jobs, files)
 	steps := newSeq(jobsN, false)
 	for _, j := range jobs {
-		steps.Content = append(steps.Content, c.torcStep(j, files, rrs, scheds, slurmDefaults))
+		steps.Content = append(steps.Content, c.torcStep(j, files, uds, rrs, scheds, slurmDefaults))
 	}
 	set(out, nil, "steps", steps)
 	return out
@@ -672,7 +684,7 @@ func (c *conv) strListQuiet(n *yaml.Node) []*yaml.Node {
 }
 
 // torcStep builds the faber step of a job.
-func (c *conv) torcStep(j *torcJob, files map[string]torcFile, rrs, scheds map[string]*yaml.Node, slurmDefaults *yaml.Node) *yaml.Node {
+func (c *conv) torcStep(j *torcJob, files map[string]torcFile, uds map[string]*torcUD, rrs, scheds map[string]*yaml.Node, slurmDefaults *yaml.Node) *yaml.Node {
 	where := fmt.Sprintf("job %q", j.name)
 	s := newMap(j.node)
 	nameF := j.fields["name"]
@@ -686,7 +698,7 @@ func (c *conv) torcStep(j *torcJob, files map[string]torcFile, rrs, scheds map[s
 	if !ok {
 		c.errorf(j.node, "%s: missing required field \"command\"", where)
 	} else if cmd, ok := c.str(cmdF.v, where+": command"); ok {
-		set(s, cmdF.k, "run", newStr(cmdF.v, c.torcCommand(cmd, cmdF.v, where, paramSet, files)))
+		set(s, cmdF.k, "run", newStr(cmdF.v, c.torcCommand(cmd, cmdF.v, where, paramSet, files, j, uds)))
 	}
 	needs := newSeq(j.node, true)
 	for _, n := range j.needs {
@@ -791,7 +803,7 @@ func (c *conv) torcStep(j *torcJob, files map[string]torcFile, rrs, scheds map[s
 		case "supports_termination":
 			c.warnf(f.k, "%s: supports_termination: dropped (faber stops every step with SIGTERM, then SIGKILL after kill_grace)", where)
 		case "input_user_data", "output_user_data", "input_user_data_regexes", "output_user_data_regexes":
-			c.errorf(f.k, "%s: %s: not supported: faber has no user data store", where, key)
+			// torcUserDataUses
 		case "input_file_regexes", "output_file_regexes":
 			c.errorf(f.k, "%s: %s: not supported (name the files, or use depends_on)", where, key)
 		case "invocation_script":
@@ -908,10 +920,7 @@ func (c *conv) fanOut(s *yaml.Node, j *torcJob) {
 // torcCommand turns a Torc command into a faber run script: file
 // references become paths, {param} becomes {item.param}, and every other
 // brace is doubled so that faber's substitution leaves it alone.
-func (c *conv) torcCommand(cmd string, at *yaml.Node, where string, params map[string]bool, files map[string]torcFile) string {
-	if torcUserDataRef().MatchString(cmd) {
-		c.errorf(at, "%s: command: ${user_data...} is not supported: faber has no user data store", where)
-	}
+func (c *conv) torcCommand(cmd string, at *yaml.Node, where string, params map[string]bool, files map[string]torcFile, j *torcJob, uds map[string]*torcUD) string {
 	if strings.Contains(cmd, "TORC_API_URL") {
 		c.errorf(at, "%s: command: TORC_API_URL is not supported: faber has no server to call", where)
 	}
@@ -935,7 +944,11 @@ func (c *conv) torcCommand(cmd string, at *yaml.Node, where string, params map[s
 			c.errorf(at, "%s: command: {%s:%s}: format specs are not supported in commands (only in names)", where, m[1], m[2])
 		}
 	}
-	return torcOutputDir + c.subst(cmd, params)
+	body, update := c.torcUDSubst(cmd, at, where, params, j, uds)
+	if update {
+		return torcOutputDir + escapeBraces(torcUpdateFunc) + body
+	}
+	return torcOutputDir + body
 }
 
 // subst doubles every brace of s except the {param} placeholders, which
@@ -1040,4 +1053,354 @@ func (c *conv) torcHandlers(n *yaml.Node) *yaml.Node {
 		out.Content = append(out.Content, hm)
 	}
 	return out
+}
+
+// ---- user data ----
+
+// torcUD is an entry of the workflow's user_data: section.
+type torcUD struct {
+	name     string
+	nameN    *yaml.Node
+	data     *yaml.Node // its data: (nil when absent or null)
+	json     string     // data as compact JSON text, as Torc puts it in commands
+	producer *torcJob   // the job that writes it
+	read     bool       // a job reads it (and no job writes it: a context value)
+}
+
+// torcUDUse is one user data entry a job reads or writes, and where.
+type torcUDUse struct {
+	ud *torcUD
+	at *yaml.Node
+}
+
+// outputKey is what a faber output name must look like; contextKey a
+// context variable's name.
+var (
+	outputKey  = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	contextKey = lazyre.New(`^[a-z_][a-z0-9_]*$`)
+)
+
+// torcUserData reads the user_data: section (name, data, is_ephemeral).
+func (c *conv) torcUserData(n *yaml.Node) map[string]*torcUD {
+	m := map[string]*yaml.Node{}
+	c.named(n, "user_data", m)
+	uds := map[string]*torcUD{}
+	for name, un := range m {
+		ud := &torcUD{name: name}
+		_, ud.nameN = get(un, "name")
+		for _, f := range c.fields(un, "user_data: "+name) {
+			switch f.key {
+			case "name":
+			case "data":
+				ud.data = f.v
+				js, err := nodeJSON(f.v)
+				if err != nil {
+					c.errorf(f.v, "user_data: %s: data: %s", name, strings.ReplaceAll(err.Error(), "\n", "; "))
+				}
+				ud.json = js
+			case "is_ephemeral":
+				if f.v.Value == "true" {
+					c.warnf(f.k, "user_data: %s: is_ephemeral: dropped (the values a faber step publishes belong to its run; a new run starts without them)", name)
+				}
+			default:
+				c.errorf(f.k, "user_data: %s: unknown Torc user data field %q: no faber equivalent", name, f.key)
+			}
+		}
+		uds[name] = ud
+	}
+	return uds
+}
+
+// nodeJSON returns a YAML (or JSON) value as compact JSON text, keys
+// sorted, as Torc (serde_json) writes it.
+func nodeJSON(n *yaml.Node) (string, error) {
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", fmt.Errorf("not a JSON value (%v)", err)
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
+}
+
+// torcHasUserData reports whether a job names user data at all.
+func torcHasUserData(j *torcJob) bool {
+	for _, key := range []string{"input_user_data", "output_user_data", "input_user_data_regexes", "output_user_data_regexes"} {
+		if _, ok := j.fields[key]; ok {
+			return true
+		}
+	}
+	f, ok := j.fields["command"]
+	return ok && strings.Contains(f.v.Value, "${user_data.")
+}
+
+// torcUserDataUses finds the user data each job reads and writes
+// (input_user_data, output_user_data, their _regexes, and
+// ${user_data.input.X} / ${user_data.output.X} in its command), gives
+// each entry its one producer, and makes every reader need it.
+func (c *conv) torcUserDataUses(jobs []*torcJob, uds map[string]*torcUD) {
+	var names []string
+	for n := range uds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, j := range jobs {
+		if !torcHasUserData(j) {
+			continue
+		}
+		where := fmt.Sprintf("job %q", j.name)
+		seen := map[string]bool{}
+		add := func(dir, name string, at *yaml.Node, how string) {
+			ud, ok := uds[name]
+			if !ok {
+				c.errorf(at, "%s: %s: no user_data entry named %q", where, how, name)
+				return
+			}
+			if seen[dir+" "+name] {
+				return
+			}
+			seen[dir+" "+name] = true
+			if dir == "input" {
+				j.udIn = append(j.udIn, torcUDUse{ud, at})
+			} else {
+				j.udOut = append(j.udOut, torcUDUse{ud, at})
+			}
+		}
+		for _, dir := range []string{"input", "output"} {
+			key := dir + "_user_data"
+			if f, ok := j.fields[key]; ok {
+				for _, n := range c.strList(f.v, where+": "+key) {
+					add(dir, n.Value, n, key)
+				}
+			}
+			if f, ok := j.fields[key+"_regexes"]; ok {
+				for _, n := range c.strList(f.v, where+": "+key+"_regexes") {
+					re, err := regexp.Compile(n.Value)
+					if err != nil {
+						c.errorf(n, "%s: %s_regexes: bad regexp %q: %v", where, key, n.Value, err)
+						continue
+					}
+					found := false
+					for _, name := range names {
+						if re.MatchString(name) {
+							add(dir, name, n, key+"_regexes")
+							found = true
+						}
+					}
+					if !found {
+						c.errorf(n, "%s: %s_regexes: %q matches no user_data entry (a pattern is matched against the names of user_data:, when the plan is converted)", where, key, n.Value)
+					}
+				}
+			}
+		}
+		if f, ok := j.fields["command"]; ok && f.v.Kind == yaml.ScalarNode && strings.Contains(f.v.Value, "${user_data.") {
+			for _, m := range torcUDRef().FindAllStringSubmatch(f.v.Value, -1) {
+				add(m[3], m[4], f.v, "command: ${user_data."+m[3]+"."+m[4]+"}")
+			}
+		}
+	}
+	for _, j := range jobs {
+		where := fmt.Sprintf("job %q", j.name)
+		for _, u := range j.udOut {
+			ud := u.ud
+			switch {
+			case len(j.params) > 0:
+				c.errorf(u.at, "%s: writes user data %q: a job with parameters becomes a fan-out step, whose items publish no values another step can use (write it from a job without parameters)", where, ud.name)
+			case ud.producer != nil && ud.producer != j:
+				c.errorf(u.at, "%s: writes user data %q, which job %q (line %d) writes too: a faber value has one step that publishes it", where, ud.name, ud.producer.name, ud.producer.nameN.Line)
+			case !outputKey().MatchString(ud.name):
+				c.errorf(u.at, "%s: writes user data %q: the name of a value a step publishes must match [A-Za-z_][A-Za-z0-9_]* (rename the user data)", where, ud.name)
+			case strings.Contains(j.id, "."):
+				c.errorf(u.at, "%s: writes user data %q: its step id %q has a '.', which {steps.ID.outputs.KEY} cannot name (rename the job)", where, ud.name, j.id)
+			default:
+				ud.producer = j
+			}
+		}
+	}
+	for _, j := range jobs {
+		where := fmt.Sprintf("job %q", j.name)
+		for _, u := range j.udIn {
+			ud := u.ud
+			switch p := ud.producer; {
+			case p == j:
+				c.errorf(u.at, "%s: reads user data %q, which it writes: a step cannot use a value it publishes itself", where, ud.name)
+			case p != nil:
+				c.ops++
+				if !j.needSet[p.idx] {
+					j.needSet[p.idx] = true
+					j.needIdx = append(j.needIdx, p.idx)
+				}
+			case ud.data != nil:
+				ud.read = true
+			default:
+				c.errorf(u.at, "%s: reads user data %q, which no job writes (output_user_data, or ${user_data.output.%s} in a command) and which has no data:", where, ud.name, ud.name)
+			}
+		}
+	}
+	for _, name := range names {
+		ud := uds[name]
+		switch {
+		case ud.producer != nil && ud.data != nil:
+			c.warnf(ud.data, "user_data: %s: data: dropped: job %q writes it, and the jobs that read it get that value", name, ud.producer.name)
+		case ud.producer == nil && !ud.read && ud.data != nil:
+			c.warnf(ud.data, "user_data: %s: data: dropped: no job reads it", name)
+		}
+	}
+}
+
+// torcContext returns the context: of the user data that jobs read and
+// none writes: each becomes a context variable holding its data as JSON
+// text (so --set can replace it), nil when there is none.
+func (c *conv) torcContext(uds map[string]*torcUD) *yaml.Node {
+	var list []*torcUD
+	for _, ud := range uds {
+		if ud.read {
+			list = append(list, ud)
+		}
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	sort.Slice(list, func(a, b int) bool {
+		return list[a].nameN.Line < list[b].nameN.Line || (list[a].nameN.Line == list[b].nameN.Line && list[a].nameN.Column < list[b].nameN.Column)
+	})
+	ctx := newMap(list[0].nameN)
+	for _, ud := range list {
+		if !contextKey().MatchString(ud.name) {
+			c.errorf(ud.nameN, "user_data: %s: its data becomes the context variable %s, and a context variable's name must match [a-z_][a-z0-9_]* (rename the user data)", ud.name, ud.name)
+			continue
+		}
+		set(ctx, ud.nameN, ud.name, newStr(ud.data, ud.json))
+	}
+	return ctx
+}
+
+// torcUpdateFunc starts a command that calls torc user-data update: the
+// call becomes one of this function, which publishes the value given with
+// --data (or -d) under the user data's name, as a here-document whose
+// delimiter is not in the value.
+const torcUpdateFunc = `faber_torc_user_data_update() { # NAME [--data VALUE]: publishes NAME in $FABER_OUTPUTS
+  _faber_n=$1 _faber_v= _faber_set=
+  shift
+  while [ $# -gt 0 ]; do
+    case $1 in
+      -d|--data) _faber_v=${2-} _faber_set=1; if [ $# -gt 1 ]; then shift; fi ;;
+      --data=*) _faber_v=${1#--data=} _faber_set=1 ;;
+    esac
+    shift
+  done
+  if [ -z "$_faber_set" ]; then return 0; fi
+  _faber_d=FABER_EOF
+  while case $_faber_v in *"$_faber_d"*) true ;; *) false ;; esac; do _faber_d=${_faber_d}_; done
+  printf '%s<<%s\n%s\n%s\n' "$_faber_n" "$_faber_d" "$_faber_v" "$_faber_d" >> "$FABER_OUTPUTS"
+}
+`
+
+// torcUDSubst converts the user data references of a command (files
+// already replaced) and escapes the rest as subst does:
+//   - torc user-data get ${user_data.input.X} prints the record Torc's CLI
+//     prints as JSON, {"name": "X", "data": VALUE};
+//   - ${user_data.input.X} is the value: {steps.P.outputs.X} when job P
+//     writes X, else the context variable {X} (its data as JSON);
+//   - torc user-data update ${user_data.output.X} --data V publishes V as
+//     X (torcUpdateFunc; update reports whether it is needed);
+//   - ${user_data.output.X} anywhere else is the name X, and a warning
+//     says that the command must publish it.
+func (c *conv) torcUDSubst(cmd string, at *yaml.Node, where string, params map[string]bool, j *torcJob, uds map[string]*torcUD) (string, bool) {
+	if len(j.udIn) == 0 && len(j.udOut) == 0 && !strings.Contains(cmd, "${user_data.") {
+		return c.subst(cmd, params), false
+	}
+	locs := torcUDRef().FindAllStringSubmatchIndex(cmd, -1)
+	covered := map[int]bool{} // starts of the ${user_data. of each match
+	for _, l := range locs {
+		covered[strings.LastIndex(cmd[:l[1]], "${user_data.")] = true
+	}
+	for _, l := range torcUserDataRef().FindAllStringIndex(cmd, -1) {
+		if !covered[l[0]] {
+			end, depth := l[0]+1, 0 // to the brace that closes it (60 bytes at most)
+			for ; end < len(cmd) && end < l[0]+60; end++ {
+				if cmd[end] == '{' {
+					depth++
+				} else if cmd[end] == '}' {
+					if depth--; depth == 0 {
+						end++
+						break
+					}
+				}
+			}
+			c.errorf(at, "%s: command: %q: not a user data reference faber converts (write ${user_data.input.NAME} or ${user_data.output.NAME}, NAME an entry of user_data: without {placeholders})", where, cmd[l[0]:end])
+		}
+	}
+	var b strings.Builder
+	update := false
+	published := map[string]bool{}
+	inCmd := map[string]bool{}
+	last := 0
+	for _, l := range locs {
+		b.WriteString(c.subst(cmd[last:l[0]], params))
+		last = l[1]
+		call, dir, name := "", cmd[l[6]:l[7]], cmd[l[8]:l[9]]
+		if l[4] >= 0 {
+			call = cmd[l[4]:l[5]]
+		}
+		ud := uds[name]
+		if ud == nil { // reported by torcUserDataUses
+			b.WriteString(escapeBraces(cmd[l[0]:l[1]]))
+			continue
+		}
+		ref := ""
+		switch {
+		case dir == "output":
+		case ud.producer != nil && ud.producer != j:
+			ref = "{steps." + ud.producer.id + ".outputs." + name + "}"
+		case ud.read:
+			ref = "{" + name + "}"
+		default: // reported by torcUserDataUses
+			b.WriteString(escapeBraces(cmd[l[0]:l[1]]))
+			continue
+		}
+		switch {
+		case dir == "input" && call == "get":
+			b.WriteString(`printf '{{"name": "` + name + `", "data": %s}}\n' ` + ref)
+		case dir == "input":
+			if l[2] >= 0 {
+				b.WriteString(escapeBraces(cmd[l[2]:l[3]]))
+			}
+			b.WriteString(ref)
+			inCmd[name] = true
+		case call == "update":
+			b.WriteString("faber_torc_user_data_update " + name)
+			update = true
+			published[name] = true
+		default:
+			if l[2] >= 0 {
+				b.WriteString(escapeBraces(cmd[l[2]:l[3]]))
+			}
+			b.WriteString(name)
+			published[name] = true
+			c.warnf(at, "%s: command: ${user_data.output.%s} becomes the name %s: faber has no user data store for the program to write it to; the command must publish the value by appending %s=VALUE (or %s<<EOF, its lines, EOF) to the file \"$FABER_OUTPUTS\" names, or call torc user-data update ${user_data.output.%s} --data VALUE, which the import converts", where, name, name, name, name, name)
+		}
+		if dir == "input" && call == "get" {
+			inCmd[name] = true
+		}
+	}
+	b.WriteString(c.subst(cmd[last:], params))
+	visible := strings.Contains(cmd, "FABER_OUTPUTS")
+	for _, u := range j.udOut {
+		n := u.ud.name
+		if published[n] || (visible && (strings.Contains(cmd, n+"=") || strings.Contains(cmd, n+"<<"))) {
+			continue
+		}
+		c.warnf(u.at, "%s: writes user data %q, but its command does not publish it: faber has no user data store (nor Torc's API); the command must append %s=VALUE (or %s<<EOF, its lines, EOF) to the file \"$FABER_OUTPUTS\" names, or call torc user-data update ${user_data.output.%s} --data VALUE, which the import converts; a step that reads it fails if it is not published", where, n, n, n, n)
+	}
+	for _, u := range j.udIn {
+		if n := u.ud.name; !inCmd[n] && (u.ud.producer != nil || u.ud.read) && u.ud.producer != j {
+			c.warnf(u.at, "%s: reads user data %q, but its command does not name ${user_data.input.%s}: the step waits for the value, but faber has no user data store (nor Torc's API) to read it from; name it in the command, where it becomes the value", where, n, n)
+		}
+	}
+	return b.String(), update
 }

@@ -146,7 +146,15 @@ func (c *conv) noetlMeta(root *yaml.Node, meta field, out *yaml.Node) {
 // as noetl run renders them); nested values are left out.
 func (c *conv) noetlWorkload(wl field) *yaml.Node {
 	ctx := newMap(wl.v)
-	for _, f := range c.fields(wl.v, "workload") {
+	if wl.v.Kind != yaml.MappingNode {
+		c.errorf(wl.v, "workload: must be a mapping, not %s", kindName(wl.v))
+		return ctx
+	}
+	for i := 0; i+1 < len(wl.v.Content); i += 2 {
+		f := field{key: wl.v.Content[i].Value, k: wl.v.Content[i], v: deref(wl.v.Content[i+1])}
+		if isNull(f.v) { // noetl run renders it as text too: empty here
+			f.v = newStr(f.v, "")
+		}
 		if !ctxKeyRe().MatchString(f.key) {
 			c.errorf(f.k, "workload: key %q: a faber context key is [a-z_][a-z0-9_]*", f.key)
 			continue

@@ -314,7 +314,7 @@ func (c *conv) noetlStepFields(st *noetlStep) {
 		noThen = c.noetlCase(st, caseF.v, where)
 	}
 	if nextF.v != nil {
-		c.noetlNext(st, nextF.v, where, noThen, exclusive)
+		c.noetlNext(st, nextF.v, where+": next", noThen, exclusive)
 	}
 }
 
@@ -333,6 +333,10 @@ func (c *conv) noetlMode(n *yaml.Node, where string, def bool) bool {
 	return def
 }
 
+// maxExclusive bounds the entries of a case and the arcs of an exclusive
+// next: the conditions written grow with the square of their number.
+const maxExclusive = 1000
+
 // noetlCase reads case: [{when, then, else}]: noetl run takes the first
 // entry whose when holds (its then fires), or, at the first entry with an
 // else whose when does not hold, that else, and stops. It returns the
@@ -341,6 +345,10 @@ func (c *conv) noetlMode(n *yaml.Node, where string, def bool) bool {
 func (c *conv) noetlCase(st *noetlStep, n *yaml.Node, where string) []string {
 	if n.Kind != yaml.SequenceNode {
 		c.errorf(n, "%s: case: must be a list of {when, then, else}, not %s", where, kindName(n))
+		return nil
+	}
+	if len(n.Content) > maxExclusive {
+		c.errorf(n, "%s: case: %d entries: at most %d (each entry's condition holds the negation of every entry before it)", where, len(n.Content), maxExclusive)
 		return nil
 	}
 	var prior []string // not(when) of the entries before
@@ -454,6 +462,10 @@ func (c *conv) noetlNext(st *noetlStep, n *yaml.Node, where string, noThen []str
 		c.errorf(n, "%s: must be a list of {step: NAME}, or {spec, arcs}, not %s", where, kindName(n))
 		return
 	}
+	if exclusive && len(arcs) > maxExclusive {
+		c.errorf(n, "%s: %d exclusive arcs: at most %d (each arc's condition holds the negation of every arc before it)", where, len(arcs), maxExclusive)
+		return
+	}
 	var prior []string // exclusive: not(when) of the arcs before
 	for i, an := range arcs {
 		an = deref(an)
@@ -549,13 +561,18 @@ func (c *conv) noetlGraph(steps []*noetlStep, entry string, wf *yaml.Node) *yaml
 	// Reachable steps, in order of discovery; unknown targets are errors.
 	first.keep = true
 	queue := []*noetlStep{first}
+	unknown := 0
 	for len(queue) > 0 {
 		st := queue[0]
 		queue = queue[1:]
 		for _, a := range st.arcs {
 			t := byName[a.to]
 			if t == nil {
-				c.errorf(a.at, "step %q: next step %q: no such step%s", st.name, a.to, suggestName(a.to, byName))
+				hint := ""
+				if unknown++; unknown <= 20 { // a did-you-mean compares with every step
+					hint = suggestName(a.to, byName)
+				}
+				c.errorf(a.at, "step %q: next step %q: no such step%s", st.name, a.to, hint)
 				continue
 			}
 			if t.name == "end" {
@@ -903,7 +920,7 @@ func noetlVar(inner string) (string, string) {
 }
 
 // noetlScopes are names that are not workload values.
-var noetlScopes = map[string]bool{"workload": true, "vars": true, "args": true, "result": true, "event": true, "ctx": true, "env": true, "secret": true, "keychain": true}
+var noetlScopes = map[string]bool{"workload": true, "vars": true, "args": true, "result": true, "event": true, "ctx": true, "secret": true, "keychain": true}
 
 // noetlCond translates a condition as noetl run evaluates it: templates
 // rendered, then OPERAND == OPERAND, OPERAND != OPERAND (strings, quotes

@@ -107,11 +107,11 @@ func TestNoetlMapping(t *testing.T) {
 			},
 		},
 		{
-			name:     "workload: strings, as noetl run renders them",
-			workload: "env: prod\nn: 30\nflag: true\nempty:\nnested: {a: 1}\n",
-			steps:    "- step: start\n  tool: {kind: shell, cmds: 'echo {{ workload.env }} {{ n }}'}",
-			want:     []step{{id: "start", run: "echo {env} {n}", needs: []string{}}},
-			wantCtx:  map[string]string{"env": "prod", "n": "30", "flag": "true", "empty": ""},
+			name:      "workload: strings, as noetl run renders them",
+			workload:  "env: prod\nn: 30\nflag: true\nempty:\nnested: {a: 1}\n",
+			steps:     "- step: start\n  tool: {kind: shell, cmds: 'echo {{ workload.env }} {{ n }}'}",
+			want:      []step{{id: "start", run: "echo {env} {n}", needs: []string{}}},
+			wantCtx:   map[string]string{"env": "prod", "n": "30", "flag": "true", "empty": ""},
 			wantWarns: []string{"w.yaml:10:3: workload: nested: left out"},
 		},
 		{

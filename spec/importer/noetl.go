@@ -47,7 +47,9 @@ type noetlStep struct {
 	tool  *yaml.Node
 	toolK *yaml.Node
 	arcs  []noetlArc // what fires after it, in file order
+	order [][2]int   // indexes into arcs: the second target runs after the first
 	in    []noetlArc // arcs into it (reachable sources only)
+	after []noetlArc // steps listed before it in a list of targets: needs, not arcs
 	keep  bool       // reachable from the entry step
 	skip  bool       // the faber step has a when: (skippable)
 }
@@ -416,8 +418,11 @@ func (c *conv) noetlTargets(st *noetlStep, n *yaml.Node, where, base string, map
 		c.errorf(n, "%s: must be a list of {step: NAME}, not %s", where, kindName(n))
 		return
 	}
+	prev := -1
 	for _, it := range n.Content {
+		before := len(st.arcs)
 		c.noetlArc(st, deref(it), where, base, nil)
+		prev = st.inOrder(prev, before)
 	}
 }
 
@@ -467,10 +472,13 @@ func (c *conv) noetlNext(st *noetlStep, n *yaml.Node, where string, noThen []str
 		return
 	}
 	var prior []string // exclusive: not(when) of the arcs before
+	prev := -1
 	for i, an := range arcs {
 		an = deref(an)
+		before := len(st.arcs)
 		cond := c.noetlArc(st, an, where, base, prior)
 		if !exclusive {
+			prev = st.inOrder(prev, before)
 			continue
 		}
 		if cond == "" { // an arc that always fires: the arcs after it never do
@@ -481,6 +489,20 @@ func (c *conv) noetlNext(st *noetlStep, n *yaml.Node, where string, noThen []str
 		}
 		prior = append(prior, not(cond))
 	}
+}
+
+// inOrder records that the arc just read (if one was, at index before)
+// comes after arc prev of the same list: noetl run runs the targets of one
+// list one after the other, in the order listed. It returns the index of
+// the list's latest arc.
+func (st *noetlStep) inOrder(prev, before int) int {
+	if len(st.arcs) == before {
+		return prev
+	}
+	if prev >= 0 {
+		st.order = append(st.order, [2]int{prev, before})
+	}
+	return before
 }
 
 // noetlArc reads {step: NAME, when: COND} and records the arc, firing under
@@ -585,6 +607,19 @@ func (c *conv) noetlGraph(steps []*noetlStep, entry string, wf *yaml.Node) *yaml
 			}
 		}
 	}
+	for _, st := range steps {
+		if !st.keep {
+			continue
+		}
+		for _, o := range st.order {
+			a, b := st.arcs[o[0]], st.arcs[o[1]]
+			x, y := byName[a.to], byName[b.to]
+			if x == nil || y == nil || x == y || x.name == "end" || y.name == "end" {
+				continue
+			}
+			y.after = append(y.after, noetlArc{from: x, to: y.name, at: b.at})
+		}
+	}
 	memo := map[*noetlStep]int{}
 	for _, st := range steps {
 		if st.keep {
@@ -671,6 +706,12 @@ func (c *conv) noetlStepNode(st *noetlStep, entry bool) *yaml.Node {
 			always = true
 		}
 		ors = append(ors, term)
+	}
+	for _, a := range st.after {
+		if !seen[a.from] {
+			seen[a.from] = true
+			needs.Content = append(needs.Content, newStr(a.at, a.from.id))
+		}
 	}
 	set(s, st.nameN, "needs", needs)
 	when := ""

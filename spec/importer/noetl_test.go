@@ -136,7 +136,7 @@ func TestNoetlMapping(t *testing.T) {
 			wantWarns: []string{`step "two": left out`},
 		},
 		{
-			name: "case: first then wins, else after the whens before it; next only if no then fired",
+			name: "case: first then wins (its steps in the order listed), else after the whens before it; next only if no then fired",
 			steps: `- step: start
   case:
     - when: "{{ workload.env }} == prod"
@@ -155,7 +155,7 @@ func TestNoetlMapping(t *testing.T) {
 				{id: "start", run: "true", needs: []string{}},
 				{id: "p", run: "p", needs: []string{"start"}, when: `context.env == "prod"`},
 				{id: "q", run: "q", needs: []string{"start"}, when: `context.env != "prod" && context.env != "staging"`},
-				{id: "r", run: "r", needs: []string{"start"}, when: `context.env != "prod" && context.env != "staging"`},
+				{id: "r", run: "r", needs: []string{"start", "q"}, when: `context.env != "prod" && context.env != "staging"`},
 				{id: "s", run: "s", needs: []string{"start"}, when: `context.env != "prod" && context.env == "staging"`},
 				{id: "n", run: "n", needs: []string{"start"}, when: `context.env != "prod" && context.env == "staging"`},
 			},
@@ -184,7 +184,7 @@ func TestNoetlMapping(t *testing.T) {
 			wantWarns: []string{"w.yaml:16:11: step \"start\": next: arcs: arcs after an arc without when: dropped", `step "four": left out`},
 		},
 		{
-			name:     "router arcs, inclusive; a {{ expression }}; several arcs into one step: one when, any arc",
+			name:     "router arcs, inclusive (run in the order listed); a {{ expression }}; several arcs into one step: one when, any arc",
 			workload: "a: x\nb: y",
 			steps: `- step: start
   tool: {kind: shell, cmds: go}
@@ -203,12 +203,12 @@ func TestNoetlMapping(t *testing.T) {
 			want: []step{
 				{id: "start", run: "go", needs: []string{}},
 				{id: "one", run: "1", needs: []string{"start"}, when: `context.a == "x"`},
-				{id: "two", run: "2", needs: []string{"start"}, when: `context.b == "y"`},
+				{id: "two", run: "2", needs: []string{"start", "one"}, when: `context.b == "y"`},
 				{id: "join", run: "j", needs: []string{"one", "two"}, when: `steps.one.status == "success" || (steps.two.status == "success" && context.a == "z")`},
 			},
 		},
 		{
-			name:     "an arc from a step that cannot be skipped needs no status test; a step-level when is and-ed",
+			name:     "an arc from a step that cannot be skipped needs no status test; a step-level when is and-ed; a next list runs in order",
 			workload: "a: x",
 			steps: `- step: start
   tool: {kind: shell, cmds: go}
@@ -227,7 +227,7 @@ func TestNoetlMapping(t *testing.T) {
 			want: []step{
 				{id: "start", run: "go", needs: []string{}},
 				{id: "b", run: "b", needs: []string{"start"}, when: `context.a != "y"`},
-				{id: "c", run: "c", needs: []string{"start"}, when: `context.a == "x"`},
+				{id: "c", run: "c", needs: []string{"start", "b"}, when: `context.a == "x"`},
 				{id: "d", run: "d", needs: []string{"b", "c"}, when: `steps.b.status == "success" || steps.c.status == "success"`},
 				{id: "e", run: "e", needs: []string{"d"}, when: `steps.d.status == "success"`},
 			},

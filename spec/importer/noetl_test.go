@@ -452,3 +452,28 @@ func TestNoetlPositions(t *testing.T) {
 		}
 	}
 }
+
+// TestNoetlEntryAndEnd: executor.spec.entry_step picks the entry step (it
+// needs nothing; the steps before it that nothing reaches are left out);
+// the end step is left out, its tool dropped with a warning.
+func TestNoetlEntryAndEnd(t *testing.T) {
+	p, warns := convertNoetl(t, `kind: Playbook
+metadata: {name: t}
+executor: {profile: local, spec: {entry_step: go}}
+workflow:
+  - {step: start, tool: {kind: shell, cmds: s}, next: [{step: go}]}
+  - {step: go, tool: {kind: shell, cmds: g}, next: [{step: end}]}
+  - step: end
+    tool: {kind: shell, cmds: "echo bye"}
+`)
+	if len(p.Steps) != 1 || p.Steps[0].ID != "go" || p.Steps[0].Needs == nil || len(p.Steps[0].Needs) != 0 || p.Steps[0].When != "" {
+		t.Errorf("steps = %+v", p.Steps)
+	}
+	want := []string{
+		`w.yaml:5:12: step "start": left out: no next or case leads to it from the entry step "go"`,
+		`w.yaml:8:5: step "end": tool: dropped (noetl run runs nothing at the end step)`,
+	}
+	if !reflect.DeepEqual(warns, want) {
+		t.Errorf("warnings %q, want %q", warns, want)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -919,13 +920,13 @@ func (c *conv) noetlTemplate(s string, at *yaml.Node, where string) (string, boo
 		b.WriteString(escapeBraces(s[last:loc[0]]))
 		last = loc[1]
 		if loc[2] < 0 {
-			c.errorf(at, "%s: the Jinja block %q cannot be translated (faber substitutes {{ workload.NAME }} only)", where, s[loc[0]:loc[1]])
+			c.errorf(within(at, s, loc[0]), "%s: the Jinja block %q cannot be translated (faber substitutes {{ workload.NAME }} only)", where, s[loc[0]:loc[1]])
 			ok = false
 			continue
 		}
 		name, why := noetlVar(s[loc[2]:loc[3]])
 		if why != "" {
-			c.errorf(at, "%s: the Jinja template %q cannot be translated: %s", where, s[loc[0]:loc[1]], why)
+			c.errorf(within(at, s, loc[0]), "%s: the Jinja template %q cannot be translated: %s", where, s[loc[0]:loc[1]], why)
 			ok = false
 			continue
 		}
@@ -937,6 +938,32 @@ func (c *conv) noetlTemplate(s string, at *yaml.Node, where string) (string, boo
 		ok = false
 	}
 	return b.String(), ok
+}
+
+// within returns the position of byte off of text s, the value of scalar
+// n, when the file holds s on one line as it is (plain, or quoted without
+// escapes); else the scalar's own position.
+func within(n *yaml.Node, s string, off int) *yaml.Node {
+	if n.Value != s || strings.ContainsAny(s, "\n\r\t") {
+		return n
+	}
+	col := n.Column + utf8.RuneCountInString(s[:off])
+	switch n.Style {
+	case 0:
+	case yaml.DoubleQuotedStyle:
+		if strings.ContainsAny(s, `"\`) {
+			return n
+		}
+		col++
+	case yaml.SingleQuotedStyle:
+		if strings.Contains(s, "'") {
+			return n
+		}
+		col++
+	default:
+		return n
+	}
+	return &yaml.Node{Line: n.Line, Column: col}
 }
 
 // noetlVar reads the inside of {{ }}: the context key it names, or why it

@@ -1117,13 +1117,15 @@ func (c *conv) noetlCompare(r string, vars []string, s string, at *yaml.Node, wh
 // and joins conditions ("" = true) with &&.
 func and(cs ...string) string {
 	var parts []string
+	seen := map[string]bool{}
 	for _, c := range cs {
-		switch c {
-		case "", "true":
+		switch {
+		case c == "" || c == "true" || seen[c]:
 			continue
-		case "false":
+		case c == "false":
 			return "false"
 		}
+		seen[c] = true
 		parts = append(parts, c)
 	}
 	if len(parts) > 1 {

@@ -336,6 +336,10 @@ func (c *conv) noetlMode(n *yaml.Node, where string, def bool) bool {
 	return def
 }
 
+// maxArcWork bounds the arcs of a playbook and the text of their
+// conditions (in units of 64 bytes): 1,000,000 arcs, or 64 MiB.
+const maxArcWork = 1 << 20
+
 // maxExclusive bounds the entries of a case and the arcs of an exclusive
 // next: the conditions written grow with the square of their number.
 const maxExclusive = 1000
@@ -478,6 +482,9 @@ func (c *conv) noetlNext(st *noetlStep, n *yaml.Node, where string, noThen []str
 		an = deref(an)
 		before := len(st.arcs)
 		cond := c.noetlArc(st, an, where, base, prior)
+		if c.tooBig {
+			return
+		}
 		if !exclusive {
 			prev = st.inOrder(prev, before)
 			continue
@@ -509,6 +516,9 @@ func (st *noetlStep) inOrder(prev, before int) int {
 // noetlArc reads {step: NAME, when: COND} and records the arc, firing under
 // base, the arcs before (prior) and its own when. It returns its own when.
 func (c *conv) noetlArc(st *noetlStep, n *yaml.Node, where, base string, prior []string) string {
+	if c.tooBig {
+		return ""
+	}
 	if n.Kind == yaml.ScalarNode && !isNull(n) {
 		c.errorf(n, "%s: %s: write {step: %s}", where, kindName(n), n.Value)
 		return ""
@@ -549,7 +559,14 @@ func (c *conv) noetlArc(st *noetlStep, n *yaml.Node, where, base string, prior [
 	if cond != "true" {
 		parts = append(parts, cond)
 	}
-	st.arcs = append(st.arcs, noetlArc{from: st, to: name, at: at, cond: and(parts...)})
+	full := and(parts...)
+	// YAML aliases can make one list of arcs every step's: bound the work.
+	if c.cloned += 1 + len(full)/64; c.cloned > maxArcWork {
+		c.tooBig = true
+		c.errorf(n, "%s: too many arcs, or conditions too long (YAML aliases repeating a list of arcs?)", where)
+		return ""
+	}
+	st.arcs = append(st.arcs, noetlArc{from: st, to: name, at: at, cond: full})
 	if cond == "true" {
 		return ""
 	}

@@ -2,6 +2,7 @@ package importer
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -475,5 +476,23 @@ workflow:
 	}
 	if !reflect.DeepEqual(warns, want) {
 		t.Errorf("warnings %q, want %q", warns, want)
+	}
+}
+
+// TestNoetlAliasBomb: one list of exclusive arcs made every step's next by
+// a YAML alias would write conditions with the square of the arcs for
+// every step: the work is bounded, and the playbook is an error.
+func TestNoetlAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("kind: Playbook\nmetadata: {name: bomb}\nworkload: {a: x}\nworkflow:\n  - step: start\n    next: &R\n      arcs:\n")
+	for j := 0; j < 1000; j++ {
+		fmt.Fprintf(&b, "        - {step: s%d, when: \"{{ workload.a }} == v%d\"}\n", j%100, j)
+	}
+	for i := 0; i < 2000; i++ {
+		fmt.Fprintf(&b, "  - {step: s%d, tool: {kind: shell, cmds: x}, next: *R}\n", i)
+	}
+	_, _, err := Convert(FormatNoetl, "w.yaml", []byte(b.String()), Options{})
+	if err == nil || !strings.Contains(err.Error(), "too many arcs, or conditions too long") {
+		t.Fatalf("err = %v", err)
 	}
 }

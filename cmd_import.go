@@ -12,9 +12,10 @@ import (
 	"github.com/faber-run/faber/spec/subst"
 )
 
-// ImportCmd converts a Torc workflow or a FABER plan.json into a faber plan.
+// ImportCmd converts a Torc workflow, a FABER plan.json or a NoETL playbook
+// into a faber plan.
 type ImportCmd struct {
-	Format string `arg:"" name:"format" enum:"torc,faber" help:"What FILE is: torc (a Torc workflow specification) or faber (a FABER plan.json)."`
+	Format string `arg:"" name:"format" enum:"torc,faber,noetl" help:"What FILE is: torc (a Torc workflow specification), faber (a FABER plan.json) or noetl (a NoETL playbook)."`
 	File   string `arg:"" name:"file" help:"The file to convert (YAML or JSON)."`
 	Out    string `short:"o" name:"output" placeholder:"FILE" help:"Write the plan to FILE instead of stdout."`
 	Agent  string `name:"agent" placeholder:"CMD" help:"FABER: the agent command line that prompts and skills run through (default: the plan's agent, else 'claude -p')."`
@@ -22,8 +23,8 @@ type ImportCmd struct {
 
 // Help explains import.
 func (c *ImportCmd) Help() string {
-	return `Prints the faber plan (YAML) equivalent to a Torc workflow specification or a
-FABER plan.json, or writes it to -o FILE. Fields that faber cannot honour are
+	return `Prints the faber plan (YAML) equivalent to a Torc workflow specification, a
+FABER plan.json or a NoETL playbook, or writes it to -o FILE. Fields that faber cannot honour are
 errors naming the field and its line; fields that are safe to drop give a
 warning on stderr. The converted plan is validated as 'faber validate' would
 validate it where it is written (beside FILE when printed); a plan that does
@@ -36,7 +37,9 @@ format is unambiguous; import shows (and lets you keep) what they run.
 Examples:
   faber import torc workflow.yaml
   faber import torc workflow.json -o plan.yaml && faber validate plan.yaml
-  faber import faber plan.json --agent "claude -p" -o plan.yaml`
+  faber import faber plan.json --agent "claude -p" -o plan.yaml
+  faber import noetl playbook.yaml -o plan.yaml
+  faber run playbook.yaml --set environment=staging`
 }
 
 // Run converts the file.
@@ -50,8 +53,11 @@ func (c *ImportCmd) Run(g *Globals) error {
 	}
 	tuneGCReader(int64(len(data)))
 	format := importer.FormatTorc
-	if c.Format == "faber" {
+	switch c.Format {
+	case "faber":
 		format = importer.FormatFaber
+	case "noetl":
+		format = importer.FormatNoetl
 	}
 	var opts importer.Options
 	if strings.TrimSpace(c.Agent) != "" {

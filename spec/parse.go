@@ -30,7 +30,7 @@ type Options struct {
 	// so that a script removed after a run does not lock the run away.
 	NoProgramChecks bool
 	// ImportFormat reads the plan file as this format (faber import
-	// torc|faber) instead of detecting it; Import tunes its conversion.
+	// torc|faber|noetl) instead of detecting it; Import tunes its conversion.
 	ImportFormat importer.Format
 	Import       importer.Options
 

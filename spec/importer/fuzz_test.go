@@ -88,3 +88,25 @@ func FuzzFaber(f *testing.F) {
 		fuzzConvert(t, FormatFaber, "plan.json", data)
 	})
 }
+
+// FuzzNoetl converts arbitrary bytes as a NoETL playbook (YAML, or JSON,
+// which is YAML too).
+func FuzzNoetl(f *testing.F) {
+	paths, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "noetl", "*.yaml"))
+	for _, p := range paths {
+		if data, err := os.ReadFile(p); err == nil {
+			f.Add(data)
+		}
+	}
+	for _, s := range []string{
+		"kind: Playbook\nmetadata: {name: x}\nworkload: {a: '1', b: ~}\nworkflow:\n  - step: start\n    case:\n      - {when: '{{ workload.a }} == 1', then: [{step: b}], else: [{step: end}]}\n    next: [{step: b, when: '{{ workload.b }}'}]\n  - {step: b, tool: {kind: shell, cmds: ['echo {{ workload.a }} ${x}', 'x # y']}}\n  - {step: end}\n",
+		"kind: Playbook\nmetadata: {name: x}\nworkflow:\n  - step: start\n    next: {spec: {mode: inclusive}, arcs: [{step: a, when: \"{{ workload.a == 'x' }}\"}, {step: a}]}\n  - {step: a, tool: {kind: playbook, path: c.yaml, args: {k: '{{ k }}'}}, next: [{step: start}]}\n",
+		`{"apiVersion": "noetl.io/v2", "kind": "Playbook", "metadata": {"name": "j"}, "workflow": [{"step": "start", "tool": {"kind": "http"}}, {"step": "Start"}]}`,
+		"kind: Playbook\nmetadata: {name: x}\nexecutor: {spec: {entry_step: b}}\nworkflow:\n  - &s {step: a, next: [{step: b}]}\n  - {step: b, when: '{{ x | y }}', next: [*s]}\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzConvert(t, FormatNoetl, "playbook.yaml", data)
+	})
+}

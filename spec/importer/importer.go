@@ -1,5 +1,6 @@
 // Package importer turns workflow files written for other orchestrators
-// (Torc workflow specifications, FABER plan.json files) into faber plans.
+// (Torc workflow specifications, FABER plan.json files, NoETL playbooks)
+// into faber plans.
 //
 // The result is a yaml.v3 node tree whose nodes carry the line and column
 // of the source node they came from, so that spec can validate the
@@ -29,6 +30,9 @@ const (
 	FormatTorc
 	// FormatFaber is a FABER plan.json (top-level workflow: with phases).
 	FormatFaber
+	// FormatNoetl is a NoETL playbook (kind: Playbook, workflow: a list of
+	// steps).
+	FormatNoetl
 )
 
 // String names the format as faber import takes it.
@@ -38,6 +42,8 @@ func (f Format) String() string {
 		return "torc"
 	case FormatFaber:
 		return "faber"
+	case FormatNoetl:
+		return "noetl"
 	}
 	return "none"
 }
@@ -109,12 +115,14 @@ func DetectNode(n *yaml.Node) Format {
 	if name != nil && (steps != nil || phases != nil) {
 		return FormatNone // a faber plan
 	}
-	torc, fab := isTorc(root), isFaber(root)
+	torc, fab, noetl := isTorc(root), isFaber(root), isNoetl(root)
 	switch {
-	case torc && !fab:
+	case torc && !fab && !noetl:
 		return FormatTorc
-	case fab && !torc:
+	case fab && !torc && !noetl:
 		return FormatFaber
+	case noetl && !torc && !fab:
+		return FormatNoetl
 	}
 	return FormatNone
 }
@@ -246,6 +254,12 @@ func ConvertNode(f Format, file string, doc *yaml.Node, opts Options) (plan *yam
 			c.errorf(root, "not a FABER plan: no workflow: with phases")
 		} else {
 			plan = c.faber(root)
+		}
+	case FormatNoetl:
+		if !isNoetl(root) {
+			c.errorf(root, "not a NoETL playbook: no kind: Playbook with a workflow: list of steps")
+		} else {
+			plan = c.noetl(root)
 		}
 	default:
 		c.errorf(root, "unknown import format")

@@ -91,9 +91,16 @@ type Plan struct {
 	KillGrace        time.Duration // 0 = default 10s
 	Memory           int64         // default memory limit of an attempt, bytes; 0 = none
 	CPUs             int           // default CPU limit of an attempt; 0 = none
-	Executor         string        // "" or "local" (slurm later)
-	Slurm            *Slurm        // plan-level slurm block, or nil
-	Sge              *Sge          // plan-level sge block, or nil
+	// Resources is the run's capacity as the plan writes it (resources:);
+	// a zero field is not set (the machine's, or a flag's: ResolveCapacity).
+	Resources Capacity
+	// Pools are the plan's pools: name -> how many steps may hold it at
+	// once; PoolNames in file order.
+	Pools     map[string]int
+	PoolNames []string
+	Executor  string // "" or "local" (slurm later)
+	Slurm     *Slurm // plan-level slurm block, or nil
+	Sge       *Sge   // plan-level sge block, or nil
 
 	Phases []*Phase
 	Steps  []*Step // every step in plan order, excluding End
@@ -170,8 +177,13 @@ type Step struct {
 	KillGrace      time.Duration // the step's, else the plan's; 0 = default 10s
 	// Memory (bytes) and CPUs limit one attempt: the step's, else the
 	// plan's; 0 = no limit.
-	Memory    int64
-	CPUs      int
+	Memory int64
+	CPUs   int
+	// GPUs is how many GPU devices the step requests (0 = none); Pools
+	// are the pools it holds one unit of while it runs. With CPUs and
+	// Memory they are its request (README "Capacity and requests").
+	GPUs      int
+	Pools     []string
 	OnFailure OnFailure
 
 	// Command is true when Run is a /command line (IsCommand): it is resolved
@@ -323,4 +335,12 @@ type Rule struct {
 	MaxTimeout    time.Duration
 	Index         int // position in the handler, for budgets and messages
 	Pos           Pos
+}
+
+// Capacity is what a run may reserve at once: CPUs, memory (bytes) and
+// GPU devices; a zero field is not set (no limit once resolved).
+type Capacity struct {
+	CPUs   int
+	Memory int64
+	GPUs   int
 }

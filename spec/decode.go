@@ -334,6 +334,14 @@ func (p *parser) checkField(f *field, v reflect.Value, where string) {
 				}
 			}
 		}
+	case *counts:
+		if f.pattern != nil {
+			for _, k := range x.Keys {
+				if !f.pattern.MatchString(k.V) {
+					p.errorf(k.Pos, "%s: key %q must match %s", where, k.V, strings.Trim(f.pattern.String(), "^$"))
+				}
+			}
+		}
 	case *intv:
 		if x.Set && f.min != nil && x.V < *f.min {
 			if *f.min == 0 {

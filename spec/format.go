@@ -78,6 +78,8 @@ type rawPlan struct {
 	KillGrace        durv              `yaml:"kill_grace" doc:"Time between SIGTERM and SIGKILL when a step is stopped (Go duration, default 10s)."`
 	Memory           sizev             `yaml:"memory" doc:"Default memory limit of every step's attempt (512MiB, 2GiB; binary units): a cgroup locally where faber can make one, --mem on Slurm."`
 	CPUs             intv              `yaml:"cpus" min:"1" doc:"Default CPU limit of every step's attempt: a cgroup cpu.max locally where faber can make one, --cpus-per-task on Slurm."`
+	Resources        *rawResources     `yaml:"resources" doc:"The run's capacity: the CPUs, memory and GPUs its running steps may reserve at once (each optional: else this machine's; --cpus, --memory, --gpus override)."`
+	Pools            counts            `yaml:"pools" pattern:"^[a-z0-9][a-z0-9._-]*$" doc:"Pools of shared services: name -> how many steps may hold it at once (at least 1); a step holds one with pool: or pools:."`
 	Executor         str               `yaml:"executor" enum:"local,slurm,sge" doc:"Where steps run: local (default), slurm or sge (Grid Engine)."`
 	Slurm            *rawSlurm         `yaml:"slurm" doc:"Slurm settings for steps run with executor: slurm."`
 	Sge              *rawSge           `yaml:"sge" doc:"Grid Engine settings for steps run with executor: sge."`
@@ -85,6 +87,14 @@ type rawPlan struct {
 	Steps            stepList          `yaml:"steps" doc:"The steps of a single phase named main (use either phases or steps)."`
 	End              *rawEnd           `yaml:"end" label:"end step" doc:"A step run at the end of every session that was not interrupted, whatever happened."`
 	Outputs          omap              `yaml:"outputs" pattern:"^[A-Za-z_][A-Za-z0-9_]*$" doc:"Values the plan publishes when it runs as a sub-plan and succeeds: KEY -> a template ({steps.<id>.outputs.<KEY>}, {name}); the parent's plan: step publishes them."`
+}
+
+// rawResources is the plan's resources: block, the run's capacity.
+type rawResources struct {
+	rawMeta
+	CPUs   intv  `yaml:"cpus" min:"1" doc:"CPUs the running steps may reserve at once (default: this machine's; --cpus overrides)."`
+	Memory sizev `yaml:"memory" doc:"Memory the running steps may reserve at once (512MiB, 24GiB; binary units; default: this machine's physical memory; --memory overrides)."`
+	GPUs   intv  `yaml:"gpus" min:"1" doc:"GPU devices, indices 0..N-1 (default: the devices nvidia-smi -L lists, else none; --gpus overrides)."`
 }
 
 type rawPhase struct {
@@ -126,6 +136,9 @@ type rawStep struct {
 	Matrix      matrixNode `yaml:"matrix" doc:"Fan out over every combination of name: [values] (exclude: a list of combinations to leave out); {item.<name>} is a value, {item} the combination."`
 	MaxParallel intv       `yaml:"max_parallel" min:"1" doc:"At most this many items of the fan-out run at once (within jobs)."`
 	When        str        `yaml:"when" doc:"A condition (expr language) over steps.<id>.status, steps.<id>.outputs.<KEY>, context.<key> and item, evaluated when the step is ready: false makes it skipped."`
+	GPUs        intv       `yaml:"gpus" min:"0" doc:"GPU devices the step requests (default 0): while it runs it holds that many of the run's, named in CUDA_VISIBLE_DEVICES and FABER_GPUS."`
+	Pool        str        `yaml:"pool" doc:"A pool of the plan's pools: that the step holds one unit of while it runs (or pools:, not both)."`
+	Pools       list[str]  `yaml:"pools" doc:"Pools of the plan's pools: that the step holds one unit of each while it runs (or pool:, not both)."`
 	rawCache    `yaml:",inline"`
 }
 

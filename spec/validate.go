@@ -145,6 +145,7 @@ func (p *parser) build(raw *rawPlan) *Plan {
 	b.agent(raw)
 	b.commands(raw)
 	b.handlers(raw)
+	b.resources(raw)
 	b.steps(raw)
 	if raw.End != nil {
 		b.end(raw.End)
@@ -508,6 +509,7 @@ func (b *builder) phase(rp *rawPhase) {
 			}
 		}
 		s.PlanContext, s.PlanContextKeys = b.omap(&rs.Context)
+		b.requests(s, rs)
 		s.src.extra = rs
 		b.fanOut(s, rs)
 		b.cache(s, rs)

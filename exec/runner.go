@@ -91,6 +91,9 @@ type Runner struct {
 	// fan-out (glob:, lines:) has read its items (faber sets the
 	// collector's pace from it).
 	Grown func(steps int)
+	// Capacity is the run's resolved capacity (spec.ResolveCapacity): what
+	// the steps holding a job slot may reserve at once; a 0 field is no limit.
+	Capacity spec.Capacity
 
 	run      *RunState
 	seq      int64

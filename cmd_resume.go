@@ -13,13 +13,14 @@ import (
 
 // ResumeCmd continues a run.
 type ResumeCmd struct {
-	RunID        string `arg:"" optional:"" name:"run-id" predictor:"run" help:"The run to continue: its id, a unique prefix of it, or --last (see faber list)."`
-	Last         bool   `name:"last" help:"Continue the newest run in the state dir."`
-	Plan         string `name:"plan" placeholder:"PLAN" predictor:"plan" help:"Resume with an edited plan: changed steps re-run with everything downstream."`
-	RetryPending bool   `name:"retry-pending" help:"Also retry steps that wait as pending_failed."`
-	Jobs         int    `name:"jobs" short:"j" placeholder:"N" help:"Run at most N steps at once."`
-	FailFast     bool   `name:"fail-fast" help:"On a stop, terminate running steps instead of letting them finish."`
-	UI           string `name:"ui" enum:"auto,tui,plain,json" default:"auto" help:"Progress display: auto, tui, plain or json."`
+	RunID         string `arg:"" optional:"" name:"run-id" predictor:"run" help:"The run to continue: its id, a unique prefix of it, or --last (see faber list)."`
+	Last          bool   `name:"last" help:"Continue the newest run in the state dir."`
+	Plan          string `name:"plan" placeholder:"PLAN" predictor:"plan" help:"Resume with an edited plan: changed steps re-run with everything downstream."`
+	RetryPending  bool   `name:"retry-pending" help:"Also retry steps that wait as pending_failed."`
+	Jobs          int    `name:"jobs" short:"j" placeholder:"N" help:"Run at most N steps at once."`
+	FailFast      bool   `name:"fail-fast" help:"On a stop, terminate running steps instead of letting them finish."`
+	UI            string `name:"ui" enum:"auto,tui,plain,json" default:"auto" help:"Progress display: auto, tui, plain or json."`
+	capacityFlags `embed:""`
 }
 
 // Help explains resume in more depth.
@@ -37,7 +38,11 @@ running as interrupted (step_orphaned), then runs them again.
 Examples:
   faber resume dataset-create-20261122T101500-3f2a
   faber resume --last
-  faber resume <run-id> --plan plan.yaml     after editing the plan`
+  faber resume <run-id> --plan plan.yaml     after editing the plan
+  faber resume <run-id> --memory 48G         a larger capacity this time
+
+The capacity (--cpus, --memory, --gpus) is not remembered: a resume
+resolves it again from its flags, the plan's resources: and this machine.`
 }
 
 // Run resumes the run.
@@ -48,7 +53,11 @@ func (c *ResumeCmd) Run(g *Globals) error {
 	if err := resolveRun(g, &c.RunID, c.Last); err != nil {
 		return err
 	}
-	return resumeSession(g, c.RunID, run.ResumeOptions{PlanFile: c.Plan, RetryPending: c.RetryPending},
+	flags, err := c.capacityFlags.capacity()
+	if err != nil {
+		return err
+	}
+	return resumeSession(g, c.RunID, run.ResumeOptions{PlanFile: c.Plan, RetryPending: c.RetryPending, Capacity: flags},
 		sessionArgs{jobs: c.Jobs, failFast: c.FailFast, ui: c.UI})
 }
 

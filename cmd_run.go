@@ -20,17 +20,18 @@ import (
 
 // RunCmd runs a plan.
 type RunCmd struct {
-	Plan     string   `arg:"" name:"plan" predictor:"plan" help:"Plan file (.yaml, .yml or .json)."`
-	Steps    []string `arg:"" optional:"" name:"step" predictor:"step" help:"Run only these steps and every step they need (default: every step)."`
-	From     []string `name:"from" placeholder:"STEP" predictor:"step" help:"Run STEP and every step downstream of it; the steps before it count as done (repeatable, or comma-separated; with STEP arguments: both parts)."`
-	Set      setFlags `name:"set" placeholder:"KEY=VALUE" help:"Override a context variable (repeatable; one --set is one KEY=VALUE, commas included)."`
-	SetFile  setFlags `name:"set-file" placeholder:"KEY=PATH" help:"Set a context variable to a file's content, one trailing newline dropped (repeatable): a secret kept out of argv, which every user can read."`
-	Jobs     int      `name:"jobs" short:"j" placeholder:"N" help:"Run at most N steps at once (default: the plan's jobs, else the CPU count)."`
-	FailFast bool     `name:"fail-fast" help:"On a stop, terminate running steps instead of letting them finish."`
-	UI       string   `name:"ui" enum:"auto,tui,plain,json" default:"auto" help:"Progress display: auto (the live view in a terminal, else plain), tui, plain (one line per transition), json (one event per line)."`
-	DryRun   bool     `name:"dry-run" help:"Show the steps in the order they would run, with their commands and handlers resolved, and which steps the cache would skip and why; run nothing, write nothing (--ui json: one JSON document)."`
-	NoCache  bool     `name:"no-cache" help:"Run every step: do not skip steps whose inputs are unchanged (their successes are still recorded in the cache)."`
-	Force    []string `name:"force" placeholder:"STEP" help:"Run STEP even if the cache has it (repeatable, or comma-separated; a fan-out step forces its items)."`
+	Plan          string   `arg:"" name:"plan" predictor:"plan" help:"Plan file (.yaml, .yml or .json)."`
+	Steps         []string `arg:"" optional:"" name:"step" predictor:"step" help:"Run only these steps and every step they need (default: every step)."`
+	From          []string `name:"from" placeholder:"STEP" predictor:"step" help:"Run STEP and every step downstream of it; the steps before it count as done (repeatable, or comma-separated; with STEP arguments: both parts)."`
+	Set           setFlags `name:"set" placeholder:"KEY=VALUE" help:"Override a context variable (repeatable; one --set is one KEY=VALUE, commas included)."`
+	SetFile       setFlags `name:"set-file" placeholder:"KEY=PATH" help:"Set a context variable to a file's content, one trailing newline dropped (repeatable): a secret kept out of argv, which every user can read."`
+	Jobs          int      `name:"jobs" short:"j" placeholder:"N" help:"Run at most N steps at once (default: the plan's jobs, else the CPU count)."`
+	FailFast      bool     `name:"fail-fast" help:"On a stop, terminate running steps instead of letting them finish."`
+	UI            string   `name:"ui" enum:"auto,tui,plain,json" default:"auto" help:"Progress display: auto (the live view in a terminal, else plain), tui, plain (one line per transition), json (one event per line)."`
+	DryRun        bool     `name:"dry-run" help:"Show the steps in the order they would run, with their commands and handlers resolved, and which steps the cache would skip and why; run nothing, write nothing (--ui json: one JSON document)."`
+	NoCache       bool     `name:"no-cache" help:"Run every step: do not skip steps whose inputs are unchanged (their successes are still recorded in the cache)."`
+	Force         []string `name:"force" placeholder:"STEP" help:"Run STEP even if the cache has it (repeatable, or comma-separated; a fan-out step forces its items)."`
+	capacityFlags `embed:""`
 
 	// Set by a parent run for a sub-plan step (hidden: faber runs itself).
 	RunID      string `name:"run-id" hidden:""`
@@ -62,6 +63,7 @@ Examples:
   faber run plan.yaml --set work_id=137 --jobs 4
   faber run plan.yaml --set-file token=token.txt   a secret, kept out of argv (ps)
   FABER_SET_TOKEN=... faber run plan.yaml          the same from the environment
+  faber run plan.yaml --memory 24G --gpus 2   steps start when their cpus, memory, gpus fit
   faber run plan.yaml --dry-run            show the order and commands, run nothing
   faber run plan.yaml test                 only test and the steps it needs
   faber run plan.yaml --from deploy        deploy and what follows it
@@ -110,6 +112,16 @@ func (c *RunCmd) Run(g *Globals) error {
 			return withCode(exitUsage, err)
 		}
 	}
+	flags, err := c.capacityFlags.capacity()
+	if err != nil {
+		return err
+	}
+	// A step that could never start refuses the plan before anything
+	// starts (and what a dry run would show is that refusal).
+	capacity, err := run.Capacity(plan, flags)
+	if inv := (*spec.Invalid)(nil); errors.As(err, &inv) {
+		return withCode(exitUsage, planError(inv))
+	}
 	for _, id := range c.Force {
 		if plan.Step(id) == nil && !dynamicItemID(plan, id) {
 			return withCode(exitUsage, fmt.Errorf("--force %s: the plan has no step %q", id, id))
@@ -152,9 +164,36 @@ func (c *RunCmd) Run(g *Globals) error {
 	if err != nil {
 		return withCode(exitState, fmt.Errorf("cannot create run: %w", err))
 	}
-	s := &run.Session{StateDir: g.StateDir, RunID: runID, Plan: plan, Store: store}
+	s := &run.Session{StateDir: g.StateDir, RunID: runID, Plan: plan, Store: store, Capacity: capacity}
 	return runSession(g, s, sessionArgs{jobs: c.Jobs, failFast: c.FailFast, ui: c.UI,
 		parentRun: c.ParentRun, outputDir: c.OutputDir, cache: cacheOpts{noCache: c.NoCache, force: c.Force}})
+}
+
+// capacityFlags are run's and resume's --cpus, --memory and --gpus: the
+// run's capacity, over the plan's resources: and the machine's.
+type capacityFlags struct {
+	CPUs   int    `name:"cpus" placeholder:"N" help:"The run's capacity in CPUs: running steps reserve their cpus: of it, and a step starts when its request fits (default: the plan's resources: cpus, else this machine's CPU count)."`
+	Memory string `name:"memory" placeholder:"SIZE" help:"The run's capacity in memory (24G, 512MiB; binary units): running steps reserve their memory: of it (default: the plan's resources: memory, else this machine's physical memory)."`
+	GPUs   int    `name:"gpus" placeholder:"N" help:"The run's GPU devices, indices 0..N-1: a step with gpus: k gets k of them, alone, in CUDA_VISIBLE_DEVICES and FABER_GPUS (default: the plan's resources: gpus, else what nvidia-smi -L lists, else none)."`
+}
+
+// capacity is the capacity the flags give (a 0 field: not given).
+func (f capacityFlags) capacity() (spec.Capacity, error) {
+	c := spec.Capacity{CPUs: f.CPUs, GPUs: f.GPUs}
+	if f.CPUs < 0 {
+		return c, withCode(exitUsage, fmt.Errorf("--cpus must be at least 1, not %d", f.CPUs))
+	}
+	if f.GPUs < 0 {
+		return c, withCode(exitUsage, fmt.Errorf("--gpus must not be negative, not %d", f.GPUs))
+	}
+	if f.Memory != "" {
+		m, err := spec.ParseSize(f.Memory)
+		if err != nil {
+			return c, withCode(exitUsage, fmt.Errorf("--memory: %v", err))
+		}
+		c.Memory = m
+	}
+	return c, nil
 }
 
 // sessionArgs are what run and resume choose for a session: the command

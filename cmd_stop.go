@@ -62,7 +62,7 @@ func (c *StopCmd) Run(g *Globals) error {
 		// re-attach to is stopped as a running step is; nothing new
 		// starts; the run ends interrupted and resumable.
 		fmt.Fprintf(g.stderr, "run %s has no faber (it died); ending what it left running\n", c.RunID)
-		return resumeSession(g, c.RunID, run.ResumeOptions{}, sessionArgs{ui: "plain", stopAtStart: true})
+		return resumeSession(g, c.RunID, run.ResumeOptions{Stopping: true}, sessionArgs{ui: "plain", stopAtStart: true})
 	}
 	rep, ok, err := control.Send(state.RunDir(g.StateDir, c.RunID), control.Msg{Op: "stop", Hard: c.Hard})
 	switch {

@@ -12,6 +12,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/spec"
 )
 
@@ -28,7 +29,9 @@ type ValidateCmd struct {
 func (c *ValidateCmd) Help() string {
 	return `Checks everything that can be checked before a run: fields and their types,
 ids, dependencies and cycles, failure handlers and their rules, durations,
-{variables}, and that every /command resolves. Nothing runs, nothing is
+{variables}, that every /command resolves, and that every step's request
+(cpus, memory, gpus) fits the capacity a run would have without flags (the
+plan's resources:, else this machine's). Nothing runs, nothing is
 written. Exits 2 if any plan is invalid.
 
 Examples:
@@ -64,6 +67,15 @@ func (c *ValidateCmd) one(g *Globals, path string, opts spec.Options) error {
 		tuneGCReader(fi.Size())
 	}
 	plan, err := spec.Load(path, opts)
+	if err == nil {
+		// Every step's request must fit the capacity a run would have
+		// without flags: the plan's resources:, else this machine's.
+		if _, cerr := run.Capacity(plan, spec.Capacity{}); cerr != nil {
+			inv := cerr.(*spec.Invalid)
+			inv.Warnings = plan.Warnings
+			plan, err = nil, inv
+		}
+	}
 	var inv *spec.Invalid
 	if err != nil && !errors.As(err, &inv) {
 		if c.JSON {

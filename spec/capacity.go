@@ -198,20 +198,31 @@ func CheckRequests(p *Plan, c Capacity) []Diagnostic {
 			continue // its fan-out step says it once
 		}
 		r := s.Request()
-		var over []string
+		var req, has, from []string
 		if c.CPUs > 0 && r.CPUs > c.CPUs {
-			over = append(over, fmt.Sprintf("requests %s; the run's capacity is %s (resources: cpus, --cpus, else this machine's)", count(r.CPUs, "CPU", "CPUs"), count(c.CPUs, "CPU", "CPUs")))
+			req, has = append(req, count(r.CPUs, "CPU", "CPUs")), append(has, count(c.CPUs, "CPU", "CPUs"))
+			from = append(from, "--cpus")
 		}
 		if c.Memory > 0 && r.Memory > c.Memory {
-			over = append(over, fmt.Sprintf("requests %s memory; the run's capacity is %s (resources: memory, --memory, else this machine's)", FormatSize(r.Memory), FormatSize(c.Memory)))
+			req, has = append(req, FormatSize(r.Memory)+" memory"), append(has, FormatSize(c.Memory)+" memory")
+			from = append(from, "--memory")
 		}
+		noGPUs := r.GPUs > 0 && c.GPUs == 0
+		if r.GPUs > c.GPUs && !noGPUs {
+			req, has = append(req, count(r.GPUs, "GPU", "GPUs")), append(has, count(c.GPUs, "GPU", "GPUs"))
+			from = append(from, "--gpus")
+		}
+		var msg string
 		switch {
-		case r.GPUs > 0 && c.GPUs == 0:
-			over = append(over, fmt.Sprintf("requests %s; the run has none (nvidia-smi -L finds none here: declare devices with resources: gpus or --gpus)", count(r.GPUs, "GPU", "GPUs")))
-		case r.GPUs > c.GPUs:
-			over = append(over, fmt.Sprintf("requests %s; the run's capacity is %s (resources: gpus, --gpus, else this machine's)", count(r.GPUs, "GPU", "GPUs"), count(c.GPUs, "GPU", "GPUs")))
-		}
-		if len(over) == 0 {
+		case len(req) > 0:
+			msg = fmt.Sprintf("requests %s; the run's capacity is %s (from %s, else the plan's resources:, else this machine's)",
+				andList(req), andList(has), strings.Join(from, "/"))
+			if noGPUs {
+				msg += fmt.Sprintf("; and %s, but the run has none", count(r.GPUs, "GPU", "GPUs"))
+			}
+		case noGPUs:
+			msg = fmt.Sprintf("requests %s; the run has none (nvidia-smi -L finds none here: declare devices 0..N-1 with resources: gpus or --gpus)", count(r.GPUs, "GPU", "GPUs"))
+		default:
 			continue
 		}
 		what := "step"
@@ -219,7 +230,15 @@ func CheckRequests(p *Plan, c Capacity) []Diagnostic {
 			what = "fan-out step" // each item requests it
 		}
 		out = append(out, Diagnostic{File: p.File, Line: s.Pos.Line, Col: s.Pos.Col,
-			Message: fmt.Sprintf("%s %q: %s", what, s.ID, strings.Join(over, "; "))})
+			Message: fmt.Sprintf("%s %q: %s", what, s.ID, msg)})
 	}
 	return out
+}
+
+// andList renders [a b c] as "a, b and c".
+func andList(l []string) string {
+	if len(l) < 2 {
+		return strings.Join(l, "")
+	}
+	return strings.Join(l[:len(l)-1], ", ") + " and " + l[len(l)-1]
 }

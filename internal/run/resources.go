@@ -74,3 +74,16 @@ func addResources(p *PendingStep, st *exec.StepState) {
 		p.Hint = "ended by its time limit: classify --retry --timeout DURATION with more time"
 	}
 }
+
+// Capacity is a run's capacity (README "Capacity and requests"): flags
+// (run's and resume's --cpus, --memory, --gpus; a 0 field not given), else
+// the plan's resources:, else this machine's (exec.MachineCapacity), field
+// by field. A step whose request does not fit it could never start: the
+// plan is then refused, as a *spec.Invalid, before anything starts.
+func Capacity(p *spec.Plan, flags spec.Capacity) (spec.Capacity, error) {
+	c := spec.ResolveCapacity(flags, p.Resources, exec.MachineCapacity())
+	if errs := spec.CheckRequests(p, c); len(errs) > 0 {
+		return c, &spec.Invalid{Errors: errs}
+	}
+	return c, nil
+}

@@ -15,6 +15,12 @@ type ResumeOptions struct {
 	// PlanFile, when set, is an edited plan to resume with (SPEC §8).
 	PlanFile     string
 	RetryPending bool
+	// Capacity is resume's --cpus, --memory and --gpus (a 0 field not
+	// given): the run's capacity is resolved from them (Capacity).
+	Capacity spec.Capacity
+	// Stopping is faber stop's takeover of a run whose faber died: nothing
+	// starts, so no step's request is checked against the capacity.
+	Stopping bool
 }
 
 // Resumable is a run taken over for a new session: its store (owned; the
@@ -23,6 +29,7 @@ type Resumable struct {
 	Store    *state.Store
 	Plan     *spec.Plan
 	Prior    *exec.Prior
+	Capacity spec.Capacity // resolved: ResumeOptions.Capacity, the plan's, the machine's
 	Warnings []spec.Diagnostic
 	// Canceled says how many leftover scheduler jobs of a dead owner were
 	// canceled, by engine.
@@ -88,7 +95,13 @@ func Resume(stateDir, runID string, opt state.Options, o ResumeOptions) (res *Re
 	if err := exec.CheckExecutors(plan); err != nil {
 		return nil, usage(err)
 	}
-	res = &Resumable{Store: store, Plan: plan, Prior: prior, Warnings: plan.Warnings}
+	// A step that could never start refuses the plan before anything
+	// starts or ends, as run does.
+	capacity, err := Capacity(plan, o.Capacity)
+	if err != nil && !o.Stopping {
+		return nil, err
+	}
+	res = &Resumable{Store: store, Plan: plan, Prior: prior, Capacity: capacity, Warnings: plan.Warnings}
 
 	// A dead owner may have left processes, cgroups and scheduler jobs
 	// behind: end them before any step runs again, so that no step ever

@@ -43,6 +43,9 @@ type Session struct {
 	FailFast bool // run's and resume's --fail-fast
 	NoCache  bool // run's --no-cache
 	Force    []string
+	// Capacity is the run's resolved capacity (Capacity): what its running
+	// steps may reserve at once; a 0 field is no limit.
+	Capacity spec.Capacity
 
 	// OutputDir is, for a child run (a parent's sub-plan step), the
 	// parent's outputs dir that it shares; "" for runs/<run-id>/outputs.
@@ -113,7 +116,7 @@ func ResumeSession(stateDir, runID string, opt state.Options, o ResumeOptions) (
 	if err != nil {
 		return nil, nil, err
 	}
-	return &Session{StateDir: stateDir, RunID: runID, Plan: res.Plan, Store: res.Store, Prior: res.Prior}, res, nil
+	return &Session{StateDir: stateDir, RunID: runID, Plan: res.Plan, Store: res.Store, Prior: res.Prior, Capacity: res.Capacity}, res, nil
 }
 
 // Run runs the session to its end and closes the store. The error is a
@@ -146,6 +149,7 @@ func (s *Session) Run(ctx context.Context) (Outcome, error) {
 		Store:      Recorder{Store: s.Store},
 		Sink:       display,
 		Jobs:       s.Jobs,
+		Capacity:   s.Capacity,
 		FailFast:   s.FailFast,
 		WantOutput: s.WantOutput,
 		HardStop:   s.HardStop,

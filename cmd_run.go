@@ -128,7 +128,7 @@ func (c *RunCmd) Run(g *Globals) error {
 		}
 	}
 	if c.DryRun {
-		return dryRun(g, plan, c.Jobs, c.UI == "json", cacheOpts{noCache: c.NoCache, force: c.Force, part: part})
+		return dryRun(g, plan, c.Jobs, capacity, c.UI == "json", cacheOpts{noCache: c.NoCache, force: c.Force, part: part})
 	}
 	if err := checkOpenFiles(); err != nil {
 		return err

@@ -19,12 +19,15 @@ import (
 // run would do, as text or JSON.
 
 // dryRun prints what `faber run` would do with plan, and runs nothing.
-func dryRun(g *Globals, plan *spec.Plan, jobs int, asJSON bool, co cacheOpts) error {
+func dryRun(g *Globals, plan *spec.Plan, jobs int, capacity spec.Capacity, asJSON bool, co cacheOpts) error {
 	dp, err := run.DryRun(g.StateDir, plan, jobs, co.noCache, co.force, asJSON)
 	if err != nil {
 		return err
 	}
 	dp.Part = co.part
+	if run.UsesCapacity(plan) {
+		dp.Capacity = run.DryCapacity(capacity, plan)
+	}
 	// Substituted commands hold context values: the plan's secrets show as
 	// *** here too.
 	var out bytes.Buffer
@@ -58,6 +61,9 @@ func printDry(w io.Writer, p *spec.Plan, dp *run.DryPlan) {
 		fmt.Fprintf(w, "part: %s (the other steps of the plan are left out and count as done)\n", run.PartText(dp.Part))
 	}
 	fmt.Fprintf(w, "dry run: nothing runs and nothing is written; at most %d %s at once\n", dp.Jobs, plural(dp.Jobs, "step runs", "steps run"))
+	if dp.Capacity != nil {
+		fmt.Fprintf(w, "capacity: %s; a step starts when its request fits what the running steps leave\n", dp.Capacity.Text)
+	}
 	fmt.Fprintf(w, "%s and %s stand for values known only when the run runs (in handlers also %s, %s, %s, %s)\n",
 		run.PhRunID, run.PhAttempt, run.PhError, run.PhExitCode, run.PhStdoutFile, run.PhStderrFile)
 	if hasJoin(dp) {
@@ -184,6 +190,9 @@ func printDryStep(w io.Writer, ds *run.DryStep) {
 		kv("argv", subst.Join(argv)+" ("+resolvedNote(ds.Kind)+")")
 	}
 	kv("dir", ds.Dir)
+	if ds.Requests != nil {
+		kv("requests", ds.Requests.Text)
+	}
 	if ds.Timeout != nil {
 		kv("timeout", *ds.Timeout)
 	} else {
@@ -239,6 +248,9 @@ func printDryJoin(kv func(k, v string), ds *run.DryStep, j *run.FanOut) {
 		kv("needs", "its items: "+j.ItemsText())
 	}
 	kv("item run", ds.Command)
+	if ds.Requests != nil {
+		kv("requests", ds.Requests.Text+" (each item)")
+	}
 	kv("join", "runs no process: success once every item succeeded, else failure")
 }
 

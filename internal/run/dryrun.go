@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +40,47 @@ type DryPlan struct {
 	Part   *state.Part `json:"part,omitempty"`
 	Levels [][]string  `json:"levels"`
 	Steps  []*DryStep  `json:"steps"`
+	// Capacity is the run's resolved capacity, set by the caller for a
+	// plan that requests resources or declares them (UsesCapacity).
+	Capacity *DryRequest `json:"capacity,omitempty"`
+}
+
+// DryRequest is a step's request (cpus, memory, gpus, pools), or the run's
+// capacity; Text is how faber writes it ("2 CPUs, 6GiB, 1 GPU, pool db").
+type DryRequest struct {
+	CPUs        int      `json:"cpus,omitempty"`
+	MemoryBytes int64    `json:"memory_bytes,omitempty"`
+	GPUs        int      `json:"gpus,omitempty"`
+	Pools       []string `json:"pools,omitempty"`
+	Text        string   `json:"text"`
+}
+
+// DryCapacity describes a run's capacity for a dry run, the plan's pools
+// (name and size) at the end of its text.
+func DryCapacity(c spec.Capacity, p *spec.Plan) *DryRequest {
+	t := c.String()
+	for i, name := range p.PoolNames {
+		sep := ", "
+		if i == 0 {
+			sep = "; pools "
+		}
+		t += sep + name + " " + strconv.Itoa(p.Pools[name])
+	}
+	return &DryRequest{CPUs: c.CPUs, MemoryBytes: c.Memory, GPUs: c.GPUs, Text: t}
+}
+
+// UsesCapacity reports whether the plan declares resources: or pools:, or
+// a step requests something: only then does a dry run show the capacity.
+func UsesCapacity(p *spec.Plan) bool {
+	if p.Resources != (spec.Capacity{}) || len(p.Pools) > 0 {
+		return true
+	}
+	for _, s := range p.Steps {
+		if s.RequestText() != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // DryStep is one step as a run would start it.
@@ -78,6 +120,9 @@ type DryStep struct {
 	Item       *string           `json:"item,omitempty"`
 	ItemFields map[string]string `json:"item_fields,omitempty"`
 	ItemNames  []string          `json:"-"` // ItemFields' names in order
+	// Requests is what the step reserves of the run's capacity while it
+	// runs (a join's: what each of its items does); nil for nothing.
+	Requests *DryRequest `json:"requests,omitempty"`
 	// Join describes the fan-out of a join step (kind join), which runs no
 	// process: its Command is the items' run line with <item> in place of
 	// {item}.
@@ -181,6 +226,10 @@ func buildDryStep(p *spec.Plan, s *spec.Step) (*DryStep, error) {
 	}
 	if ds.Needs == nil {
 		ds.Needs = []string{}
+	}
+	if t := s.RequestText(); t != "" && s != p.End {
+		r := s.Request()
+		ds.Requests = &DryRequest{CPUs: r.CPUs, MemoryBytes: r.Memory, GPUs: r.GPUs, Pools: s.Pools, Text: t}
 	}
 	vars := exec.StepVars(p, s, PhRunID, PhAttempt, nil)
 	addOutputPh(vars, p, s)

@@ -263,11 +263,43 @@ jobs:
 	for _, want := range []string{
 		"w.yaml:2:1: user: dropped", "w.yaml:3:1: resource_monitor: dropped",
 		"w.yaml:4:1: compute_node_wait_for_new_jobs_seconds: dropped", "w.yaml:5:1: jobs_sort_method: dropped",
-		"num_cpus: dropped", "memory: dropped", "supports_termination: dropped", "cancel_on_blocking_job_failure: false dropped",
+		"supports_termination: dropped", "cancel_on_blocking_job_failure: false dropped",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("warnings lack %q:\n%s", want, got)
 		}
+	}
+	if strings.Contains(got, "num_cpus") || strings.Contains(got, "memory:") {
+		t.Errorf("a local job's requests are kept, not dropped:\n%s", got)
+	}
+}
+
+// TestTorcLocalRequests: a local job's resource_requirements are its
+// requests (cpus, memory, gpus; runtime its timeout), as Torc's runner
+// claims the jobs that fit; a 0 is no request.
+func TestTorcLocalRequests(t *testing.T) {
+	in := `name: n
+resource_requirements:
+  - {name: big, num_cpus: 4, memory: 6g, num_gpus: 1, runtime: PT1H}
+  - {name: none, num_cpus: 0, num_gpus: 0, memory: 512m}
+jobs:
+  - {name: a, command: x, resource_requirements: big}
+  - {name: b, command: y, resource_requirements: none}
+`
+	out, warns := mustConvert(t, FormatTorc, in)
+	for _, want := range []string{
+		"    needs: []\n    cpus: 4\n    memory: 6g\n    gpus: 1\n    timeout: 1h0m0s\n",
+		"  - id: b\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "cpus:") != 1 || strings.Count(out, "gpus:") != 1 || strings.Count(out, "memory:") != 2 {
+		t.Errorf("a 0 is no request:\n%s", out)
+	}
+	if len(warns) != 0 {
+		t.Errorf("warnings: %v", warns)
 	}
 }
 

@@ -741,16 +741,19 @@ func (c *conv) torcStep(j *torcJob, files map[string]torcFile, uds map[string]*t
 				}
 				set(s, f.k, "timeout", newStr(f.v, d.String()))
 			case "num_cpus":
-				if sched != nil {
+				switch {
+				case sched != nil:
 					set(slurm, f.k, "cpus", newScalar(f.v, f.v.Value))
-				} else {
-					c.warnf(f.k, "resource_requirements: num_cpus: dropped for job %q (faber's local executor reserves no CPUs; jobs: limits parallel steps, and a step's cpus: caps what it may use)", j.name)
+				case f.v.Value != "0":
+					// A local job's request (and limit), as Torc's runner
+					// claims jobs that fit the free CPUs.
+					set(s, f.k, "cpus", newScalar(f.v, f.v.Value))
 				}
 			case "memory":
 				if sched != nil {
 					set(slurm, f.k, "mem", newStr(f.v, strings.ToUpper(f.v.Value)))
 				} else {
-					c.warnf(f.k, "resource_requirements: memory: dropped for job %q (faber's local executor reserves no memory; a step's memory: is a hard limit, add it if you want one)", j.name)
+					set(s, f.k, "memory", newStr(f.v, f.v.Value))
 				}
 			case "num_gpus":
 				if f.v.Value == "0" {
@@ -759,7 +762,7 @@ func (c *conv) torcStep(j *torcJob, files map[string]torcFile, uds map[string]*t
 				if sched != nil {
 					set(slurm, f.k, "gpus", newStr(f.v, f.v.Value))
 				} else {
-					c.warnf(f.k, "resource_requirements: num_gpus: dropped for job %q (faber's local executor reserves no GPUs)", j.name)
+					set(s, f.k, "gpus", newScalar(f.v, f.v.Value))
 				}
 			case "num_nodes":
 				if f.v.Value == "1" {

@@ -63,7 +63,7 @@ Examples:
   faber run plan.yaml --set work_id=137 --jobs 4
   faber run plan.yaml --set-file token=token.txt   a secret, kept out of argv (ps)
   FABER_SET_TOKEN=... faber run plan.yaml          the same from the environment
-  faber run plan.yaml --memory 24G --gpus 2   steps start when their cpus, memory, gpus fit
+  faber run plan.yaml --memory 24G         steps start when their memory: fits
   faber run plan.yaml --dry-run            show the order and commands, run nothing
   faber run plan.yaml test                 only test and the steps it needs
   faber run plan.yaml --from deploy        deploy and what follows it

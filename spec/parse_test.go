@@ -66,6 +66,8 @@ commands:
 handler_timeout: 5m
 kill_grace: 3s
 executor: local
+resources: {cpus: 8, memory: 32G, gpus: 2}
+pools: {db: 2}
 slurm:
   partition: gpu
   account: lab
@@ -126,6 +128,8 @@ phases:
         context: {table: "{dataset}-hd"}
       - id: notify
         run: echo done
+        gpus: 1
+        pool: db
         result_handling: {on_failure: continue}
 end:
   name: Notify
@@ -176,6 +180,10 @@ func TestParseAllFields(t *testing.T) {
 	check("HandlerTimeout", p.HandlerTimeout, 5*time.Minute)
 	check("KillGrace", p.KillGrace, 3*time.Second)
 	check("Executor", p.Executor, "local")
+	check("Resources", p.Resources, Capacity{CPUs: 8, Memory: 32 << 30, GPUs: 2})
+	check("Pools", p.Pools, map[string]int{"db": 2})
+	check("notify GPUs", p.Step("notify").GPUs, 1)
+	check("notify Pools", p.Step("notify").Pools, []string{"db"})
 	check("Slurm", p.Slurm, &Slurm{Partition: "gpu", Account: "lab", QOS: "high", CPUs: 4, Mem: "16G", GPUs: "a100:2", Time: "1:00:00", ExtraArgs: []string{"--exclusive", "--nice=10"}})
 
 	h := p.FailureHandlers["transient"]

@@ -85,8 +85,25 @@ func (r *Runner) drain() {
 	}
 }
 
-// fill starts ready steps while job slots are free.
+// fill starts ready steps while job slots are free, in plan order (the
+// ready heap), packing requests (README "Capacity and requests"): a step
+// that would take a slot starts only if its request fits what is free less
+// the request of the head, the first ready step in plan order that did
+// not fit; it and those after it that do not fit stay ready (deferred, put
+// back at the end). Joins, fan-out expansions and when: skips take no slot
+// and need no room; they may make steps ready, so the ones deferred are put
+// back after each and the order starts again: the head is always the first
+// ready step that does not fit.
 func (r *Runner) fill() {
+	var deferred []*stepRun
+	var head *request
+	again := func() {
+		for _, d := range deferred {
+			r.push(d)
+		}
+		deferred, head = deferred[:0], nil
+	}
+	defer again()
 	for r.ready.Len() > 0 && r.running < r.jobs && !r.intr && r.fatal == nil {
 		sr := heap.Pop(&r.ready).(*stepRun)
 		sr.queued = false
@@ -105,19 +122,31 @@ func (r *Runner) fill() {
 			} else {
 				r.runJoin(sr)
 			}
+			again()
 			continue
 		}
+		var whenErr error
 		if sr.st.Status == StatusPending && sr.def.When != nil {
-			switch run, err := r.evalWhen(sr); {
-			case err != nil:
-				r.startAttempt(sr) // it fails the attempt; no cache lookup
-				continue
-			case !run:
+			run, err := r.evalWhen(sr)
+			if err == nil && !run {
 				r.skip(sr)
+				again()
 				continue
 			}
+			whenErr = err
 		}
-		if r.holdItem(sr) {
+		if whenErr == nil && r.holdItem(sr) {
+			continue
+		}
+		if q := r.request(sr); !r.fits(&q, head) {
+			if head == nil {
+				head = &q
+			}
+			deferred = append(deferred, sr)
+			continue
+		}
+		if whenErr != nil {
+			r.startAttempt(sr) // it fails the attempt; no cache lookup
 			continue
 		}
 		if r.probeCache(sr) {
@@ -175,6 +204,7 @@ func (r *Runner) takeSlot(sr *stepRun) {
 	if !sr.slot {
 		sr.slot = true
 		r.running++
+		r.reserve(sr)
 		r.slotChanged(sr, true)
 	}
 }
@@ -183,6 +213,7 @@ func (r *Runner) freeSlot(sr *stepRun) {
 	if sr.slot {
 		sr.slot = false
 		r.running--
+		r.unreserve(sr)
 		r.slotChanged(sr, false)
 	}
 }

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"container/heap"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -243,4 +245,87 @@ func (r *Runner) reserved(sr *stepRun) *Reserved {
 		res.Pools = append(res.Pools, r.poolNames[i])
 	}
 	return res
+}
+
+// A park holds the ready steps with one request that did not fit when fill
+// last considered them, in plan order. fill takes the first ready step in
+// plan order from the ready heap and the parks' first steps; once a park's
+// first step does not fit, the rest of that park is passed over until what
+// may fit changes (again, in fill): what is free only shrinks meanwhile.
+// So a pass costs the parks' number, not the number of steps waiting (a
+// fan-out of 10,000 items that request one CPU each is one park).
+type park struct {
+	key    reqKey
+	steps  readyHeap
+	failed bool // in this pass, its first step did not fit
+}
+
+// reqKey is a request as a map key.
+type reqKey struct {
+	cpus   int
+	memory int64
+	gpus   int
+	pools  string
+}
+
+func (q *request) key() reqKey {
+	k := reqKey{cpus: q.cpus, memory: q.memory, gpus: q.gpus}
+	if len(q.pools) > 0 {
+		b := make([]byte, 0, 4*len(q.pools))
+		for _, i := range q.pools {
+			b = strconv.AppendInt(b, int64(i), 10)
+			b = append(b, ',')
+		}
+		k.pools = string(b)
+	}
+	return k
+}
+
+// park parks sr, a ready step with request q that does not fit; it stays
+// queued.
+func (r *Runner) park(sr *stepRun, q request) *park {
+	k := q.key()
+	p := r.parks[k]
+	if p == nil {
+		if r.parks == nil {
+			r.parks = map[reqKey]*park{}
+		}
+		p = &park{key: k}
+		r.parks[k] = p
+		r.parkList = append(r.parkList, p)
+	}
+	sr.queued = true
+	heap.Push(&p.steps, sr)
+	return p
+}
+
+// unfailParks makes every park's first step a candidate again.
+func (r *Runner) unfailParks() {
+	for _, p := range r.parkList {
+		p.failed = false
+	}
+}
+
+// nextReady takes the first ready step in plan order from the ready heap
+// and the first steps of the parks not passed over; nil when there is none.
+func (r *Runner) nextReady() *stepRun {
+	best := -1
+	for i, p := range r.parkList {
+		if !p.failed && (best < 0 || readyBefore(p.steps[0], r.parkList[best].steps[0])) {
+			best = i
+		}
+	}
+	if best < 0 || r.ready.Len() > 0 && readyBefore(r.ready[0], r.parkList[best].steps[0]) {
+		if r.ready.Len() == 0 {
+			return nil
+		}
+		return heap.Pop(&r.ready).(*stepRun)
+	}
+	p := r.parkList[best]
+	sr := heap.Pop(&p.steps).(*stepRun)
+	if p.steps.Len() == 0 {
+		delete(r.parks, p.key)
+		r.parkList = slices.Delete(r.parkList, best, best+1)
+	}
+	return sr
 }

@@ -111,14 +111,17 @@ type Runner struct {
 	poolIdx   map[string]int
 	poolNames []string
 	poolSize  []int
-	stopping  bool
-	cancel    bool // stop by killing running steps
-	intr      bool
-	hard      bool
-	fatal     error
-	halted    error // the state problem that stopped the run (see halt)
-	baseEnv   []string
-	outDir    string
+	// parks are the ready steps that did not fit, by request (reserve.go).
+	parks    map[reqKey]*park
+	parkList []*park
+	stopping bool
+	cancel   bool // stop by killing running steps
+	intr     bool
+	hard     bool
+	fatal    error
+	halted   error // the state problem that stopped the run (see halt)
+	baseEnv  []string
+	outDir   string
 	// kinds are the engines the run's attempts ran on (executor.go), made
 	// at first use.
 	kindsMu  sync.Mutex

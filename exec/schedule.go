@@ -86,26 +86,26 @@ func (r *Runner) drain() {
 }
 
 // fill starts ready steps while job slots are free, in plan order (the
-// ready heap), packing requests (README "Capacity and requests"): a step
-// that would take a slot starts only if its request fits what is free less
-// the request of the head, the first ready step in plan order that did
-// not fit; it and those after it that do not fit stay ready (deferred, put
-// back at the end). Joins, fan-out expansions and when: skips take no slot
-// and need no room; they may make steps ready, so the ones deferred are put
-// back after each and the order starts again: the head is always the first
-// ready step that does not fit.
+// ready heap, and the steps parked because they did not fit), packing
+// requests (README "Capacity and requests"): a step that would take a
+// slot starts only if its request fits what is free less the request of
+// the head, the first ready step in plan order that did not fit; it and
+// those after it that do not fit are parked (reserve.go) and stay ready.
+// Joins, fan-out expansions and when: skips take no slot and need no room;
+// they may make steps ready, so the order starts again after each: the
+// head is always the first ready step that does not fit.
 func (r *Runner) fill() {
-	var deferred []*stepRun
 	var head *request
 	again := func() {
-		for _, d := range deferred {
-			r.push(d)
-		}
-		deferred, head = deferred[:0], nil
+		head = nil
+		r.unfailParks()
 	}
-	defer again()
-	for r.ready.Len() > 0 && r.running < r.jobs && !r.intr && r.fatal == nil {
-		sr := heap.Pop(&r.ready).(*stepRun)
+	again()
+	for r.running < r.jobs && !r.intr && r.fatal == nil {
+		sr := r.nextReady()
+		if sr == nil {
+			break
+		}
 		sr.queued = false
 		if sr.st.Status == StatusPending && r.stopping {
 			continue // no new steps start after a stop; settlePending cancels them
@@ -142,7 +142,9 @@ func (r *Runner) fill() {
 			if head == nil {
 				head = &q
 			}
-			deferred = append(deferred, sr)
+			// Those parked with the same request come after it: they
+			// do not fit either, in what only shrinks until again.
+			r.park(sr, q).failed = true
 			continue
 		}
 		if whenErr != nil {

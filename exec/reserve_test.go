@@ -412,3 +412,28 @@ func TestPackRandom(t *testing.T) {
 		})
 	}
 }
+
+// TestPackSkipNeedsNoRoom: a step whose when: is false is skipped when it
+// comes out of the ready queue, whatever is free: it takes no slot and
+// reserves nothing, even behind a head that waits.
+func TestPackSkipNeedsNoRoom(t *testing.T) {
+	plan := `name: t
+steps:
+  - {id: a, run: "sleep 0.2", needs: []}
+  - {id: b, run: "true", needs: []}
+  - {id: c, when: "1 == 2", run: "true", needs: []}
+`
+	c := spec.Capacity{CPUs: 1}
+	store, status, _ := runReq(t, plan, c, 4, func(p *spec.Plan) {
+		for _, s := range p.Steps {
+			s.CPUs = 1
+		}
+	})
+	if status != RunSuccess {
+		t.Fatalf("status %s", status)
+	}
+	types := store.types()
+	if i, j := index(types, EvStepStatus+" c "+StatusSkipped), index(types, EvStepStatus+" a "+StatusSuccess); i < 0 || i > j {
+		t.Errorf("c was not skipped while a ran:\n%s", strings.Join(types, "\n"))
+	}
+}

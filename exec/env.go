@@ -94,6 +94,7 @@ func (r *Runner) env(sr *stepRun, attempt int, vars map[string]string, result st
 	if sr.isEnd {
 		e = append(e, "FABER_RUN_STATUS="+endRunStatus(r.endStatus), "FABER_FAILED_STEPS="+strings.Join(r.endFailed, " "))
 	}
+	e = append(e, sr.gpuEnv()...)
 	e = append(e, extra...)
 	// No variable can hold a NUL byte (the process would not start): it
 	// becomes U+FFFD, as in arguments (SPEC §10); every other byte of a

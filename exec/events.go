@@ -48,9 +48,12 @@ type StepStatus struct {
 	FinishedAt     *time.Time  `json:"finished_at,omitempty"`
 	HandlerCommand string      `json:"handler_command,omitempty"` // remediating: the handler's command line
 	// Outputs, on success or cached, are the values the step published.
-	Outputs   []Output   `json:"outputs,omitempty"`
-	Phase     string     `json:"phase"`
-	Reason    string     `json:"reason,omitempty"` // why a reader set it (reset, classified ...)
+	Outputs []Output `json:"outputs,omitempty"`
+	Phase   string   `json:"phase"`
+	Reason  string   `json:"reason,omitempty"` // why a reader set it (reset, classified ...)
+	// Reserved, on an attempt's start (in_progress), is what the step
+	// reserved with its job slot; nil when nothing.
+	Reserved  *Reserved  `json:"reserved,omitempty"`
 	StartedAt *time.Time `json:"started_at,omitempty"`
 	// When, on skipped, is the condition that was false.
 	When string `json:"when,omitempty"`
@@ -72,11 +75,14 @@ type RetryReserved struct {
 	FailureHandler string `json:"failure_handler"`
 	MaxRetries     int    `json:"max_retries"`
 	// MemoryBytes and TimeoutMs are the retry's limits when the rule grew
-	// them (memory_factor, timeout_factor).
-	MemoryBytes int64 `json:"memory_bytes,omitempty"`
-	RetryCount  int   `json:"retry_count"`
-	Rule        int   `json:"rule"`
-	TimeoutMs   int64 `json:"timeout_ms,omitempty"`
+	// them (memory_factor, timeout_factor). MemoryCapped says the grown
+	// memory was more than the run's capacity: the retry requests (and is
+	// limited to) the capacity's memory.
+	MemoryBytes  int64 `json:"memory_bytes,omitempty"`
+	MemoryCapped bool  `json:"memory_capped,omitempty"`
+	RetryCount   int   `json:"retry_count"`
+	Rule         int   `json:"rule"`
+	TimeoutMs    int64 `json:"timeout_ms,omitempty"`
 }
 
 // RecoveryFinished is the payload of recovery_script_finished; Error is

@@ -179,7 +179,14 @@ func (r *Runner) reserveRetry(sr *stepRun, fh *spec.FailureHandler, rule *spec.R
 		Error:          st.Error,
 		FailedExitCode: out.exitCode,
 	}
-	if next, changed := grow(rule, out.lim); changed {
+	next, _ := grow(rule, out.lim)
+	if c := r.Capacity.Memory; c > 0 && next.memory > c && next.memory != out.lim.memory && isLocal(sr.def) {
+		// Grown past the run's capacity: it could never be reserved (a
+		// batch scheduler's step reserves no memory here).
+		next.memory = max(c, out.lim.memory)
+		d.MemoryCapped = true
+	}
+	if next != out.lim {
 		// The retry runs with more: recorded on the step (resume keeps it)
 		// and in the event.
 		if next.memory != out.lim.memory {

@@ -5,8 +5,12 @@ package exec
 type readyHeap []*stepRun
 
 func (h readyHeap) Len() int { return len(h) }
-func (h readyHeap) Less(i, j int) bool {
-	return h[i].def.Index < h[j].def.Index || (h[i].def.Index == h[j].def.Index && !h[i].isEnd)
+func (h readyHeap) Less(i, j int) bool { return readyBefore(h[i], h[j]) }
+
+// readyBefore is the order of ready steps: plan order, the end step after
+// a step of its index.
+func readyBefore(a, b *stepRun) bool {
+	return a.def.Index < b.def.Index || (a.def.Index == b.def.Index && !a.isEnd)
 }
 func (h readyHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *readyHeap) Push(x any)   { *h = append(*h, x.(*stepRun)) }

@@ -22,6 +22,10 @@ func (r *Runner) statusEvent(sr *stepRun) Event {
 	if st.ExitCode != nil && st.Status != StatusInProgress {
 		ev.ExitCode = intp(*st.ExitCode)
 	}
+	if st.Status == StatusInProgress {
+		// An attempt's start says what the step reserved with its slot.
+		ev.Data.(*StepStatus).Reserved = r.reserved(sr)
+	}
 	return ev
 }
 

@@ -45,9 +45,10 @@ type Runner struct {
 	RunDir     string // state-dir/runs/<run-id>
 	Store      Store
 	Sink       Sink
-	Jobs       int  // 0: the plan's jobs, else CPU count
-	FailFast   bool // cancel running steps on a stop, whatever the plan's stop_mode
-	WantOutput bool // send step output lines to the Sink
+	Jobs       int           // 0: the plan's jobs, else CPU count
+	Capacity   spec.Capacity // the run's capacity, resolved; a zero field: no limit
+	FailFast   bool          // cancel running steps on a stop, whatever the plan's stop_mode
+	WantOutput bool          // send step output lines to the Sink
 	// HardStop, when closed, kills every running process at once (second Ctrl-C).
 	HardStop <-chan struct{}
 	// Now returns the current time; nil means time.Now.
@@ -106,6 +107,16 @@ type Runner struct {
 	inflight int
 	running  int // slot holders
 	jobs     int
+	// use is what the slot holders reserved (reserve.go); pools are
+	// numbered in file order: poolIdx by name, poolNames and poolSize by
+	// number.
+	use       inUse
+	poolIdx   map[string]int
+	poolNames []string
+	poolSize  []int
+	// parks are the ready steps that did not fit, by request (reserve.go).
+	parks    map[reqKey]*park
+	parkList []*park
 	stopping bool
 	cancel   bool // stop by killing running steps
 	intr     bool
@@ -163,6 +174,7 @@ type stepRun struct {
 	ctrl       *procCtrl
 	busy       bool // a worker acts for it (work, done)
 	slot       bool
+	held       *held // what it reserved with its slot (reserve.go), or nil
 	isEnd      bool
 	failed     *outcome // the failed attempt being handled
 	failedN    int      // its attempt number
@@ -254,6 +266,7 @@ func (r *Runner) setup(prior *Prior) {
 	r.msgs = make(chan msg, 64)
 	r.byID = make(map[string]*stepRun, len(p.Steps))
 	r.jobs = Jobs(r.Jobs, p)
+	r.setupPools()
 	r.cancel = r.FailFast || p.StopMode == spec.StopCancel
 	r.baseEnv = withoutSets(os.Environ())
 	r.secrets = append(SecretValues(p), r.Secrets...)

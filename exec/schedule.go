@@ -85,10 +85,27 @@ func (r *Runner) drain() {
 	}
 }
 
-// fill starts ready steps while job slots are free.
+// fill starts ready steps while job slots are free, in plan order (the
+// ready heap, and the steps parked because they did not fit), packing
+// requests (README "Capacity and requests"): a step that would take a
+// slot starts only if its request fits what is free less the request of
+// the head, the first ready step in plan order that did not fit; it and
+// those after it that do not fit are parked (reserve.go) and stay ready.
+// Joins, fan-out expansions and when: skips take no slot and need no room;
+// they may make steps ready, so the order starts again after each: the
+// head is always the first ready step that does not fit.
 func (r *Runner) fill() {
-	for r.ready.Len() > 0 && r.running < r.jobs && !r.intr && r.fatal == nil {
-		sr := heap.Pop(&r.ready).(*stepRun)
+	var head *request
+	again := func() {
+		head = nil
+		r.unfailParks()
+	}
+	again()
+	for r.running < r.jobs && !r.intr && r.fatal == nil {
+		sr := r.nextReady()
+		if sr == nil {
+			break
+		}
 		sr.queued = false
 		if sr.st.Status == StatusPending && r.stopping {
 			continue // no new steps start after a stop; settlePending cancels them
@@ -105,19 +122,33 @@ func (r *Runner) fill() {
 			} else {
 				r.runJoin(sr)
 			}
+			again()
 			continue
 		}
+		var whenErr error
 		if sr.st.Status == StatusPending && sr.def.When != nil {
-			switch run, err := r.evalWhen(sr); {
-			case err != nil:
-				r.startAttempt(sr) // it fails the attempt; no cache lookup
-				continue
-			case !run:
+			run, err := r.evalWhen(sr)
+			if err == nil && !run {
 				r.skip(sr)
+				again()
 				continue
 			}
+			whenErr = err
 		}
-		if r.holdItem(sr) {
+		if whenErr == nil && r.holdItem(sr) {
+			continue
+		}
+		if q := r.request(sr); !r.fits(&q, head) {
+			if head == nil {
+				head = &q
+			}
+			// Those parked with the same request come after it: they
+			// do not fit either, in what only shrinks until again.
+			r.park(sr, q).failed = true
+			continue
+		}
+		if whenErr != nil {
+			r.startAttempt(sr) // it fails the attempt; no cache lookup
 			continue
 		}
 		if r.probeCache(sr) {
@@ -175,6 +206,7 @@ func (r *Runner) takeSlot(sr *stepRun) {
 	if !sr.slot {
 		sr.slot = true
 		r.running++
+		r.reserve(sr)
 		r.slotChanged(sr, true)
 	}
 }
@@ -183,6 +215,7 @@ func (r *Runner) freeSlot(sr *stepRun) {
 	if sr.slot {
 		sr.slot = false
 		r.running--
+		r.unreserve(sr)
 		r.slotChanged(sr, false)
 	}
 }

@@ -446,6 +446,12 @@ type ev struct {
 	Attempt int    `json:"attempt"`
 	Status  string `json:"status"`
 	Reason  string `json:"reason"`
+	// Reserved is what an attempt's start reserved (README "Capacity and
+	// requests"); nil when nothing.
+	Reserved *struct {
+		CPUs  int      `json:"cpus"`
+		Pools []string `json:"pools"`
+	} `json:"reserved"`
 }
 
 func readEvents(stateDir, runID string) ([]ev, error) {
@@ -592,6 +598,7 @@ func checkInvariants(c *model.Case, evs []ev, trace string) []string {
 	last := map[string]string{}    // step -> status
 	open := map[string]int{}       // step -> attempt started, not ended
 	succeeded := map[string]bool{} // step -> a success was recorded
+	held := map[string][2]int{}    // step -> CPUs and pool units its running attempt or handler holds
 	stopped := false
 	for i, e := range evs {
 		if e.Seq != int64(i+1) {
@@ -603,6 +610,7 @@ func checkInvariants(c *model.Case, evs []ev, trace string) []string {
 		switch e.Type {
 		case "run_started", "run_resumed":
 			stopped = false
+			clear(held) // a re-attached job holds its own, uncounted: the check only ever counts less
 			for k := range last {
 				if last[k] == "canceled" || last[k] == "failure" || last[k] == "remediation_failed" || last[k] == "interrupted" || last[k] == "skipped" {
 					delete(last, k)
@@ -630,6 +638,29 @@ func checkInvariants(c *model.Case, evs []ev, trace string) []string {
 					bad = append(bad, fmt.Sprintf("seq %d: %s ran again after its success", e.Seq, e.StepID))
 				}
 				open[e.StepID] = e.Attempt
+				// What it reserved is its request, and with what the
+				// others hold it fits the capacity (counting only the
+				// attempts and handlers running: never more than is held).
+				var want [2]int
+				if known {
+					want = [2]int{p.Steps[i].CPUs, len(p.Steps[i].Pools)}
+				}
+				var got [2]int
+				if e.Reserved != nil {
+					got = [2]int{e.Reserved.CPUs, len(e.Reserved.Pools)}
+				}
+				if got != want {
+					bad = append(bad, fmt.Sprintf("seq %d: %s reserved %d CPUs and %d pools, its request is %d and %d", e.Seq, e.StepID, got[0], got[1], want[0], want[1]))
+				}
+				held[e.StepID] = got
+				var sum [2]int
+				for _, h := range held {
+					sum[0] += h[0]
+					sum[1] += h[1]
+				}
+				if c.CPUs > 0 && sum[0] > c.CPUs || c.PoolSize > 0 && sum[1] > c.PoolSize {
+					bad = append(bad, fmt.Sprintf("seq %d: with %s, running steps hold %d CPUs and %d of pool pa; the capacity is %d and %d", e.Seq, e.StepID, sum[0], sum[1], c.CPUs, c.PoolSize))
+				}
 			} else if e.Status != "pending" {
 				delete(open, e.StepID)
 			} else if strings.HasPrefix(e.Reason, "fan-out ") {
@@ -646,6 +677,9 @@ func checkInvariants(c *model.Case, evs []ev, trace string) []string {
 			if known && !p.Steps[i].Join && (e.Status == "remediation_failed" ||
 				(e.Status == "failure" && p.Steps[i].OnFailure.Kind != model.OnContinue)) {
 				stopped = true
+			}
+			if e.Status != "in_progress" && e.Status != "remediating" {
+				delete(held, e.StepID)
 			}
 			last[e.StepID] = e.Status
 		}

@@ -45,10 +45,9 @@ type Runner struct {
 	RunDir     string // state-dir/runs/<run-id>
 	Store      Store
 	Sink       Sink
-	Jobs       int           // 0: the plan's jobs, else CPU count
-	Capacity   spec.Capacity // the run's capacity, resolved; a zero field: no limit
-	FailFast   bool          // cancel running steps on a stop, whatever the plan's stop_mode
-	WantOutput bool          // send step output lines to the Sink
+	Jobs       int  // 0: the plan's jobs, else CPU count
+	FailFast   bool // cancel running steps on a stop, whatever the plan's stop_mode
+	WantOutput bool // send step output lines to the Sink
 	// HardStop, when closed, kills every running process at once (second Ctrl-C).
 	HardStop <-chan struct{}
 	// Now returns the current time; nil means time.Now.

@@ -18,6 +18,10 @@ type Case struct {
 	Handlers []GHandler
 	Jobs     int // plan's jobs:
 	JobsFlag int // --jobs (0: none)
+	// CPUs is the plan's resources: {cpus: N} (0: none) and PoolSize the
+	// size of its pool pa (pools: {pa: N}; 0: none).
+	CPUs     int
+	PoolSize int
 	Cancel   bool
 	FailFast bool
 	UsePF    bool
@@ -114,6 +118,10 @@ type GStep struct {
 	// UseEnv puts the references of Uses in the step's env: (U1, U2),
 	// which s.sh records, instead of its run.
 	UseEnv bool
+	// CPUs is its cpus: (0: not written) and Pool its pool: pa; a fan-out's
+	// items each request them.
+	CPUs int
+	Pool bool
 	// HUses are the upstream plain steps whose output v its on_failure
 	// command references (an argument of h.sh, which records it); a
 	// missing one means the handler cannot start (remediation_failed).
@@ -293,7 +301,39 @@ func Gen(seed uint64) *Case {
 	c.genPart(rand.New(rand.NewPCG(seed^0x9a27, seed)))
 	// And where outputs are used: a step's env, its failure handler.
 	c.genSites(rand.New(rand.NewPCG(seed^0x5e17, seed)))
+	// And the run's capacity, the steps' requests and a pool.
+	c.genResources(rand.New(rand.NewPCG(seed^0x7c90, seed)))
 	return c
+}
+
+// genResources gives about a third of the plans a CPU capacity of 1–3
+// (resources: {cpus: N}) with steps that request 0 to N CPUs, and about a
+// third a pool pa of 1 or 2 that about a third of the steps hold (README
+// "Capacity and requests"). Sub-plan steps request nothing.
+func (c *Case) genResources(rng *rand.Rand) {
+	if rng.Float64() < 0.35 {
+		c.CPUs = 1 + rng.IntN(3)
+	}
+	if rng.Float64() < 0.3 {
+		c.PoolSize = 1 + rng.IntN(2)
+	}
+	if c.CPUs == 0 && c.PoolSize == 0 {
+		return
+	}
+	for pi := range c.Phases {
+		for si := range c.Phases[pi].Steps {
+			s := &c.Phases[pi].Steps[si]
+			if s.Child != 0 {
+				continue
+			}
+			if c.CPUs > 0 && rng.Float64() < 0.7 {
+				s.CPUs = rng.IntN(c.CPUs + 1)
+			}
+			if c.PoolSize > 0 && rng.Float64() < 0.35 {
+				s.Pool = true
+			}
+		}
+	}
 }
 
 // genSites moves about a third of the steps' output references from their
@@ -319,6 +359,34 @@ func (c *Case) genSites(rng *rand.Rand) {
 		}
 	}
 	c.fixPart() // a part runs the steps a handler reads, as those its steps read
+}
+
+// dropResources leaves the plan without a capacity, pools or requests.
+func (c *Case) dropResources() {
+	c.CPUs, c.PoolSize = 0, 0
+	for pi := range c.Phases {
+		for si := range c.Phases[pi].Steps {
+			c.Phases[pi].Steps[si].CPUs, c.Phases[pi].Steps[si].Pool = 0, false
+		}
+	}
+}
+
+// localCPUs is what the step requests of the run's CPUs: nothing for a
+// batch job, whose cpus: its engine gives it (README "Capacity and
+// requests"); its pools still count.
+func (c *Case) localCPUs(s GStep) int {
+	if c.Batch {
+		return 0
+	}
+	return s.CPUs
+}
+
+// pools is the step's pools as the model's indexes.
+func (s *GStep) pools() []int {
+	if s.Pool {
+		return []int{0}
+	}
+	return nil
 }
 
 // handlesUses: the step's on_failure runs a command, whose arguments may
@@ -960,6 +1028,12 @@ func (c *Case) YAML() string {
 	if c.Batch {
 		fmt.Fprintf(&b, "executor: %s\n", c.BatchEngine())
 	}
+	if c.CPUs > 0 {
+		fmt.Fprintf(&b, "resources: {cpus: %d}\n", c.CPUs)
+	}
+	if c.PoolSize > 0 {
+		fmt.Fprintf(&b, "pools: {pa: %d}\n", c.PoolSize)
+	}
 	if c.Cancel {
 		b.WriteString("stop_mode: cancel\n")
 	}
@@ -1021,6 +1095,12 @@ func (c *Case) YAML() string {
 			if s.Handler != "" {
 				fmt.Fprintf(&b, "        failure_handler: %s\n", s.Handler)
 			}
+			if s.CPUs > 0 {
+				fmt.Fprintf(&b, "        cpus: %d\n", s.CPUs)
+			}
+			if s.Pool {
+				b.WriteString("        pool: pa\n")
+			}
 			if w := s.When.expr(); w != "" {
 				fmt.Fprintf(&b, "        when: '%s'\n", w)
 			}
@@ -1079,7 +1159,10 @@ func intList(xs []int) string {
 // Model is the Case as the model's Plan: dependencies by SPEC §2, fan-outs
 // expanded into items and a join.
 func (c *Case) Model() *Plan {
-	p := &Plan{Jobs: c.Jobs, Cancel: c.Cancel || c.FailFast, UsePendingFailed: c.UsePF}
+	p := &Plan{Jobs: c.Jobs, Cancel: c.Cancel || c.FailFast, UsePendingFailed: c.UsePF, CPUs: c.CPUs}
+	if c.PoolSize > 0 {
+		p.PoolSizes = []int{c.PoolSize}
+	}
 	if c.JobsFlag > 0 {
 		p.Jobs = c.JobsFlag
 	}
@@ -1112,6 +1195,7 @@ func (c *Case) Model() *Plan {
 			grown := s.Glob && k == len(ids)-2 // g<n>/x9, the file the user adds
 			p.Steps = append(p.Steps, Step{ID: id, Deps: c.idx(index, t.deps), Rules: handlers[s.Handler], OnFailure: on,
 				Attempts: c.Codes[id], Handler: c.HCodes[id], Cacheable: s.Cache, Group: join, Grown: grown, Uses: c.idx(index, s.Uses), HUses: c.idx(index, s.HUses), Maker: c.maker(s, grown, index),
+				CPUs: c.localCPUs(s), Pools: s.pools(),
 				When: c.cond(s, id, false, index)})
 		}
 		index[s.ID] = len(p.Steps)
@@ -1120,6 +1204,7 @@ func (c *Case) Model() *Plan {
 		if s.plain() {
 			st.Uses = c.idx(index, s.Uses)
 			st.HUses = c.idx(index, s.HUses)
+			st.CPUs, st.Pools = c.localCPUs(s), s.pools()
 		}
 		st.When = c.cond(s, s.ID, s.Items != nil || s.Glob, index)
 		if s.Items != nil || s.Glob {
@@ -1273,6 +1358,9 @@ func (c *Case) Shrinks() []*Case {
 	if c.Kill > 0 {
 		variant(func(d *Case) { d.Kill, d.StopDead = 0, false })
 	}
+	if c.CPUs > 0 || c.PoolSize > 0 {
+		variant(func(d *Case) { d.dropResources() })
+	}
 	if c.StopDead {
 		variant(func(d *Case) { d.StopDead = false })
 	}
@@ -1317,6 +1405,12 @@ func (c *Case) Shrinks() []*Case {
 			}
 			if s.UseEnv {
 				variant(func(d *Case) { d.Phases[pi].Steps[si].UseEnv = false })
+			}
+			if s.CPUs > 0 {
+				variant(func(d *Case) { d.Phases[pi].Steps[si].CPUs = 0 })
+			}
+			if s.Pool {
+				variant(func(d *Case) { d.Phases[pi].Steps[si].Pool = false })
 			}
 			if len(s.HUses) > 0 {
 				variant(func(d *Case) { d.Phases[pi].Steps[si].HUses = nil })

@@ -123,6 +123,10 @@ type Step struct {
 	// published v fails without running a process, like a result-file
 	// failure; the end step then fails.
 	Uses []int
+	// CPUs and Pools are its request: CPUs, and one unit of each pool
+	// (indexes of Plan.PoolSizes), held with its job slot.
+	CPUs  int
+	Pools []int
 	// HUses are the steps whose output v its on_failure command uses: a
 	// handler one of whose values is missing cannot start, and ends the
 	// step remediation_failed (README "Step outputs").
@@ -182,9 +186,14 @@ func (s *Step) handler(n int) int {
 
 // Plan is a plan as the model sees it.
 type Plan struct {
-	Steps            []Step
-	End              *Step // the end: step, or nil
-	Jobs             int
+	Steps []Step
+	End   *Step // the end: step, or nil
+	Jobs  int
+	// CPUs is the run's CPU capacity (0: no limit) and PoolSizes its
+	// pools' sizes (README "Capacity and requests"): a step holding a job
+	// slot holds its request too.
+	CPUs             int
+	PoolSizes        []int
 	Cancel           bool // stop_mode: cancel or --fail-fast
 	UsePendingFailed bool
 	// Policy says what the user does after a session (classify, resume).
@@ -754,11 +763,16 @@ func (e *explorer) decideJoin(w *World, i int) {
 	}
 }
 
-// fillOne starts the first ready step in plan order if a slot is free.
+// fillOne starts the first ready step in plan order if a slot is free and
+// its request fits (README "Capacity and requests"): the first ready step
+// whose request does not fit what is free is the head, and a later one
+// starts only if its request fits in what is free less the head's.
 func (e *explorer) fillOne(w *World) bool {
 	if w.Running >= e.jobs() {
 		return false
 	}
+	free := e.freeRes(w)
+	head := false
 	for i := range e.p.Steps {
 		def := &e.p.Steps[i]
 		s := &w.S[i]
@@ -776,6 +790,9 @@ func (e *explorer) fillOne(w *World) bool {
 		}
 		switch {
 		case s.Status == Queued:
+			if !e.fits(def, free, &head) {
+				continue
+			}
 		case s.Status == Pending && !w.Stopping && e.depsOK(w, i):
 			run, bad := e.cond(w, i)
 			if !run && !bad {
@@ -783,6 +800,9 @@ func (e *explorer) fillOne(w *World) bool {
 				s.Status = Skipped
 				s.Published = false
 				return true
+			}
+			if !e.fits(def, free, &head) {
+				continue
 			}
 			if def.Cacheable && !s.Probed && e.upstreamSucceeded(w, i) && !bad {
 				// The key is computed while the step holds a slot.
@@ -910,6 +930,59 @@ func (e *explorer) jobs() int {
 		return 1
 	}
 	return e.p.Jobs
+}
+
+// res is an amount of each resource the model counts: CPUs, then one
+// count per pool.
+type res []int
+
+// freeRes is what the steps holding a job slot leave of the capacity (a
+// resource without a limit: a large number).
+func (e *explorer) freeRes(w *World) res {
+	f := make(res, 1+len(e.p.PoolSizes))
+	f[0] = e.p.CPUs
+	if f[0] == 0 {
+		f[0] = 1 << 30
+	}
+	copy(f[1:], e.p.PoolSizes)
+	for i := range w.S {
+		if w.S[i].Slot {
+			for k, n := range e.request(&e.p.Steps[i]) {
+				f[k] -= n
+			}
+		}
+	}
+	return f
+}
+
+// request is a step's request as a res.
+func (e *explorer) request(def *Step) res {
+	r := make(res, 1+len(e.p.PoolSizes))
+	r[0] = def.CPUs
+	for _, p := range def.Pools {
+		r[1+p]++
+	}
+	return r
+}
+
+// fits reports whether def's request fits in free, resource by resource,
+// for the resources it requests; the first step that does not becomes the
+// head (*head is set), whose request is then taken out of free for every
+// later step.
+func (e *explorer) fits(def *Step, free res, head *bool) bool {
+	r := e.request(def)
+	for k := range r {
+		if r[k] > 0 && r[k] > free[k] { // a resource it does not request never holds it back
+			if !*head {
+				*head = true
+				for k := range r {
+					free[k] -= r[k]
+				}
+			}
+			return false
+		}
+	}
+	return true
 }
 
 func (e *explorer) free(w *World, s *St) {

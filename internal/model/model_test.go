@@ -55,6 +55,16 @@ func TestOutcomes(t *testing.T) {
 				{ID: "a", OnFailure: OnFailure{Kind: OnCommand, Explicit: true, MaxRetries: 1, RetryOnSuccess: true}, Attempts: exits(1), Handler: []int{1}},
 				{ID: "b", Deps: []int{0}}}},
 			[]string{line("a", "remediation_failed", 1, 1, 0), line("b", "canceled", 0, 0, 0)}, "[1]", 1},
+		{"capacity: a step whose CPUs are held does not start; a fail-fast stop cancels it unstarted",
+			Plan{Jobs: 4, Cancel: true, CPUs: 2, Steps: []Step{{ID: "a", CPUs: 2, Attempts: exits(1)}, {ID: "b", CPUs: 1}}},
+			[]string{line("a", "failure", 1, 0, 0), line("b", "canceled", 0, 0, 0)}, "[1]", 1},
+		{"the oldest blocked step is not overtaken: the small failing step waits for the big one",
+			Plan{Jobs: 4, Cancel: true, CPUs: 2, Steps: []Step{{ID: "s1", CPUs: 1}, {ID: "big", CPUs: 2}, {ID: "small", CPUs: 1, Attempts: exits(1)}}},
+			[]string{line("s1", "success", 1, 0, 0), line("big", "success", 1, 0, 0), line("small", "failure", 1, 0, 0)}, "[1]", 1},
+		{"a pool of 1 runs its steps one at a time; a step that requests nothing is not held back by the blocked one (it ran: two outcomes)",
+			Plan{Jobs: 4, Cancel: true, CPUs: 1, PoolSizes: []int{1}, Steps: []Step{
+				{ID: "p1", Pools: []int{0}, CPUs: 1, Attempts: exits(1)}, {ID: "p2", Pools: []int{0}}, {ID: "free"}}},
+			[]string{line("p1", "failure", 1, 0, 0), line("p2", "canceled", 0, 0, 0)}, "[1]", 2},
 		{"a handler that uses a published value runs, and its success re-runs the step",
 			Plan{Jobs: 1, Steps: []Step{{ID: "a", Attempts: pub},
 				{ID: "b", Deps: []int{0}, HUses: []int{0}, OnFailure: OnFailure{Kind: OnCommand, Explicit: true, MaxRetries: 1, RetryOnSuccess: true}, Attempts: exits(1, 0)}}},
@@ -358,6 +368,8 @@ func withoutOutputs(c *Case) *Case {
 			d.Phases[pi].Steps[si].Uses = nil
 			d.Phases[pi].Steps[si].UseEnv = false // where they are used: their own stream too
 			d.Phases[pi].Steps[si].HUses = nil
+			d.Phases[pi].Steps[si].CPUs = 0 // requests: their own stream too
+			d.Phases[pi].Steps[si].Pool = false
 			d.Phases[pi].Steps[si].When = GWhen{} // conditions: their own stream too
 			if s := &d.Phases[pi].Steps[si]; s.From != "" {
 				delete(d.Codes, s.fromItem()) // and fan-outs over a published value
@@ -368,6 +380,7 @@ func withoutOutputs(c *Case) *Case {
 		}
 	}
 	d.EndUses = nil
+	d.CPUs, d.PoolSize = 0, 0
 	d.Part = GPart{} // a part: its own stream too
 	for id, xs := range d.Codes {
 		for i := range xs {
@@ -542,6 +555,53 @@ func TestGenSites(t *testing.T) {
 	t.Logf("of 400 plans: %d steps use outputs in env:, %d in their handler", env, handler)
 	if env < 30 || handler < 30 {
 		t.Errorf("output sites drawn too seldom")
+	}
+}
+
+// TestGenResources: the random plans draw a CPU capacity, requests and a
+// pool, each said by the plan, never a request over the capacity, and a
+// shrink drops them.
+func TestGenResources(t *testing.T) {
+	var caps, pools, reqs, pooled int
+	for seed := uint64(1); seed <= 400; seed++ {
+		c := Gen(seed)
+		yaml := c.YAML()
+		if c.CPUs > 0 {
+			caps++
+			if !strings.Contains(yaml, fmt.Sprintf("resources: {cpus: %d}\n", c.CPUs)) {
+				t.Fatalf("seed %d: capacity %d not in the plan:\n%s", seed, c.CPUs, yaml)
+			}
+		}
+		if c.PoolSize > 0 {
+			pools++
+		}
+		for _, s := range c.Model().Steps {
+			if s.CPUs > 0 {
+				reqs++
+			}
+			if c.CPUs > 0 && s.CPUs > c.CPUs || c.CPUs == 0 && s.CPUs > 0 || c.Batch && s.CPUs > 0 {
+				t.Fatalf("seed %d: %s requests %d CPUs of %d", seed, s.ID, s.CPUs, c.CPUs)
+			}
+			if len(s.Pools) > 0 {
+				pooled++
+				if c.PoolSize == 0 {
+					t.Fatalf("seed %d: %s holds a pool the plan does not have", seed, s.ID)
+				}
+			}
+		}
+		if c.CPUs > 0 || c.PoolSize > 0 {
+			dropped := false
+			for _, d := range c.Shrinks() {
+				dropped = dropped || d.CPUs == 0 && d.PoolSize == 0
+			}
+			if !dropped {
+				t.Fatalf("seed %d: no shrink drops the capacity", seed)
+			}
+		}
+	}
+	t.Logf("of 400 plans: %d with a CPU capacity, %d with a pool; %d steps request CPUs, %d hold the pool", caps, pools, reqs, pooled)
+	if caps < 80 || pools < 60 || reqs < 100 || pooled < 60 {
+		t.Errorf("resources drawn too seldom")
 	}
 }
 

@@ -283,3 +283,50 @@ func TestBatchArrayScript(t *testing.T) {
 		})
 	}
 }
+
+// TestResourcesScript runs bench/resources.sh on a few steps of 0.05 s in
+// every order: the shape of its table (the lower bound stated, each
+// order's rows, the oversubscription row), not its figures, except that
+// every attempt started and nothing was oversubscribed, which holds at any
+// size.
+func TestResourcesScript(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds faber and runs the benchmark script")
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	if _, err := exec.LookPath("jq"); err != nil {
+		t.Skip("no jq (bench/resources.sh sweeps the events with it)")
+	}
+	cmd := exec.Command("bash", "resources.sh")
+	cmd.Env = append(os.Environ(), "N1=6", "D1=0.05", "N2=2", "D2=0.05", "NM=3", "DM=0.05", "NG=2", "DG=0.05", "REPS=2", "STATE_BASE="+t.TempDir())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bench/resources.sh: %v\nstderr:\n%s\nstdout:\n%s", err, stderr.Bytes(), out)
+	}
+	const result = ` \| (PASS|FAIL) \|$`
+	for _, want := range []string{
+		`(?m)^[0-9]+ CPUs, .*; REPS=2; load average at the start: [0-9.]+ [0-9.]+ [0-9.]+\.$`,
+		`(?m)^Capacity: ` + "`resources: \\{cpus: 4, memory: 16G, gpus: 2\\}`" + `, .*Plan: one parallel phase of 13 ` + "`sleep`" + ` steps: 6 × .*`,
+		`(?m)^Lower bound: max\(CPU-seconds / CPUs = 0\.750 / 4 = 0\.188, memory GiB-seconds / memory = 0\.900 / 16 = 0\.056, GPU-seconds / GPUs = 0\.050, pool-seconds / pool size = 0\.050, the longest step = 0\.05\) = \*\*0\.188 s\*\*\.$`,
+		`(?m)^\| first \| makespan, first start to last end \(2 rounds, [0-9.]+–[0-9.]+ s; attempts started: 13 of 13\) \| [0-9.]+ s \| info \|$`,
+		`(?m)^\| mixed \| makespan ≤ 1\.15× the lower bound \(0\.188 s; median of 2 rounds, [0-9.]+–[0-9.]+\) \| [0-9.]+×` + result,
+		`(?m)^\| last \| largest sums held at once: CPUs / memory / GPUs / pool db \(capacity 4 / 16 GiB / 2 / 2; most of 2 rounds\) \| [0-9]+ / [0-9.]+ GiB / [0-9]+ / [0-9]+ \| PASS \|$`,
+		`(?m)^\| all \| makespan / lower bound ≤ 1\.15×, median of every run \(6 runs, [0-9.]+–[0-9.]+\) \| [0-9.]+×` + result,
+		`(?m)^\| all \| oversubscription: .* \| 0, 0 \| PASS \|$`,
+		`(?m)^Load average at the end: [0-9.]+ [0-9.]+ [0-9.]+\.$`,
+	} {
+		if !regexp.MustCompile(want).Match(out) {
+			t.Errorf("output does not match %s:\n%s", want, out)
+		}
+	}
+	if n := len(regexp.MustCompile(`(?m)^\| (first|mixed|last) \| `).FindAll(out, -1)); n != 9 {
+		t.Errorf("%d rows for the orders, want 3 for each of 3:\n%s", n, out)
+	}
+	if bytes.Contains(out, []byte("nan")) {
+		t.Errorf("a figure is missing (nan):\n%s", out)
+	}
+}

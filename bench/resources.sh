@@ -15,7 +15,8 @@
 #   N1=8 D1=0.05 N2=2 D2=0.1 NM=2 DM=0.1 NG=1 DG=0.1 REPS=1 bash bench/resources.sh   # a quick look
 #
 # Environment (durations in seconds, sizes in GiB):
-#   CPUS, MEM, GPUS    the run's capacity: resources: {cpus, memory, gpus} (4, 16, 2)
+#   CPUS, MEM, GPUS    the run's capacity: resources: {cpus, memory, gpus} (4, 16, 2;
+#                      each a whole number ≥ 1, MEM in GiB)
 #   POOL               size of pool db, which the two-CPU steps use (2)
 #   N1, D1             one-CPU steps and their sleep (40, 0.5)
 #   N2, D2             two-CPU steps (cpus: 2, pool: db) and their sleep (8, 1)
@@ -49,6 +50,12 @@ J=${J:-64}
 ORDERS=${ORDERS-first mixed last}
 REPS=${REPS:-3}
 GOAL=${GOAL:-1.15}
+for v in CPUS MEM GPUS POOL; do
+	if ! [[ ${!v} =~ ^[0-9]+$ ]] || ((${!v} < 1)); then
+		echo "bench: $v=${!v}: each of the capacity's members is a whole number ≥ 1 (as faber's resources: and pools: take them)" >&2
+		exit 2
+	fi
+done
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # shellcheck source=lib.sh

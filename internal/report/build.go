@@ -119,6 +119,25 @@ func Build(in Input) (*Report, error) {
 	}
 	for _, s := range r.Steps {
 		s.span()
+	}
+	// A fan-out's step runs nothing itself: it spans its items.
+	joins := map[string]*Step{}
+	for _, s := range r.Steps {
+		joins[s.ID] = s
+	}
+	for _, it := range r.Steps {
+		j := joins[it.FanOut]
+		if it.FanOut == "" || j == nil || len(j.Attempts) > 0 {
+			continue
+		}
+		if it.StartedAt != nil && (j.StartedAt == nil || it.StartedAt.Before(*j.StartedAt)) {
+			j.StartedAt = it.StartedAt
+		}
+		if it.FinishedAt != nil && (j.FinishedAt == nil || it.FinishedAt.After(*j.FinishedAt)) {
+			j.FinishedAt = it.FinishedAt
+		}
+	}
+	for _, s := range r.Steps {
 		if s.FinishedAt == nil && s.StartedAt != nil && !exec.Status(s.Status).Active() && s.Status != exec.StatusPendingFailed {
 			s.FinishedAt = s.StartedAt
 		}

@@ -53,6 +53,7 @@ var legend = []legendItem{
 	{"decision", "pending decision (pending_failed)"},
 	{"cached", "cached step"},
 	{"skipped", "skipped step (when: false)"},
+	{"fanout", "fan-out (the span of its items)"},
 	{"agg", "fan-out items, aggregated"},
 	{"attempt ok crit", "on the critical path"},
 }

@@ -189,6 +189,11 @@ func (l *Layout) stepRow(sc scale, s *Step, label string) *Row {
 		title := fmt.Sprintf("%s: %s (%s)", s.ID, sp.Text, spanDur(sp.StartedAt, sp.FinishedAt))
 		row.Bars = append(row.Bars, sc.bar(sp.StartedAt, sp.FinishedAt, 0, "bar "+sp.Kind+crit, title))
 	}
+	if len(s.Attempts) == 0 && len(s.Spans) == 0 && s.StartedAt != nil {
+		// a fan-out's step: the span of its items
+		row.Bars = append(row.Bars, sc.bar(*s.StartedAt, s.FinishedAt, 0, "bar fanout"+crit,
+			fmt.Sprintf("%s: its items, %s", s.ID, spanDur(*s.StartedAt, s.FinishedAt))))
+	}
 	for _, a := range s.Attempts {
 		class := "bar attempt"
 		switch {

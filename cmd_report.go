@@ -12,8 +12,8 @@ import (
 // ReportCmd writes a run's report.
 type ReportCmd struct {
 	RunRef `embed:""`
-	Out    string `short:"o" name:"output" placeholder:"FILE" help:"Write the report to FILE (default: <run-id>.html, or <run-id>.json with --json, in the current directory; - for stdout)."`
-	JSON   bool   `name:"json" help:"Write the report's data as one JSON object instead of HTML."`
+	Out    string `short:"o" name:"output" placeholder:"FILE" help:"Write the report to FILE (default: <run-id>.html in the current directory; with --json, stdout; - for stdout)."`
+	JSON   bool   `name:"json" help:"Print the report's data as one JSON object instead of writing HTML (README \"Run reports\")."`
 }
 
 // Help explains report.
@@ -25,13 +25,13 @@ fan-out's items grouped; the critical path marked), per step its status,
 attempts, exit codes, CPU and peak memory against its limits and requests and
 the decision trail in words, the run's --set values (secrets masked), its plan
 and the faber version. The file loads nothing from the network: open it in any
-browser, mail it, print it. --json writes the same data as one JSON object
-(README "Run reports"). Prints the path written.
+browser, mail it, print it; the path written is printed. --json prints the
+same data as one JSON object (README "Run reports"), or writes it to -o FILE.
 
 Examples:
   faber report --last                      writes <run-id>.html here
   faber report 2026-05-01T10-00-00-build -o build.html
-  faber report --last --json -o - | jq '.steps[] | select(.attempts | length > 1) | .id'`
+  faber report --last --json | jq '.steps[] | select(.attempts | length > 1) | .id'`
 }
 
 // Run builds the report and writes it.
@@ -45,12 +45,11 @@ func (c *ReportCmd) Run(g *Globals) error {
 	}
 	warnDamaged(g, de)
 	out := c.Out
-	if out == "" {
-		ext := ".html"
-		if c.JSON {
-			ext = ".json"
-		}
-		out = c.RunID + ext
+	switch {
+	case out == "" && c.JSON:
+		out = "-" // as every --json of faber's: to stdout
+	case out == "":
+		out = c.RunID + ".html"
 	}
 	write := func(f io.Writer) error {
 		if c.JSON {

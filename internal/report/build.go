@@ -29,7 +29,26 @@ func Load(stateDir, runID, version string) (*Report, *state.DamagedError, error)
 		de = log.Damaged
 	}
 	plan, _ := state.ReadPlan(stateDir, runID) // a missing snapshot leaves the plan out
-	r, err := Build(Input{Meta: meta, View: v, Events: log.Events, Plan: plan, Version: version})
+	var parsed *spec.Plan
+	tried := false
+	recovery := func(handler string, rule int) string {
+		if !tried { // parsed only for a run that ran a recovery script
+			tried = true
+			parsed = run.StoredPlan(stateDir, runID, meta)
+		}
+		if parsed == nil {
+			return ""
+		}
+		if fh := parsed.FailureHandlers[handler]; fh != nil {
+			for _, r := range fh.Rules {
+				if r.Index == rule {
+					return r.RecoveryScript
+				}
+			}
+		}
+		return ""
+	}
+	r, err := Build(Input{Meta: meta, View: v, Events: log.Events, Plan: plan, Version: version, RecoveryScript: recovery})
 	return r, de, err
 }
 
@@ -42,6 +61,9 @@ type Input struct {
 	Version string
 	// Now is when the report is made (zero: time.Now).
 	Now time.Time
+	// RecoveryScript, when set, is the recovery script of a failure
+	// handler's rule, as the plan writes it ("" when unknown).
+	RecoveryScript func(handler string, rule int) string
 }
 
 // stepLog is what the events tell of one step while they are read.
@@ -57,6 +79,7 @@ type stepLog struct {
 	// on the next attempt (a rule, a handler, a classification).
 	retrySay int
 	decided  bool
+	script   string // the recovery script of the retry reserved
 }
 
 // Build builds a report from its input.
@@ -106,7 +129,7 @@ func Build(in Input) (*Report, error) {
 		if l == nil {
 			continue
 		}
-		l.read(&e)
+		l.read(&e, &in, mask)
 	}
 	// What the log leaves open ends where the run ended, or where its log
 	// ends while it runs.
@@ -155,7 +178,7 @@ func Build(in Input) (*Report, error) {
 }
 
 // read takes in one event of the step.
-func (l *stepLog) read(e *exec.Event) {
+func (l *stepLog) read(e *exec.Event, in *Input, mask *exec.Masker) {
 	s := l.s
 	t := e.Time
 	switch d := e.Data.(type) {
@@ -244,6 +267,10 @@ func (l *stepLog) read(e *exec.Event) {
 				w += " (memory capped to the run's capacity)"
 			}
 		}
+		l.script = ""
+		if in.RecoveryScript != nil {
+			l.script = mask.String(in.RecoveryScript(d.FailureHandler, d.Rule))
+		}
 		l.retrySay, l.decided = len(s.Trail), true
 		s.Trail = append(s.Trail, w)
 	case *exec.RecoveryFinished:
@@ -252,11 +279,17 @@ func (l *stepLog) read(e *exec.Event) {
 			from = *l.retryAt
 		}
 		to := t
-		text := "recovery script succeeded"
-		if d.Error != "" {
-			text = "recovery script failed: " + run.FirstLine(d.Error)
-		} else if e.ExitCode != nil {
-			text = fmt.Sprintf("recovery script (exit %d)", *e.ExitCode)
+		text := "recovery script"
+		if l.script != "" {
+			text += " '" + shorten(run.FirstLine(l.script), 80) + "'"
+		}
+		switch {
+		case d.Error != "":
+			text += " failed: " + run.FirstLine(d.Error)
+		case e.ExitCode != nil:
+			text += fmt.Sprintf(" (exit %d)", *e.ExitCode)
+		default:
+			text += " succeeded"
 		}
 		s.Spans = append(s.Spans, &Span{Kind: KindRecovery, Attempt: d.FailedAttempt, StartedAt: from, FinishedAt: &to, Text: text})
 		if i := l.retrySay; i >= 0 {
@@ -440,4 +473,13 @@ func criticalPath(steps []*Step) []string {
 		path[i], path[j] = path[j], path[i]
 	}
 	return path
+}
+
+// shorten cuts s to at most n runes, marked with "…".
+func shorten(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }

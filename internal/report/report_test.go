@@ -258,3 +258,34 @@ func TestTenThousandSteps(t *testing.T) {
 		t.Errorf("a report of %d steps took %v", n, d)
 	}
 }
+
+func TestDecisionAndSkipped(t *testing.T) {
+	l := &runLog{t: t}
+	l.add(0, exec.EvRunStarted, "", 0, "", nil, &exec.RunStarted{Plan: "p", Steps: []exec.StepInfo{
+		{ID: "odd", Name: "odd", Phase: "main", Needs: []string{}},
+		{ID: "maybe", Name: "maybe", Phase: "main", Needs: []string{}},
+	}})
+	l.attempt("odd", 1, 0, time.Second, 9, exec.StatusPendingFailed)
+	l.add(time.Second, exec.EvStepStatus, "maybe", 0, exec.StatusSkipped, nil, &exec.StepStatus{Phase: "main", When: "${{ x }} == y"})
+	l.add(5*time.Second, exec.EvStepClassified, "odd", 1, "", nil, &exec.StepClassified{Action: "retry", Reason: "looked at it"})
+	l.add(5*time.Second, exec.EvStepStatus, "odd", 1, exec.StatusPending, intp(9), &exec.StepStatus{Phase: "main", Reason: "classified retry"})
+	l.attempt("odd", 2, 6*time.Second, 7*time.Second, 0, exec.StatusSuccess)
+	r := build(t, l, state.Meta{RunID: "r1"})
+	odd, maybe := r.Steps[0], r.Steps[1]
+	want := "attempt 1 exited 9; attempt 1 was left pending_failed, awaiting a decision; classified retry (looked at it); attempt 2 succeeded"
+	if got := strings.Join(odd.Trail, "; "); got != want {
+		t.Errorf("trail\n got %s\nwant %s", got, want)
+	}
+	if len(odd.Spans) != 1 || odd.Spans[0].Kind != KindDecision || odd.Spans[0].FinishedAt == nil || odd.Spans[0].FinishedAt.Sub(odd.Spans[0].StartedAt) != 4*time.Second {
+		t.Errorf("decision span %+v", odd.Spans)
+	}
+	if maybe.SkippedWhen == "" || len(maybe.Spans) != 1 || maybe.Spans[0].Kind != KindSkipped || len(maybe.Attempts) != 0 {
+		t.Errorf("skipped step %+v", maybe)
+	}
+	page := html(t, r)
+	for _, c := range []string{`class="bar decision`, `class="bar skipped`} {
+		if !strings.Contains(page, c) {
+			t.Errorf("no %s bar", c)
+		}
+	}
+}

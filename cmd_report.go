@@ -30,7 +30,7 @@ same data as one JSON object (README "Run reports"), or writes it to -o FILE.
 
 Examples:
   faber report --last                      writes <run-id>.html here
-  faber report 2026-05-01T10-00-00-build -o build.html
+  faber report build-20260501T100000-1a2b -o build.html
   faber report --last --json | jq '.steps[] | select(.attempts | length > 1) | .id'`
 }
 

@@ -52,6 +52,7 @@ type Row struct {
 	TextY    int
 	TextX    int
 	Label    string
+	Full     string // the label before it was shortened
 	Critical bool
 	Bars     []Bar
 }
@@ -135,6 +136,10 @@ func LayOut(r *Report) *Layout {
 	}
 	var top *Block
 	add := func(b *Block, row *Row) {
+		// the label column holds about 34 characters; the whole id is
+		// in the label's tooltip
+		row.Full = row.Label
+		row.Label = shorten(row.Label, 34-row.TextX/6)
 		row.Y = b.Height
 		row.TextY = b.Height + RowH - 5
 		for i := range row.Bars {

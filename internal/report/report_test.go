@@ -289,3 +289,14 @@ func TestDecisionAndSkipped(t *testing.T) {
 		}
 	}
 }
+
+func TestLongLabelShortened(t *testing.T) {
+	long := strings.Repeat("x", 80)
+	l := &runLog{t: t}
+	l.add(0, exec.EvRunStarted, "", 0, "", nil, &exec.RunStarted{Plan: "p", Steps: []exec.StepInfo{{ID: long, Name: long, Phase: "main", Needs: []string{}}}})
+	l.attempt(long, 1, 0, time.Second, 0, exec.StatusSuccess)
+	row := LayOut(build(t, l, state.Meta{RunID: "r1"})).Blocks[0].Rows[0]
+	if n := len([]rune(row.Label)); n > 34 || !strings.HasSuffix(row.Label, "…") || row.Full != long {
+		t.Errorf("label %q (%d), full %q", row.Label, n, row.Full)
+	}
+}

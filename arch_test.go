@@ -28,6 +28,7 @@ var allowedImports = map[string][]string{
 	"internal/evtest":    {"exec"},
 	"internal/runtest":   {"exec", "state", "internal/run"},
 	"mcp":                {"exec", "spec", "state", "internal/run", "internal/control"},
+	"internal/report":    {"exec", "spec", "state", "internal/run"},
 }
 
 // TestLayering keeps the package boundaries: spec knows no processes or

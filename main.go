@@ -75,6 +75,7 @@ type CLI struct {
 	List       ListCmd       `cmd:"" help:"List the runs in the state dir, newest first."`
 	Status     StatusCmd     `cmd:"" help:"Show one run: every step with its status, attempts and error."`
 	Events     EventsCmd     `cmd:"" help:"Show a run's audit trail: every decision, oldest first."`
+	Report     ReportCmd     `cmd:"" help:"Write a run's report: one HTML file with a timeline of every attempt (--json: the data)."`
 	Logs       LogsCmd       `cmd:"" help:"Print the output of a step's attempt, handler or recovery script."`
 	Pending    PendingCmd    `cmd:"" help:"List steps that wait for a decision (pending_failed), with their stderr."`
 	Classify   ClassifyCmd   `cmd:"" help:"Decide on a pending_failed step: --retry it or --fail it."`

@@ -407,8 +407,10 @@ func StepInfos(p *spec.Plan) []StepInfo {
 	return out
 }
 
-// ControlReq asks the running session to classify a pending_failed step.
+// ControlReq asks the running session to classify a pending_failed step,
+// or, with Usage set, what it uses of its capacity (Usage; Reply unused).
 type ControlReq struct {
+	Usage  chan<- *Usage
 	StepID string
 	Action string // ClassifiedRetry or ClassifiedFail
 	Reason string

@@ -90,7 +90,7 @@ remediation. Read-only.`,
 		if err != nil {
 			return nil, nil, err
 		}
-		b, err := json.MarshalIndent(out, "", "  ")
+		b, err := json.MarshalIndent(run.WithUsage(t.stateDir, out), "", "  ")
 		if err != nil {
 			return nil, nil, err
 		}

@@ -116,6 +116,9 @@ type Runner struct {
 	// parks are the ready steps that did not fit, by request (reserve.go).
 	parks    map[reqKey]*park
 	parkList []*park
+	// requested: a step requests something (waiting.go).
+	requested bool
+
 	stopping bool
 	cancel   bool // stop by killing running steps
 	intr     bool

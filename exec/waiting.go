@@ -40,9 +40,14 @@ type WaitingStep struct {
 	Reason string `json:"reason"`
 }
 
-// usage is the session's Usage: only the scheduler's goroutine
-// calls it (the loop, answering a ControlReq).
+// usage is the session's Usage, or nil when none of its steps requests
+// anything (README: such a plan runs as before requests existed, and
+// faber status shows it as before): only the scheduler's goroutine calls
+// it (the loop, answering a ControlReq).
 func (r *Runner) usage() *Usage {
+	if !r.requests() {
+		return nil
+	}
 	c := r.Capacity
 	res := &Usage{
 		Capacity: Amounts{CPUs: c.CPUs, MemoryBytes: c.Memory, GPUs: c.GPUs},
@@ -98,6 +103,22 @@ func (r *Runner) usage() *Usage {
 		res.Waiting[i] = WaitingStep{Step: sr.def.ID, Reason: reasons[sr]}
 	}
 	return res
+}
+
+// requests reports whether a step of the session requests anything; once
+// one does, it is remembered (a request only appears: a classified retry
+// may grow one).
+func (r *Runner) requests() bool {
+	if r.requested || len(r.poolNames) > 0 {
+		return true
+	}
+	for _, sr := range r.steps {
+		if q := r.request(sr); !q.empty() {
+			r.requested = true
+			return true
+		}
+	}
+	return false
 }
 
 // sortReady sorts steps in plan order (readyBefore).

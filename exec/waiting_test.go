@@ -149,3 +149,12 @@ steps:
 		t.Fatal("no step was seen waiting") // long ran without its release
 	}
 }
+
+// TestUsageNoRequests: a session none of whose steps requests anything
+// has no usage to tell (faber status shows it as before requests).
+func TestUsageNoRequests(t *testing.T) {
+	r := &Runner{Capacity: spec.Capacity{CPUs: 4, Memory: 1 << 30}}
+	if u := r.usage(); u != nil {
+		t.Errorf("usage %+v, want nil", u)
+	}
+}

@@ -137,7 +137,7 @@ func (c *StatusCmd) Run(g *Globals) error {
 	if meta, err := state.ReadMeta(g.StateDir, c.RunID); err == nil {
 		part = run.PartText(meta.Part)
 	}
-	if err := printStatus(g, v, c.All, part); err != nil {
+	if err := printStatusUsage(g, v, c.All, part, run.Usage(g.StateDir, &v.Run)); err != nil {
 		return err
 	}
 	if v.Run.Status == exec.RunInterrupted {
@@ -150,7 +150,25 @@ func (c *StatusCmd) Run(g *Globals) error {
 // shows must be one that run.LoadBrief keeps. part is the part of its plan
 // the run runs, as run.PartText says it ("" for the whole plan).
 func printStatus(g *Globals, v *exec.View, all bool, part string) error {
+	return printStatusUsage(g, v, all, part, nil)
+}
+
+// printStatusUsage is printStatus with what the owner of an active run
+// says of its capacity (u; nil: nothing): a capacity line, and in the
+// ERROR column of a step that waits for resources, why.
+func printStatusUsage(g *Globals, v *exec.View, all bool, part string, u *exec.Usage) error {
 	out := run.StatusOf(v)
+	why := run.Waiting(u)
+	note := func(st *exec.StepState) string {
+		n := stepNote(st)
+		if w := why[st.ID]; w != "" {
+			if n == "" {
+				return w
+			}
+			return w + "; " + n
+		}
+		return n
+	}
 	steps := out.Steps
 	s := tui.NewStyles(useColor(g, g.stdout))
 	// tabwriter writes cell by cell: buffered, as list does.
@@ -158,6 +176,9 @@ func printStatus(g *Globals, v *exec.View, all bool, part string) error {
 	fmt.Fprintf(buf, "run %s  plan %s  %s %s\n", out.RunID, out.Plan, s.Glyph(out.Status), s.Status(out.Status))
 	if part != "" {
 		fmt.Fprintf(buf, "part: %s (the other steps of the plan are left out)\n", part)
+	}
+	if u != nil {
+		fmt.Fprintln(buf, u.CapacityText())
 	}
 	tw := tabwriter.NewWriter(buf, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STEP\tPHASE\tSTATUS\tATTEMPT\tEXIT\tDURATION\tPEAK MEM\tERROR")
@@ -184,7 +205,7 @@ func printStatus(g *Globals, v *exec.View, all bool, part string) error {
 		}
 		n := counts[st.ID]
 		if n == nil {
-			row("", st, stepNote(st))
+			row("", st, note(st))
 			continue
 		}
 		text := n.String()
@@ -203,7 +224,7 @@ func printStatus(g *Globals, v *exec.View, all bool, part string) error {
 				continue
 			}
 			shown++
-			row("  ", it, stepNote(it))
+			row("  ", it, note(it))
 		}
 		if hidden > 0 {
 			fmt.Fprintf(tw, "  … %d more (faber status --all)\n", hidden)

@@ -116,6 +116,9 @@ type Runner struct {
 	// parks are the ready steps that did not fit, by request (reserve.go).
 	parks    map[reqKey]*park
 	parkList []*park
+	// requested: a step requests something (waiting.go).
+	requested bool
+
 	stopping bool
 	cancel   bool // stop by killing running steps
 	intr     bool
@@ -407,8 +410,10 @@ func StepInfos(p *spec.Plan) []StepInfo {
 	return out
 }
 
-// ControlReq asks the running session to classify a pending_failed step.
+// ControlReq asks the running session to classify a pending_failed step,
+// or, with Usage set, what it uses of its capacity (Usage; Reply unused).
 type ControlReq struct {
+	Usage  chan<- *Usage
 	StepID string
 	Action string // ClassifiedRetry or ClassifiedFail
 	Reason string

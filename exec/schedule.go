@@ -60,6 +60,10 @@ func (r *Runner) loop(ctx context.Context) {
 			hard = nil
 			r.interrupt(true)
 		case req := <-r.Control:
+			if req.Usage != nil {
+				req.Usage <- r.usage() // buffered by the asker
+				continue
+			}
 			req.Reply <- r.classify(req)
 		case <-wait:
 			wait = nil // decisions left for later (awaitDecisions)

@@ -84,13 +84,14 @@ continues the run.`,
 (in_progress, success, failed, remediation_failed, pending_failed,
 interrupted) and every step with its status (skipped: its when: was false),
 attempt, exit code, error, published outputs, dependencies (needs) and
-remediation. Read-only.`,
+remediation; for an active run whose steps request resources, its capacity,
+what is in use (in_use) and why a step waits (waiting). Read-only.`,
 	}, func(ctx context.Context, req *sdk.CallToolRequest, in runInput) (*sdk.CallToolResult, any, error) {
 		out, err := run.StatusOfRun(t.stateDir, in.RunID)
 		if err != nil {
 			return nil, nil, err
 		}
-		b, err := json.MarshalIndent(out, "", "  ")
+		b, err := json.MarshalIndent(run.WithUsage(t.stateDir, out), "", "  ")
 		if err != nil {
 			return nil, nil, err
 		}

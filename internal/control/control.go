@@ -33,8 +33,9 @@ type info struct {
 	PID   int    `json:"pid"`
 }
 
-// Msg is a request to a run's owner: Op "classify" (Step, Action, Reason)
-// or "stop" (Hard).
+// Msg is a request to a run's owner: Op "classify" (Step, Action, Reason),
+// "stop" (Hard) or "usage" (what the run uses of its capacity, and which
+// steps wait for resources: faber status).
 type Msg struct {
 	Token  string `json:"token"`
 	Op     string `json:"op"`
@@ -56,7 +57,13 @@ type Reply struct {
 	Error  string `json:"error,omitempty"`
 	Usage  bool   `json:"usage,omitempty"`
 	Ending bool   `json:"ending,omitempty"`
+	// Resources answers "usage".
+	Resources *exec.Usage `json:"resources,omitempty"`
 }
+
+// usageWait bounds how long a "usage" request waits, at each end, for the
+// owner's scheduler: faber status never blocks on a busy owner.
+const usageWait = 2 * time.Second
 
 // Server serves a running session; Stop closes it and removes its file.
 type Server struct {
@@ -136,6 +143,20 @@ func (s *Server) serve(token string) {
 			case m.Op == "stop":
 				s.interrupt(m.Hard)
 				rep.OK = true
+			case m.Op == "usage":
+				ch := make(chan *exec.Usage, 1)
+				t := time.NewTimer(usageWait)
+				select {
+				case s.reqs <- exec.ControlReq{Usage: ch}:
+					rep.Resources = <-ch
+					rep.OK = true
+				case <-s.done:
+					rep.Ending = true
+					rep.Error = "the run is ending"
+				case <-t.C:
+					rep.Error = "the run's owner is busy"
+				}
+				t.Stop()
 			case m.Op != "classify":
 				rep.Error = "unknown request " + m.Op
 			default:
@@ -183,9 +204,25 @@ func Forget(runDir string) {
 	}
 }
 
+// Usage asks a run's owner what the run uses of its capacity and which
+// steps wait for resources; nil when no owner answers in a short while (a
+// dead or finished run, an owner too busy to say).
+func Usage(runDir string) *exec.Usage {
+	rep, ok, err := send(runDir, Msg{Op: "usage"}, usageWait+time.Second)
+	if !ok || err != nil || !rep.OK {
+		return nil
+	}
+	return rep.Resources
+}
+
 // Send sends a run's owner a request (classify a step, stop). ok=false means no owner
 // answered (the caller then opens the store itself).
 func Send(runDir string, m Msg) (rep Reply, ok bool, err error) {
+	return send(runDir, m, 30*time.Second)
+}
+
+// send is Send, waiting at most wait for the answer.
+func send(runDir string, m Msg, wait time.Duration) (rep Reply, ok bool, err error) {
 	b, err := os.ReadFile(filepath.Join(runDir, fileName))
 	if err != nil {
 		return rep, false, nil
@@ -194,12 +231,12 @@ func Send(runDir string, m Msg) (rep Reply, ok bool, err error) {
 	if json.Unmarshal(b, &info) != nil || !strings.HasPrefix(info.Addr, "127.0.0.1:") {
 		return rep, false, nil
 	}
-	c, err := net.DialTimeout("tcp", info.Addr, 2*time.Second)
+	c, err := net.DialTimeout("tcp", info.Addr, min(wait, 2*time.Second))
 	if err != nil {
 		return rep, false, nil
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(wait))
 	m.Token = info.Token
 	if err := json.NewEncoder(c).Encode(m); err != nil {
 		return rep, false, nil

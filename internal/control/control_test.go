@@ -116,3 +116,34 @@ func writeAddr(t *testing.T, dir, addr string) {
 		t.Fatal(err)
 	}
 }
+
+// TestUsage: a "usage" request reaches the runner and its answer comes
+// back; an owner that does not answer in usageWait, or none, gives nil.
+func TestUsage(t *testing.T) {
+	dir := t.TempDir()
+	if u := Usage(dir); u != nil {
+		t.Fatalf("no owner: %+v", u)
+	}
+	s, err := Start(dir, func(bool) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	go func() {
+		req := <-s.Requests()
+		if req.Usage == nil {
+			req.Reply <- errors.New("not a usage request")
+			return
+		}
+		req.Usage <- &exec.Usage{Capacity: exec.Amounts{CPUs: 2}, InUse: exec.Amounts{CPUs: 1},
+			Waiting: []exec.WaitingStep{{Step: "big", Reason: "waiting: 2 CPUs, 1 free"}}}
+	}()
+	u := Usage(dir)
+	if u == nil || u.Capacity.CPUs != 2 || u.InUse.CPUs != 1 || len(u.Waiting) != 1 || u.Waiting[0].Reason != "waiting: 2 CPUs, 1 free" {
+		t.Fatalf("usage: %+v", u)
+	}
+	// Nobody reads the requests now: the owner is busy.
+	if u := Usage(dir); u != nil {
+		t.Errorf("busy owner: %+v, want nil", u)
+	}
+}

@@ -128,7 +128,7 @@ func StatusJSON(stateDir, runID string) ([]byte, *state.DamagedError, error) {
 	if err != nil {
 		return nil, de, err
 	}
-	b, err := json.Marshal(st)
+	b, err := json.Marshal(WithUsage(stateDir, st))
 	if err != nil {
 		return nil, de, stateProblem(err)
 	}

@@ -124,9 +124,9 @@ func LayOut(r *Report) *Layout {
 		sc.span = time.Millisecond
 	}
 	l := &Layout{}
-	for i := 0; i <= 5; i++ {
-		d := sc.span * time.Duration(i) / 5
-		l.Ticks = append(l.Ticks, Tick{X: round(ChartX + float64(i)*ChartW/5), Label: shortDur(d)})
+	step := tickStep(sc.span)
+	for d := time.Duration(0); d <= sc.span; d += step {
+		l.Ticks = append(l.Ticks, Tick{X: round(ChartX + float64(d)/float64(sc.span)*ChartW), Label: shortDur(d)})
 	}
 	items := map[string][]*Step{}
 	for _, s := range r.Steps {
@@ -289,6 +289,29 @@ func spanDur(a time.Time, b *time.Time) string {
 }
 
 // shortDur is a duration for the axis.
+// tickStep is the time between two marks of an axis of span: the
+// smallest of 1, 2 and 5 times a power of ten (from 1ms; then 1, 2, 5, 10,
+// 15 and 30 minutes, and hours) that makes at most 6 intervals, so the
+// marks read 0s, 500ms, 1s, 1.5s and not 447ms, 893ms.
+func tickStep(span time.Duration) time.Duration {
+	for _, st := range []time.Duration{
+		time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond,
+		10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond,
+		100 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond,
+		time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 20 * time.Second, 30 * time.Second,
+		time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute,
+	} {
+		if span <= 6*st {
+			return st
+		}
+	}
+	h := time.Hour
+	for span > 6*h {
+		h *= 2
+	}
+	return h
+}
+
 func shortDur(d time.Duration) string {
 	switch {
 	case d >= time.Hour:

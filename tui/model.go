@@ -19,6 +19,9 @@ const (
 	tickEvery = 100 * time.Millisecond
 	// messageFor is how long a footer message stays.
 	messageFor = 6 * time.Second
+	// usageEvery is how often the view asks the run's owner what it uses
+	// of its capacity and which steps wait for resources (Options.Usage).
+	usageEvery = time.Second
 )
 
 // StepDef is what the live view knows about a step before it runs.
@@ -67,6 +70,12 @@ type Options struct {
 	ResumeHint bool
 	// Now is the clock (nil: time.Now); tests fix it.
 	Now func() time.Time
+	// Usage, when set, asks the run's owner what the run uses of its
+	// capacity and which steps wait for resources (README "Why a step
+	// waits"); nil when it does not say (a run whose steps request
+	// nothing). The view asks about once a second while the run is
+	// active, off the program's goroutine, one question at a time.
+	Usage func() *exec.Usage
 }
 
 // Messages the model understands besides keys and window sizes.
@@ -84,6 +93,8 @@ type (
 		retry bool
 		err   error
 	}
+	// usageMsg is the owner's answer to Options.Usage.
+	usageMsg struct{ usage *exec.Usage }
 )
 
 // logLine is one line of a step's output as shown.
@@ -246,6 +257,17 @@ type Model struct {
 	decideLater func()
 	leftLater   bool
 	offered     bool
+
+	// usage is the owner's last answer to Options.Usage (nil: none, or a
+	// run whose steps request nothing); waitWhy is why each waiting step
+	// waits, by row: a fan-out's row has its first waiting item's reason
+	// and waitItems counts them. asking is set while a question is out;
+	// askedAt is when the last one went.
+	usage     *exec.Usage
+	waitWhy   map[string]string
+	waitItems map[string]int
+	asking    bool
+	askedAt   time.Time
 
 	childRuns map[string]*childRun // every child and grandchild run, by run id
 	rowsDirty bool                 // child lines were added: layoutRows is due
@@ -450,7 +472,13 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.done {
 			return m, nil
 		}
+		if ask := m.askUsage(); ask != nil {
+			return m, tea.Batch(m.tick(), ask)
+		}
 		return m, m.tick()
+	case usageMsg:
+		m.asking = false
+		m.setUsage(msg.usage)
 	case leaveMsg:
 		m.detached = true
 		return m, tea.Quit
@@ -863,6 +891,7 @@ func (m *Model) apply(e exec.Event) {
 		m.say("warning: "+data[exec.Warning](e).Message, true)
 	case exec.EvWorkflowCompleted, exec.EvWorkflowFailed:
 		m.runStatus = e.Status
+		m.setUsage(nil) // nothing waits in an ended run
 		m.end = e.Time
 		if m.end.IsZero() {
 			m.end = m.now()

@@ -70,16 +70,16 @@ func (m *Model) split(body int) (listH, logH int) {
 
 // listHeight is the step list's height in the split view, for paging.
 func (m *Model) listHeight() int {
-	l, _ := m.split(m.height - 3)
+	l, _ := m.split(m.height - 1 - m.headerH())
 	return l
 }
 
 // logBodyHeight is how many output lines the log pane shows.
 func (m *Model) logBodyHeight() int {
 	if m.showLog {
-		return max(m.height-4, 1)
+		return max(m.height-2-m.headerH(), 1)
 	}
-	_, l := m.split(m.height - 3)
+	_, l := m.split(m.height - 1 - m.headerH())
 	return max(l-1, 1)
 }
 
@@ -355,6 +355,9 @@ func (m *Model) durFor(status string, started time.Time, dur time.Duration, hasD
 // peak memory first, then the state (restText).
 func (m *Model) rest(r *stepRow) string {
 	t := m.restText(r)
+	if w := m.waitText(r); w != "" {
+		t = joinText(t, w)
+	}
 	if mem := memText(r); mem != "" && !isActive(r.status) {
 		return joinText(m.st.Dim.Render(mem), t)
 	}
@@ -411,7 +414,8 @@ func errOf(exit *int, e string) string {
 }
 
 // header is two lines: plan, run id, state and elapsed time; then a
-// progress bar and the count of steps per status.
+// progress bar and the count of steps per status; and, while the run's
+// owner says what it uses of its capacity (usageLine), a third.
 func (m *Model) header() []string {
 	s := m.st
 	left := s.Header.Render("faber") + " " + s.Bold.Render(m.opt.Plan) + s.Dim.Render(" · ") + m.opt.RunID
@@ -451,6 +455,9 @@ func (m *Model) header() []string {
 	line2 := m.countsText()
 	if ansi.StringWidth(line2) > m.width {
 		line2 = m.countsShort()
+	}
+	if u := m.usageLine(); u != "" {
+		return []string{line1, line2, u}
 	}
 	return []string{line1, line2}
 }

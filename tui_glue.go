@@ -4,8 +4,10 @@ import (
 	"strings"
 
 	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/internal/control"
 	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/spec"
+	"github.com/faber-run/faber/state"
 	"github.com/faber-run/faber/tui"
 )
 
@@ -34,7 +36,17 @@ func newTUI(g *Globals, plan *spec.Plan, runID string, decide bool, prior ...*ex
 		},
 		OnClassify:    classifier(g, runID),
 		WaitDecisions: decide,
+		Usage:         usageAsker(g, runID),
 	})
+}
+
+// usageAsker is how a live view (the owner's, or attach's) learns what the
+// run uses of its capacity and why steps wait: it asks the run's owner over
+// the control channel, as faber status does; the owner's scheduler works
+// it out between two of its passes (exec.ControlReq.Usage).
+func usageAsker(g *Globals, runID string) func() *exec.Usage {
+	dir := state.RunDir(g.StateDir, runID)
+	return func() *exec.Usage { return control.Usage(dir) }
 }
 
 // classifier is what r / x on a pending_failed step do in a live view (the

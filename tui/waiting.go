@@ -34,7 +34,11 @@ func (m *Model) setUsage(u *exec.Usage) {
 	if m.runStatus != "" {
 		u = nil
 	}
+	h := m.headerH()
 	m.usage, m.waitWhy, m.waitItems = u, nil, nil
+	if m.headerH() != h {
+		m.scrollTo() // the list lost or gained the capacity line's row
+	}
 	if u == nil || len(u.Waiting) == 0 {
 		return
 	}

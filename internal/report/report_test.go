@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ var t0 = time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 
 // runLog writes events as a run's log would hold them.
 type runLog struct {
-	t      *testing.T
+	t      testing.TB
 	seq    int64
 	events [][]byte
 }
@@ -225,8 +226,8 @@ func TestLargeFanOutAggregated(t *testing.T) {
 	}
 }
 
-// TestTenThousandSteps: the report of a 10,000-step run is quick to make.
-func TestTenThousandSteps(t *testing.T) {
+// tenThousand is the event log of a 10,000-item fan-out's run.
+func tenThousand(t testing.TB) [][]byte {
 	l := &runLog{t: t}
 	const n = 10000
 	steps := make([]exec.StepInfo, 0, n+1)
@@ -241,12 +242,20 @@ func TestTenThousandSteps(t *testing.T) {
 	for i := 0; i < n; i++ {
 		l.attempt(fmt.Sprintf("many[%d]", i), 1, time.Duration(i)*time.Millisecond, time.Duration(i+3)*time.Millisecond, 0, exec.StatusSuccess)
 	}
-	v, err := exec.Replay(l.events)
+	return l.events
+}
+
+// TestTenThousandSteps: the report of a 10,000-step run is made, its
+// fan-out drawn as one aggregated row. How quick it is, is
+// BenchmarkTenThousandSteps's to say (README "Run reports"), not a test's:
+// these machines are noisy.
+func TestTenThousandSteps(t *testing.T) {
+	evs := tenThousand(t)
+	v, err := exec.Replay(evs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	r, err := Build(Input{Meta: state.Meta{RunID: "r1"}, View: v, Events: l.events})
+	r, err := Build(Input{Meta: state.Meta{RunID: "r1"}, View: v, Events: evs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,8 +263,27 @@ func TestTenThousandSteps(t *testing.T) {
 	if err := WriteHTML(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("a report of %d steps took %v", n, d)
+	if got := strings.Count(b.String(), "many[…] ×10000"); got == 0 {
+		t.Errorf("the 10,000 items are not one aggregated row")
+	}
+}
+
+// BenchmarkTenThousandSteps: building and writing the report of a
+// 10,000-step run (the goal: under 2 s).
+func BenchmarkTenThousandSteps(b *testing.B) {
+	evs := tenThousand(b)
+	v, err := exec.Replay(evs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		r, err := Build(Input{Meta: state.Meta{RunID: "r1"}, View: v, Events: evs})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := WriteHTML(io.Discard, r); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

@@ -4,7 +4,7 @@ package exec
 // order the plan lists them when slots are scarce.
 type readyHeap []*stepRun
 
-func (h readyHeap) Len() int { return len(h) }
+func (h readyHeap) Len() int           { return len(h) }
 func (h readyHeap) Less(i, j int) bool { return readyBefore(h[i], h[j]) }
 
 // readyBefore is the order of ready steps: plan order, the end step after

@@ -180,7 +180,7 @@ func (r *Runner) reserveRetry(sr *stepRun, fh *spec.FailureHandler, rule *spec.R
 		FailedExitCode: out.exitCode,
 	}
 	next, _ := grow(rule, out.lim)
-	if c := r.Capacity.Memory; c > 0 && next.memory > c && next.memory != out.lim.memory && isLocal(sr.def) {
+	if c := r.Capacity.Memory; c > 0 && next.memory > c && next.memory != out.lim.memory && sr.def.Local() {
 		// Grown past the run's capacity: it could never be reserved (a
 		// batch scheduler's step reserves no memory here).
 		next.memory = max(c, out.lim.memory)

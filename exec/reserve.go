@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/faber-run/faber/spec"
 )
 
 // Reservations (README "Capacity and requests"): a step reserves its
@@ -80,28 +78,23 @@ func (r *Runner) request(sr *stepRun) request {
 	}
 	for _, name := range sr.def.Pools {
 		i, ok := r.poolIdx[name]
-		if !ok || r.poolSize[i] <= 0 || containsInt(q.pools, i) {
+		if !ok || r.poolSize[i] <= 0 || slices.Contains(q.pools, i) {
 			continue // not a pool of the plan (validation says so): no limit
 		}
 		q.pools = append(q.pools, i)
 	}
-	if !isLocal(sr.def) {
+	if !sr.def.Local() {
 		return q
 	}
 	c := r.Capacity
-	q.cpus = capInt(sr.def.CPUs, c.CPUs)
-	q.memory = capInt64(limitsOf(sr.def, sr.st).memory, c.Memory)
-	q.gpus = capInt(sr.def.GPUs, c.GPUs)
+	q.cpus = capAt(sr.def.CPUs, c.CPUs)
+	q.memory = capAt(limitsOf(sr.def, sr.st).memory, c.Memory)
+	q.gpus = capAt(sr.def.GPUs, c.GPUs)
 	return q
 }
 
-// isLocal reports whether s's attempts run on this machine.
-func isLocal(s *spec.Step) bool {
-	_, ok := kindOf(s).(localKind)
-	return ok
-}
-
-func capInt(v, c int) int {
+// capAt is v at least 0 and at most c (c 0: no limit).
+func capAt[T int | int64](v, c T) T {
 	if v < 0 {
 		return 0
 	}
@@ -109,25 +102,6 @@ func capInt(v, c int) int {
 		return c
 	}
 	return v
-}
-
-func capInt64(v, c int64) int64 {
-	if v < 0 {
-		return 0
-	}
-	if c > 0 && v > c {
-		return c
-	}
-	return v
-}
-
-func containsInt(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // fits reports whether q fits in what is free less what the head (the
@@ -152,7 +126,7 @@ func (r *Runner) fits(q, head *request) bool {
 	}
 	for _, i := range q.pools {
 		free := r.poolSize[i] - r.use.pools[i]
-		if head != nil && containsInt(head.pools, i) {
+		if head != nil && slices.Contains(head.pools, i) {
 			free--
 		}
 		if free < 1 {

@@ -173,7 +173,7 @@ func (r *Runner) shortOf(q *request, c spec.Capacity, head *request) string {
 	}
 	for _, i := range q.pools {
 		used := r.use.pools[i]
-		if head != nil && containsInt(head.pools, i) {
+		if head != nil && slices.Contains(head.pools, i) {
 			if used+1 >= r.poolSize[i] {
 				return fmt.Sprintf("pool %s (%d of %d in use)", r.poolNames[i], used, r.poolSize[i])
 			}

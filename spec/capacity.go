@@ -102,9 +102,13 @@ func (b *builder) requests(s *Step, rs *rawStep) {
 }
 
 // Local reports whether the step runs on this machine (no executor, or
-// executor: local): only such a step's cpus, memory and gpus are a request
-// of the run's capacity; a Slurm or Grid Engine step asks its scheduler.
-func (s *Step) Local() bool { return s.Executor == "" || s.Executor == "local" }
+// executor: local, or a sub-plan step, whose child faber runs here
+// whatever executor its plan names): only such a step's cpus, memory and
+// gpus are a request of the run's capacity; a Slurm or Grid Engine step
+// asks its scheduler. The scheduler (exec) reads the same answer.
+func (s *Step) Local() bool {
+	return s.PlanPath != "" || s.Executor == "" || s.Executor == "local"
+}
 
 // Request is what the step reserves of the run's capacity while it holds
 // its job slot: its effective cpus and memory (the step's, else the

@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -145,5 +147,35 @@ func TestCapacityString(t *testing.T) {
 	}
 	if got := (Capacity{CPUs: 1}).String(); got != "1 CPU, unlimited memory, no GPUs" {
 		t.Errorf("String = %q", got)
+	}
+}
+
+// TestSubPlanStepIsLocal: a sub-plan step runs its child faber on this
+// machine whatever executor its plan names, so its request is checked
+// against the run's capacity (and reserved by the scheduler), where a
+// Slurm step's goes to Slurm.
+func TestSubPlanStepIsLocal(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "child.yaml"), []byte("name: c\nsteps:\n  - {id: a, run: x}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Parse(filepath.Join(dir, "plan.yaml"), []byte(`name: p
+executor: slurm
+steps:
+  - {id: child, plan: child.yaml, cpus: 9}
+  - {id: job, run: x, cpus: 9}
+`), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Step("child").Local() || p.Step("job").Local() {
+		t.Fatalf("Local: sub-plan %v, slurm job %v; want true, false", p.Step("child").Local(), p.Step("job").Local())
+	}
+	var got []string
+	for _, d := range CheckRequests(p, Capacity{CPUs: 8}) {
+		got = append(got, d.Error())
+	}
+	if len(got) != 1 || !strings.Contains(got[0], `step "child": requests 9 CPUs`) {
+		t.Errorf("CheckRequests: %q, want the sub-plan step's only", got)
 	}
 }

@@ -554,47 +554,40 @@ func checkInvariants(c *model.Case, evs []ev, trace string) []string {
 			gotHUses[f[1]+"#"+f[2]] = append(gotHUses[f[1]+"#"+f[2]], strings.Join(f[3:], " "))
 		}
 	}
+	// givenOutputs checks, for each run (step#attempt) that ran, that it
+	// was given the values of the outputs of steps usesOf(step) and no
+	// other (got: the values it recorded); what says who ran.
+	givenOutputs := func(what string, ran map[string]bool, got map[string][]string, usesOf func(*model.Step) []int) {
+		steps := map[string]*model.Step{}
+		for i := range p.Steps {
+			steps[p.Steps[i].ID] = &p.Steps[i]
+		}
+		if p.End != nil {
+			steps["end"] = p.End
+		}
+		for k := range ran {
+			id, _, _ := strings.Cut(k, "#")
+			var want []string
+			if s := steps[id]; s != nil {
+				for _, u := range usesOf(s) {
+					want = append(want, "val-"+p.Steps[u].ID)
+				}
+			}
+			have := slices.Compact(slices.Sorted(slices.Values(got[k])))
+			slices.Sort(want)
+			if !slices.Equal(have, want) {
+				bad = append(bad, fmt.Sprintf("%s %s ran with outputs %q, want %q", what, k, have, want))
+			}
+		}
+	}
 	// A handler that ran was given the value of every output its
 	// on_failure uses, and nothing else; one whose value is missing never
 	// starts (the step ends remediation_failed, which the model checks).
-	hUsesOf := map[string][]int{}
-	for _, s := range p.Steps {
-		hUsesOf[s.ID] = s.HUses
-	}
-	for k := range handled {
-		id, _, _ := strings.Cut(k, "#")
-		var want []string
-		for _, u := range hUsesOf[id] {
-			want = append(want, "val-"+p.Steps[u].ID)
-		}
-		got := slices.Compact(slices.Sorted(slices.Values(gotHUses[k])))
-		slices.Sort(want)
-		if !slices.Equal(got, want) {
-			bad = append(bad, fmt.Sprintf("the handler of %s ran with outputs %q, want %q", k, got, want))
-		}
-	}
+	givenOutputs("the handler of", handled, gotHUses, func(s *model.Step) []int { return s.HUses })
 	// An attempt that ran was given the value of every output its step
 	// uses (README "Step outputs"), that step's, and nothing else: never an
 	// empty string for a missing one (such an attempt runs no process).
-	usesOf := map[string][]int{}
-	for _, s := range p.Steps {
-		usesOf[s.ID] = s.Uses
-	}
-	if p.End != nil {
-		usesOf["end"] = p.End.Uses
-	}
-	for k := range ran {
-		id, _, _ := strings.Cut(k, "#")
-		var want []string
-		for _, u := range usesOf[id] {
-			want = append(want, "val-"+p.Steps[u].ID)
-		}
-		got := slices.Compact(slices.Sorted(slices.Values(gotUses[k])))
-		slices.Sort(want)
-		if !slices.Equal(got, want) {
-			bad = append(bad, fmt.Sprintf("attempt %s ran with outputs %q, want %q", k, got, want))
-		}
-	}
+	givenOutputs("attempt", ran, gotUses, func(s *model.Step) []int { return s.Uses })
 	last := map[string]string{}    // step -> status
 	open := map[string]int{}       // step -> attempt started, not ended
 	succeeded := map[string]bool{} // step -> a success was recorded

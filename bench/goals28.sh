@@ -230,13 +230,7 @@ gen_chain() { # gen_chain STEPS: each step needs the one before
 # ---------------------------------------------------------------- heading
 
 CPU=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
-if [[ -n ${FABER_BIN:-} ]]; then
-	COMMIT="$FABER_BIN ($("$FABER" version | head -1))"
-else
-	COMMIT=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
-	[[ -z $(git -C "$REPO" status --porcelain -- . ':!bench' 2>/dev/null) ]] || COMMIT+=" (with uncommitted changes)"
-	COMMIT+=", built as the release"
-fi
+COMMIT=$(faber_label)
 echo "## Goals of issue 28 (bench/goals28.sh)"
 echo
 echo "$(nproc) CPUs, $CPU; faber: $COMMIT; N=$N SMALL=$SMALL LIST=$LIST J=$J REPS=$REPS PAIRS=$PAIRS; load average at the start $(load). Times are medians, ratios the median of each pair's own ratio, peaks the largest of the rounds (with their range)."

@@ -121,3 +121,18 @@ settle() {
 		SETTLED+=", after waiting $waited s for recent deletions to settle ($first µs at first)"
 	fi
 }
+
+# faber_label: which faber a script measures, for its heading: FABER_BIN
+# with its version line, else the repository's commit (REPO), said to have
+# uncommitted changes outside bench/ when it has, built as the release is.
+# FABER is the binary being measured.
+faber_label() {
+	if [[ -n ${FABER_BIN:-} ]]; then
+		echo "$FABER_BIN ($("$FABER" version | head -1))"
+		return
+	fi
+	local c
+	c=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
+	[[ -z $(git -C "$REPO" status --porcelain -- . ':!bench' 2>/dev/null) ]] || c+=" (with uncommitted changes)"
+	echo "$c, built as the release"
+}

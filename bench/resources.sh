@@ -201,13 +201,7 @@ one() {
 # ---------------------------------------------------------------- the rounds
 
 CPU=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
-if [[ -n ${FABER_BIN:-} ]]; then
-	COMMIT="$FABER_BIN ($("$FABER" version | head -1))"
-else
-	COMMIT=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
-	[[ -z $(git -C "$REPO" status --porcelain -- . ':!bench' 2>/dev/null) ]] || COMMIT+=" (with uncommitted changes)"
-	COMMIT+=", built as the release"
-fi
+COMMIT=$(faber_label)
 echo "## The packing scheduler (issue 31, bench/resources.sh)"
 echo
 echo "$(nproc) CPUs, $CPU; faber: $COMMIT; REPS=$REPS; load average at the start: $(load)."

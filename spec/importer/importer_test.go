@@ -232,19 +232,27 @@ func TestTorcErrors(t *testing.T) {
 		{"description: no name\njobs:\n  - {name: a, command: x}\n", `w.yaml:1:1: missing required field "name"`},
 	}
 	for _, tt := range tests {
-		_, _, err := convert(t, FormatTorc, tt.in)
-		var ie *Errors
-		if !errors.As(err, &ie) {
-			t.Errorf("%q: err = %v, want an *Errors", tt.in, err)
-			continue
-		}
-		var all []string
-		for _, d := range ie.Diags {
-			all = append(all, format(ie.File, d))
-		}
-		if !strings.Contains(strings.Join(all, "\n"), tt.want) {
-			t.Errorf("%q:\ngot  %q\nwant %q", tt.in, all, tt.want)
-		}
+		wantConvertError(t, FormatTorc, tt.in, tt.want)
+	}
+}
+
+// wantConvertError checks that converting in (a file of format f) fails
+// with an *Errors one of whose diagnostics, as file:line:col: message,
+// holds want.
+func wantConvertError(t *testing.T, f Format, in, want string) {
+	t.Helper()
+	_, _, err := convert(t, f, in)
+	var ie *Errors
+	if !errors.As(err, &ie) {
+		t.Errorf("%q: err = %v, want an *Errors", in, err)
+		return
+	}
+	var all []string
+	for _, d := range ie.Diags {
+		all = append(all, format(ie.File, d))
+	}
+	if !strings.Contains(strings.Join(all, "\n"), want) {
+		t.Errorf("%q:\ngot  %q\nwant %q", in, all, want)
 	}
 }
 

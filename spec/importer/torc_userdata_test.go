@@ -1,7 +1,6 @@
 package importer
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
@@ -94,19 +93,7 @@ func TestTorcUserDataErrors(t *testing.T) {
 			`job "p": command: "${user_data.x}": not a user data reference faber converts`},
 	}
 	for _, tt := range tests {
-		_, _, err := convert(t, FormatTorc, tt.in)
-		var ie *Errors
-		if !errors.As(err, &ie) {
-			t.Errorf("%q: err = %v, want an *Errors", tt.in, err)
-			continue
-		}
-		var all []string
-		for _, d := range ie.Diags {
-			all = append(all, format(ie.File, d))
-		}
-		if !strings.Contains(strings.Join(all, "\n"), tt.want) {
-			t.Errorf("%q:\ngot  %q\nwant %q", tt.in, all, tt.want)
-		}
+		wantConvertError(t, FormatTorc, tt.in, tt.want)
 	}
 }
 

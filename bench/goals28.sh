@@ -119,7 +119,6 @@ row() {
 
 # ---------------------------------------------------------------- helpers
 
-load() { cut -d' ' -f1-3 /proc/loadavg; }
 
 # goal_start TITLE: syncs and settles the disk, then heads the goal's table
 # with the load average at its start.

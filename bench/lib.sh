@@ -27,14 +27,27 @@ need_gnu_time() {
 }
 
 # work_with_faber NAME: a fresh work dir STATE_BASE/faber-NAME.XXXXXX (by
-# default under bench/.work, in the repository), removed at exit, with faber
-# built in it; sets WORK. Needs REPO.
+# default under bench/.work, in the repository), removed at exit unless
+# KEEP=1, with faber in it (FABER_BIN copied, else built); sets WORK and
+# FABER. Needs REPO.
 work_with_faber() {
 	mkdir -p "${STATE_BASE:=$REPO/bench/.work}"
 	WORK=$(mktemp -d "$STATE_BASE/faber-$1.XXXXXX")
-	trap 'rm -rf "$WORK"' EXIT
-	build_faber "$WORK/faber"
+	if [[ ${KEEP:-} == 1 ]]; then
+		trap 'say "work dir kept: $WORK"' EXIT
+	else
+		trap 'cd / && rm -rf "$WORK"' EXIT
+	fi
+	FABER=$WORK/faber
+	if [[ -n ${FABER_BIN:-} ]]; then
+		cp "$FABER_BIN" "$FABER"
+	else
+		build_faber "$FABER"
+	fi
 }
+
+# load is the load average over 1, 5 and 15 minutes.
+load() { cut -d' ' -f1-3 /proc/loadavg; }
 
 # build_faber OUT builds faber as the release is built (.goreleaser.yaml:
 # CGO_ENABLED=0, a static binary), so that the bench times what users run.

@@ -63,26 +63,8 @@ source "$REPO/bench/lib.sh"
 command -v jq >/dev/null || { say "bench: resources.sh needs jq"; exit 1; }
 LC_NUMERIC=C
 
-mkdir -p "${STATE_BASE:=$REPO/bench/.work}"
-WORK=$(mktemp -d "$STATE_BASE/faber-resources.XXXXXX")
-cleanup() {
-	if [[ ${KEEP:-} == 1 ]]; then
-		say "work dir kept: $WORK"
-	else
-		cd /
-		rm -rf "$WORK"
-	fi
-}
-trap cleanup EXIT
-FABER=$WORK/faber
-if [[ -n ${FABER_BIN:-} ]]; then
-	cp "$FABER_BIN" "$FABER"
-else
-	build_faber "$FABER"
-fi
+work_with_faber resources
 cd "$WORK"
-
-load() { cut -d' ' -f1-3 /proc/loadavg; }
 GIB=1073741824
 
 # ---------------------------------------------------------------- the plan

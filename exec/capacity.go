@@ -19,17 +19,25 @@ import (
 // of /proc/meminfo; macOS: the hw.memsize sysctl; elsewhere 0, unknown: no
 // limit) and its GPUs (the lines
 // `nvidia-smi -L` prints when that command is in PATH, given at most 3s;
-// else 0). It is measured once per process.
-func MachineCapacity() spec.Capacity {
+// else 0), which are looked up only when gpus is true: starting
+// nvidia-smi costs a run that requests no GPU tens of milliseconds and
+// more. Each is measured once per process.
+func MachineCapacity(gpus bool) spec.Capacity {
 	machineOnce.Do(func() {
-		machine = spec.Capacity{CPUs: runtime.NumCPU(), Memory: physicalMemory(), GPUs: nvidiaGPUs()}
+		machine = spec.Capacity{CPUs: runtime.NumCPU(), Memory: physicalMemory()}
 	})
-	return machine
+	c := machine
+	if gpus {
+		gpusOnce.Do(func() { machineGPUs = nvidiaGPUs() })
+		c.GPUs = machineGPUs
+	}
+	return c
 }
 
 var (
-	machineOnce sync.Once
-	machine     spec.Capacity
+	machineOnce, gpusOnce sync.Once
+	machine               spec.Capacity
+	machineGPUs           int
 )
 
 // memTotal reads the MemTotal line of /proc/meminfo ("MemTotal: 16314436

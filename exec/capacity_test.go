@@ -36,12 +36,16 @@ func TestCountGPULines(t *testing.T) {
 }
 
 func TestMachineCapacity(t *testing.T) {
-	c := MachineCapacity()
+	c := MachineCapacity(true)
 	if c.CPUs < 1 || c.Memory < 0 || c.GPUs < 0 {
 		t.Errorf("MachineCapacity = %+v", c)
 	}
-	if MachineCapacity() != c {
+	if MachineCapacity(true) != c {
 		t.Error("MachineCapacity changed between calls")
+	}
+	// Without gpus, the same but for the GPUs, which are not looked up.
+	if n := MachineCapacity(false); n.GPUs != 0 || n.CPUs != c.CPUs || n.Memory != c.Memory {
+		t.Errorf("MachineCapacity(false) = %+v, want %+v without GPUs", n, c)
 	}
 }
 

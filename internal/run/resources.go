@@ -81,7 +81,18 @@ func addResources(p *PendingStep, st *exec.StepState) {
 // by field. A step whose request does not fit it could never start: the
 // plan is then refused, as a *spec.Invalid, before anything starts.
 func Capacity(p *spec.Plan, flags spec.Capacity) (spec.Capacity, error) {
-	c := spec.ResolveCapacity(flags, p.Resources, exec.MachineCapacity())
+	// This machine's GPUs are looked up only when they could count: a
+	// step requests one and neither --gpus nor resources: says how many.
+	gpus := false
+	if flags.GPUs == 0 && p.Resources.GPUs == 0 {
+		for _, s := range p.Steps {
+			if s.Request().GPUs > 0 {
+				gpus = true
+				break
+			}
+		}
+	}
+	c := spec.ResolveCapacity(flags, p.Resources, exec.MachineCapacity(gpus))
 	if errs := spec.CheckRequests(p, c); len(errs) > 0 {
 		return c, &spec.Invalid{Errors: errs}
 	}

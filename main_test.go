@@ -112,6 +112,7 @@ func TestScripts(t *testing.T) {
 			"corrupt":  cmdCorrupt,
 			"backdate": cmdBackdate,
 			"padplan":  cmdPadPlan,
+			"browser":  cmdBrowser,
 		},
 	})
 }
@@ -696,6 +697,8 @@ func scriptCondition(cond string) (bool, error) {
 			return false, fmt.Errorf("FABER_SLURM=1 but sinfo fails (%v: %s); start a cluster with scripts/slurm-cluster.sh start and export SLURM_CONF", err, bytes.TrimSpace(out))
 		}
 		return true, nil
+	case "browser":
+		return browserCondition()
 	case "sge":
 		if os.Getenv("FABER_SGE") != "1" {
 			return false, nil

@@ -143,9 +143,9 @@ func planError(inv *spec.Invalid) error {
 	if len(inv.Errors) == 0 {
 		return inv
 	}
-	msg := inv.Errors[0].Error()
+	msg := inv.FirstCause().Error()
 	if n := len(inv.Errors) - 1; n > 0 {
-		msg += fmt.Sprintf(" (and %d more %s; faber validate --json lists all)", n, plural(n, "error", "errors"))
+		msg += fmt.Sprintf(" (and %d more %s; faber validate lists all)", n, plural(n, "error", "errors"))
 	}
 	return errors.New(msg)
 }

@@ -51,8 +51,58 @@ func (p *parser) isScalar(n *yaml.Node, where, want string, takes func(tag strin
 	if n.Kind == yaml.ScalarNode && takes(n.ShortTag()) {
 		return true
 	}
+	if n.Kind == yaml.MappingNode && n.Style&yaml.FlowStyle != 0 && strings.Contains(want, "string") {
+		// run: {msg} — faber's {var} is YAML's flow mapping.
+		if t := p.flowText(n); t != "" {
+			p.errorf(nodePos(n), "%s: YAML reads %s as a mapping; quote it: %s", where, t, strconv.Quote(t))
+			return false
+		}
+	}
 	p.errorf(nodePos(n), "%s: must be %s, not %s", where, want, kindName(n))
 	return false
+}
+
+// flowText is the source text of a flow mapping or list that starts and
+// ends on one line ({msg}, [a, b]), or "".
+func (p *parser) flowText(n *yaml.Node) string {
+	t := p.lineText(n.Line)
+	if n.Column < 1 || n.Column > len(t) {
+		return ""
+	}
+	t = t[n.Column-1:]
+	if end := flowEnd(t); end > 0 {
+		return t[:end]
+	}
+	return ""
+}
+
+// flowEnd is the length of the flow collection that t starts with ({...} or
+// [...], nested and quoted parts skipped), or 0 when it does not close on
+// this line.
+func flowEnd(t string) int {
+	depth := 0
+	var quote byte
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			} else if c == '\\' && quote == '"' {
+				i++
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return 0
 }
 
 // Which scalars a leaf takes, by tag.

@@ -51,12 +51,13 @@ type Invalid struct {
 	Warnings []Diagnostic
 }
 
-// Error returns the first error as "file:line:col: message".
+// Error returns the first error that is a cause (FirstCause) as
+// "file:line:col: message".
 func (e *Invalid) Error() string {
 	if len(e.Errors) == 0 {
 		return "invalid plan"
 	}
-	return e.Errors[0].Error()
+	return e.FirstCause().Error()
 }
 
 // Load reads, parses and validates the plan at path. On failure the error is
@@ -180,6 +181,13 @@ type parser struct {
 
 func (p *parser) errorf(pos Pos, format string, args ...any) {
 	p.errs = append(p.errs, Diagnostic{File: p.file, Line: pos.Line, Col: pos.Col, Message: fmt.Sprintf(format, args...)})
+}
+
+// consequencef records an error that another error of the plan usually
+// causes (see Diagnostic.Consequence).
+func (p *parser) consequencef(pos Pos, format string, args ...any) {
+	p.errorf(pos, format, args...)
+	p.errs[len(p.errs)-1].Consequence = true
 }
 
 func (p *parser) warnf(pos Pos, format string, args ...any) {

@@ -462,6 +462,16 @@ func TestErrors(t *testing.T) {
 		{"tab indent", "name: x\nsteps:\n\t- id: a\n", "plan.yaml:3:1: found character that cannot start any token (hint: YAML indents with spaces, not tabs)"},
 		{"indentation", "name: x\nsteps:\n  - id: a\n    run: x\n   bad: [\n", "plan.yaml:5:4: did not find expected '-' indicator (hint: check this line's indentation"},
 		{"colon in value", "name: x\nsteps:\n  - id: a\n    run: echo: hi\n", "plan.yaml:4:5: mapping values are not allowed in this context (hint: a value that holds ': ' needs quotes"},
+		// The cause before its consequence (issue 34): a misspelt key, not
+		// the step without run: it leaves behind.
+		{"command for run", "name: x\nsteps:\n  - id: a\n    command: echo hi\n", `plan.yaml:4:5: step "a": unknown field "command" (did you mean "run"?)`},
+		{"step for steps", "name: x\nstep:\n  - id: a\n    run: echo hi\n", `plan.yaml:2:1: plan: unknown field "step" (did you mean "steps"?)`},
+		{"consequence alone", "name: x\nsteps:\n  - id: a\n", `plan.yaml:3:5: step "a": has neither run nor plan`},
+		// faber's {var} is YAML's flow syntax: say so where the { is.
+		{"flow mapping run", "name: x\ncontext: {msg: hi}\nsteps:\n  - id: a\n    run: {msg}\n", `plan.yaml:5:10: step "a": run: YAML reads {msg} as a mapping; quote it: "{msg}"`},
+		{"flow mapping item", "name: x\ncontext: {m: hi}\nsteps:\n  - id: a\n    run: x\n    inputs: [{m}]\n", `plan.yaml:6:14: step "a": inputs[0]: YAML reads {m} as a mapping; quote it: "{m}"`},
+		{"brace inside flow item", "name: x\ncontext: {r: '1'}\nsteps:\n  - id: a\n    run: x\n    outputs: [dist/p-{r}.tgz]\n", `plan.yaml:6:22: YAML reads the { of dist/p-{r}.tgz as the start of a mapping; quote the item: "dist/p-{r}.tgz"`},
+		{"brace item start", "name: x\ncontext: {r: '1'}\nsteps:\n  - id: a\n    run: x\n    outputs: [\"a\", {r}.tgz]\n", `plan.yaml:6:20: YAML reads the { of {r}.tgz as the start of a mapping; quote the item: "{r}.tgz"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -469,13 +479,13 @@ func TestErrors(t *testing.T) {
 			if inv == nil {
 				t.Fatalf("no error, want %q", tt.want)
 			}
-			got := inv.Errors[0]
+			got := inv.FirstCause()
 			got.File = filepath.Base(got.File)
 			if !strings.HasPrefix(got.Error(), tt.want) {
-				t.Errorf("first error:\n got %s\nwant %s\nall:\n%s", got.Error(), tt.want, diagText(inv.Errors))
+				t.Errorf("first cause:\n got %s\nwant %s\nall:\n%s", got.Error(), tt.want, diagText(inv.Errors))
 			}
-			if inv.Error() != inv.Errors[0].Error() {
-				t.Errorf("Invalid.Error() = %q, want the first error", inv.Error())
+			if inv.Error() != inv.FirstCause().Error() {
+				t.Errorf("Invalid.Error() = %q, want the first cause", inv.Error())
 			}
 			if strings.Contains(got.Message, "\n") {
 				t.Errorf("message spans lines: %q", got.Message)

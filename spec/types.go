@@ -20,6 +20,21 @@ type Diagnostic struct {
 	Line    int    `json:"line"`
 	Col     int    `json:"col"`
 	Message string `json:"message"`
+	// Consequence marks an error that usually follows from another one
+	// (a step with no run: after an unknown field or a run: that is not
+	// a string): the one line of faber run names a cause first.
+	Consequence bool `json:"-"`
+}
+
+// FirstCause is the error to show when only one is shown: the first that
+// is not a consequence of another (Diagnostic.Consequence), else the first.
+func (inv *Invalid) FirstCause() Diagnostic {
+	for _, d := range inv.Errors {
+		if !d.Consequence {
+			return d
+		}
+	}
+	return inv.Errors[0]
 }
 
 // Error formats the diagnostic as "file:line:col: message" (line/col omitted when unknown).

@@ -449,7 +449,7 @@ func (b *builder) steps(raw *rawPlan) {
 			return
 		}
 		if len(raw.Steps.Nodes) == 0 {
-			b.errorf(raw.Steps.Pos, "plan has no steps")
+			b.consequencef(raw.Steps.Pos, "plan has no steps")
 			return
 		}
 		b.phase(&rawPhase{rawMeta: rawMeta{Pos: raw.Steps.Pos, Where: `phase "main"`}, Name: str{V: "main", Set: true}, Steps: raw.Steps})
@@ -467,7 +467,7 @@ func (b *builder) steps(raw *rawPlan) {
 			}
 		}
 	default:
-		b.errorf(raw.Pos, "plan has no steps (add steps: or phases:)")
+		b.consequencef(raw.Pos, "plan has no steps (add steps: or phases:)")
 	}
 }
 
@@ -698,9 +698,9 @@ func (b *builder) checkStep(s *Step) {
 		b.errorf(ext.Plan.Pos, "%s: has both run and plan; use one of them", where)
 	case !rs.Run.Set && !hasPlan:
 		if ext != nil {
-			b.errorf(s.Pos, "%s: has neither run nor plan", where)
+			b.consequencef(s.Pos, "%s: has neither run nor plan", where)
 		} else {
-			b.errorf(s.Pos, "%s: has no run", where)
+			b.consequencef(s.Pos, "%s: has no run", where)
 		}
 	}
 	if rs.Run.Set && strings.TrimSpace(s.Run) == "" {

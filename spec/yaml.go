@@ -107,6 +107,12 @@ func (p *parser) yamlError(err error) {
 			line, _ = strconv.Atoi(m[1])
 		}
 	}
+	if col, item := flowBrace(p.lineText(line)); line > 0 && col > 0 {
+		// outputs: [dist/{release}.tar.gz] — faber's {var} inside a YAML
+		// flow list starts a mapping there.
+		p.errorf(Pos{Line: line, Col: col}, "YAML reads the { of %s as the start of a mapping; quote the item: %s (YAML: %s)", item, strconv.Quote(item), msg)
+		return
+	}
 	hint, col := yamlHint(msg, p.lineText(line)), 0
 	if line > 0 && hint != "" {
 		// The errors with a hint are about indentation or an open
@@ -119,6 +125,67 @@ func (p *parser) yamlError(err error) {
 		}
 	}
 	p.errorf(Pos{Line: line, Col: col}, "%s%s", msg, hint)
+}
+
+// flowBrace finds, in a line of YAML, the first item of a flow list ([...])
+// that holds a { after its start (dist/{release}.tar.gz): the column of
+// that { (1-based) and the item; 0 when there is none. Quoted items are
+// skipped.
+func flowBrace(line string) (col int, item string) {
+	var quote byte
+	depth := 0  // [ ] nesting
+	start := -1 // where the current flow-list item starts
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '#' && (i == 0 || line[i-1] == ' '):
+			return 0, ""
+		case depth == 0 && c == '[' && valueStart(line[:i]):
+			depth, start = 1, i+1
+		case depth == 0:
+		case c == ' ' && start == i:
+			start = i + 1
+		case (c == '"' || c == '\'') && start == i:
+			quote = c
+		case c == ',' || c == ']':
+			if c == ']' {
+				depth = 0
+			}
+			start = i + 1
+		case c == '{':
+			end, closed := i, -1
+			for braces := 0; end < len(line); end++ {
+				if line[end] == '{' {
+					braces++
+				} else if line[end] == '}' {
+					if braces--; braces == 0 {
+						closed = end
+					}
+				} else if braces == 0 && (line[end] == ',' || line[end] == ']') {
+					break
+				}
+			}
+			it := strings.TrimSpace(line[start:end])
+			if i > start || (closed >= 0 && len(strings.TrimSpace(line[closed+1:end])) > 0) {
+				return i + 1, it
+			}
+			// {a: b} alone is a mapping YAML reads well; the checks
+			// after parsing say if it does not belong there.
+			i = end - 1
+		}
+	}
+	return 0, ""
+}
+
+// valueStart reports whether what precedes a character on its line makes
+// it the start of a YAML value: nothing, "key:" or "-" before it.
+func valueStart(before string) bool {
+	b := strings.TrimRight(before, " ")
+	return b == "" || (len(b) < len(before) && (strings.HasSuffix(b, ":") || strings.HasSuffix(b, "-")))
 }
 
 // lineText is line n (1-based) of the plan, without its line ending.

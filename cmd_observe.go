@@ -28,7 +28,7 @@ func warnDamaged(g *Globals, de *state.DamagedError) {
 // ListCmd lists runs.
 type ListCmd struct {
 	JSON   bool     `name:"json" help:"Print a JSON array of {run_id, plan, status, started_at, finished_at}."`
-	Status []string `name:"status" placeholder:"S" help:"Only runs with this status (repeatable, or a comma list)."`
+	Status []string `name:"status" placeholder:"S" predictor:"runstatus" help:"Only runs with this status (repeatable, or a comma list)."`
 	Plan   string   `name:"plan" placeholder:"NAME" help:"Only runs of the plan with this name."`
 	Limit  int      `name:"limit" placeholder:"N" help:"At most N runs, newest first, after the other filters (child runs come along with their parent)."`
 }
@@ -296,7 +296,7 @@ func (c *EventsCmd) Run(g *Globals) error {
 // LogsCmd prints a step's logs.
 type LogsCmd struct {
 	RunRef   `embed:""`
-	Step     string `arg:"" optional:"" name:"step" help:"The step id."`
+	Step     string `arg:"" optional:"" name:"step" predictor:"runstep" help:"The step id."`
 	Attempt  int    `name:"attempt" placeholder:"N" help:"Which attempt (default: the latest); for --handler/--recovery, the failed attempt that triggered it."`
 	Stderr   bool   `name:"stderr" help:"Print stderr instead of stdout."`
 	Handler  bool   `name:"handler" help:"The on_failure handler's log."`

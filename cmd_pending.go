@@ -60,7 +60,7 @@ func (c *PendingCmd) Run(g *Globals) error {
 // ClassifyCmd classifies a pending_failed step.
 type ClassifyCmd struct {
 	RunRef  `embed:""`
-	Step    string        `arg:"" optional:"" name:"step" help:"The pending_failed step."`
+	Step    string        `arg:"" optional:"" name:"step" predictor:"runstep" help:"The pending_failed step."`
 	Retry   bool          `name:"retry" xor:"action" required:"" help:"Run the step again on resume (next attempt number)."`
 	Fail    bool          `name:"fail" xor:"action" required:"" help:"Fail the step for good; its dependents are canceled."`
 	Reason  string        `name:"reason" placeholder:"TEXT" help:"Why: recorded in the step_classified event."`

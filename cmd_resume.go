@@ -97,7 +97,7 @@ func resumeSession(g *Globals, runID string, o run.ResumeOptions, a sessionArgs)
 type ResetCmd struct {
 	RunRef     `embed:""`
 	FailedOnly bool     `name:"failed-only" help:"Only failed, canceled and pending_failed steps (and their downstream)."`
-	Step       []string `name:"step" placeholder:"ID" help:"Reset this step and everything downstream (repeatable)."`
+	Step       []string `name:"step" placeholder:"ID" predictor:"runstep" help:"Reset this step and everything downstream (repeatable)."`
 }
 
 // Help explains reset.

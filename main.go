@@ -90,7 +90,7 @@ type CLI struct {
 	Version    VersionCmd    `cmd:"" help:"Print faber's version (--json: with the commit and build date)."`
 	Completion CompletionCmd `cmd:"" help:"Print a shell completion script (bash, zsh, fish)."`
 	Help       HelpCmd       `cmd:"" help:"Show help for faber or one of its commands: faber help run."`
-	Man        ManCmd        `cmd:"" hidden:"" help:"Print the manual page faber(1) in roff (man -l faber.1)."`
+	Man        ManCmd        `cmd:"" help:"Print the manual page faber(1) in roff: faber man > ~/.local/share/man/man1/faber.1, then man faber."`
 }
 
 const description = `faber runs workflow plans on this machine and does exactly what the plan says

@@ -109,6 +109,24 @@ type StatusCmd struct {
 	All    bool `name:"all" help:"List every item of a fan-out step (by default those that did not succeed, at most 20)."`
 }
 
+// Help explains status, and what its columns measure.
+func (c *StatusCmd) Help() string {
+	return `Shows one run: its status, then a row per step with its status, attempt,
+exit code, duration, peak memory and error (a fan-out's items under it).
+
+PEAK MEM is the last attempt's peak memory, with its limit when one was set
+(164MiB/256MiB) and oom or timeout when that ended it. Unmarked, it is the
+attempt's own (its cgroup, or Slurm's accounting); marked ≤ (≤38MiB) it is
+an upper bound: without a cgroup it comes from wait4, which on Linux counts
+faber's own memory until the step's program starts. Give a step memory: to
+measure it exactly (README "Resources").
+
+Examples:
+  faber status --last
+  faber status build-20260501T100000-1a2b --all      every item of a fan-out
+  faber status --last --json | jq '.steps[] | select(.status != "success") | .id'`
+}
+
 // maxItemRows is how many items of one fan-out faber status lists.
 const maxItemRows = 20
 

@@ -37,7 +37,11 @@ func (c *PendingCmd) Run(g *Globals) error {
 		}
 		fmt.Fprintf(g.stdout, "step %s (phase %s): attempt %d, exit %s: %s\n", p.StepID, p.Phase, p.Attempt, code, p.Error)
 		if p.PeakRSSBytes > 0 || p.Cause != "" {
-			fmt.Fprintf(g.stdout, "  memory: peak %s", spec.FormatSize(p.PeakRSSBytes))
+			peak := spec.FormatSize(p.PeakRSSBytes)
+			if p.PeakUpperBound {
+				peak = "≤" + peak
+			}
+			fmt.Fprintf(g.stdout, "  memory: peak %s", peak)
 			if p.MemoryLimitBytes > 0 {
 				fmt.Fprintf(g.stdout, " of a %s limit", spec.FormatSize(p.MemoryLimitBytes))
 			}

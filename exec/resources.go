@@ -204,3 +204,24 @@ func lowerHex(s string) bool {
 // FormatSize writes a byte count as faber shows sizes (spec.FormatSize), for
 // the renderers, which know exec's types only.
 func FormatSize(n int64) string { return spec.FormatSize(n) }
+
+// PeakExact reports whether the peak memory is the attempt's own: measured
+// by its cgroup or by Slurm's accounting. From rusage (wait4) it is an
+// upper bound: on Linux a child started by faber counts faber's own pages
+// until it execs (Go starts children with vfork), so a trivial step shows
+// faber's size, tens of MiB.
+func (r *Resources) PeakExact() bool {
+	return r != nil && (r.Source == SourceCgroup || r.Source == SourceSacct)
+}
+
+// PeakText is the peak memory as the views print it: "164MiB" when it is
+// the attempt's own (PeakExact), "≤38MiB" when it is an upper bound.
+func (r *Resources) PeakText() string {
+	if r == nil {
+		return ""
+	}
+	if r.PeakExact() {
+		return spec.FormatSize(r.PeakRSSBytes)
+	}
+	return "≤" + spec.FormatSize(r.PeakRSSBytes)
+}

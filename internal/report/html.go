@@ -137,7 +137,7 @@ func resourcesText(a *Attempt) string {
 		if res.WallMs > 0 {
 			cpu += fmt.Sprintf(" in %s wall", durText(res.WallMs))
 		}
-		mem = "peak " + spec.FormatSize(res.PeakRSSBytes)
+		mem = "peak " + res.PeakText()
 		if res.MemoryLimitBytes > 0 {
 			mem += fmt.Sprintf(" of %s limit (%d%%)", spec.FormatSize(res.MemoryLimitBytes), res.PeakRSSBytes*100/res.MemoryLimitBytes)
 		}

@@ -19,7 +19,7 @@ func PeakText(st *exec.StepState) string {
 	if a.Resources == nil {
 		return "-"
 	}
-	t := spec.FormatSize(a.Resources.PeakRSSBytes)
+	t := a.Resources.PeakText()
 	if a.Resources.MemoryLimitBytes > 0 {
 		t += "/" + spec.FormatSize(a.Resources.MemoryLimitBytes)
 	}
@@ -64,6 +64,7 @@ func addResources(p *PendingStep, st *exec.StepState) {
 	p.Cause = a.Cause
 	if a.Resources != nil {
 		p.PeakRSSBytes, p.MemoryLimitBytes = a.Resources.PeakRSSBytes, a.Resources.MemoryLimitBytes
+		p.PeakUpperBound = !a.Resources.PeakExact()
 	}
 	switch {
 	case a.Cause == spec.CauseOOM && p.MemoryLimitBytes > 0:

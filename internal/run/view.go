@@ -199,6 +199,9 @@ type PendingStep struct {
 	Cause            string `json:"cause,omitempty"`
 	PeakRSSBytes     int64  `json:"peak_rss_bytes,omitempty"`
 	MemoryLimitBytes int64  `json:"memory_limit_bytes,omitempty"`
+	// PeakUpperBound: the peak is not the attempt's own (no cgroup, no
+	// accounting) but an upper bound of it (Resources.PeakExact).
+	PeakUpperBound bool `json:"peak_upper_bound,omitempty"`
 }
 
 // Pending lists a run's pending_failed steps with their stderr tails.

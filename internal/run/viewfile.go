@@ -215,6 +215,9 @@ func (f *viewFile) brief() (*exec.View, error) {
 				a := &exec.AttemptEnd{Attempt: int(r.varint()), Cause: r.str(), ExitCode: int(r.varint())}
 				if flags&rowResources != 0 {
 					a.Resources = &exec.Resources{PeakRSSBytes: r.varint(), MemoryLimitBytes: r.varint()}
+					if flags&rowSource != 0 {
+						a.Resources.Source = r.str()
+					}
 				}
 				st.Attempts = []*exec.AttemptEnd{a}
 			}
@@ -234,6 +237,7 @@ const (
 	rowCached
 	rowAttempt   // the last attempt's end
 	rowResources // ... with its resources
+	rowSource    // ... and where they come from (Resources.Source)
 )
 
 // appendTable appends the table of a view file: the run's id, plan, status,
@@ -272,6 +276,9 @@ func appendTable(b []byte, v *exec.View) []byte {
 			flags |= rowAttempt
 			if last.Resources != nil {
 				flags |= rowResources
+				if last.Resources.Source != "" {
+					flags |= rowSource
+				}
 			}
 		}
 		w.b = append(w.b, flags)
@@ -301,6 +308,9 @@ func appendTable(b []byte, v *exec.View) []byte {
 			if r := last.Resources; r != nil {
 				w.varint(r.PeakRSSBytes)
 				w.varint(r.MemoryLimitBytes)
+				if r.Source != "" {
+					w.str(r.Source)
+				}
 			}
 		}
 	}

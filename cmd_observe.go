@@ -111,7 +111,7 @@ type StatusCmd struct {
 
 // Help explains status, and what its columns measure.
 func (c *StatusCmd) Help() string {
-	return `Shows one run: its status, then a row per step with its status, attempt,
+	return `The run's status comes first, then a row per step: its status, attempt,
 exit code, duration, peak memory and error (a fan-out's items under it).
 
 PEAK MEM is the last attempt's peak memory, with its limit when one was set

@@ -14,6 +14,18 @@ type CacheCmd struct {
 	Clear CacheClearCmd `cmd:"" help:"Forget cached step results (every one, or one plan's with --plan); the next run runs those steps."`
 }
 
+// Help explains the cache, with examples.
+func (c *CacheCmd) Help() string {
+	return `A step with inputs: is skipped, status cached, when an earlier run of the same
+plan ran it with the same command, environment and input contents and it
+succeeded; these commands show and forget those results (README "Caching").
+
+Examples:
+  faber cache                            every cached result in the state dir
+  faber cache --plan build --json
+  faber cache clear --plan build         the next run of build runs every step`
+}
+
 // CacheListCmd lists the cache's entries.
 type CacheListCmd struct {
 	Plan string `name:"plan" placeholder:"NAME" help:"Only this plan's entries."`

@@ -38,7 +38,11 @@ faber logs --last <Tab>, classify, reset --step) and run statuses (faber list
 The manual page comes from faber too (a go install ships none):
 
   mkdir -p ~/.local/share/man/man1 && faber man > ~/.local/share/man/man1/faber.1
-  man faber`
+  man faber
+
+Examples:
+  source <(faber completion bash)       try it in this shell
+  faber completion bash | sudo tee /etc/bash_completion.d/faber     for every user`
 }
 
 // completionScripts are the shell lines that hand completion to faber

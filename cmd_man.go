@@ -12,6 +12,17 @@ import (
 // model as --help (release builds ship it as faber.1).
 type ManCmd struct{}
 
+// Help explains man.
+func (c *ManCmd) Help() string {
+	return `Prints the manual page faber(1) in roff, made from the same descriptions as
+--help. Release archives carry it as faber.1; after go install, write it
+where man looks.
+
+Examples:
+  mkdir -p ~/.local/share/man/man1 && faber man > ~/.local/share/man/man1/faber.1 && man faber
+  faber man | man -l -`
+}
+
 // Run writes the page in roff (man -l faber.1 shows it).
 func (c *ManCmd) Run(ctx *kong.Context, g *Globals) error {
 	writeMan(g.stdout, ctx.Model, currentBuild().Version)

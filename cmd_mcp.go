@@ -23,7 +23,12 @@ pending_failed. Tools:
 
 Runs are looked up in --state-dir / FABER_STATE_DIR. The server ends when
 stdin closes, after answering every request it read. Register it with an
-agent, e.g.: claude mcp add faber -- faber mcp`
+agent, e.g.: claude mcp add faber -- faber mcp
+
+Examples:
+  claude mcp add faber -- faber mcp
+  claude mcp add faber -- faber --state-dir /srv/pipelines/.faber mcp
+  faber recover --last --agent "claude -p"     the same tools, one command`
 }
 
 // Run serves until stdin closes.

@@ -16,6 +16,17 @@ type PendingCmd struct {
 	JSON   bool `name:"json" help:"Print a JSON array of {step_id, name, phase, attempt, exit_code, error, hint, stderr_tail}."`
 }
 
+// Help explains pending.
+func (c *PendingCmd) Help() string {
+	return `Lists the steps of a run that wait as pending_failed for a decision (plans with
+use_pending_failed: true): exit code, attempt, error, cause and peak memory,
+a hint, and the last 50 lines of stderr, with the classify command to run.
+
+Examples:
+  faber pending --last
+  faber pending build-20260501T100000-1a2b --json | jq -r '.[].step_id'`
+}
+
 // Run prints the pending steps.
 func (c *PendingCmd) Run(g *Globals) error {
 	v, err := c.view(g)
@@ -65,8 +76,8 @@ func (c *PendingCmd) Run(g *Globals) error {
 type ClassifyCmd struct {
 	RunRef  `embed:""`
 	Step    string        `arg:"" optional:"" name:"step" predictor:"runstep" help:"The pending_failed step."`
-	Retry   bool          `name:"retry" xor:"action" required:"" help:"Run the step again on resume (next attempt number)."`
-	Fail    bool          `name:"fail" xor:"action" required:"" help:"Fail the step for good; its dependents are canceled."`
+	Retry   bool          `name:"retry" xor:"action" help:"Run the step again on resume (next attempt number). One of --retry or --fail is needed."`
+	Fail    bool          `name:"fail" xor:"action" help:"Fail the step for good; its dependents are canceled. One of --retry or --fail is needed."`
 	Reason  string        `name:"reason" placeholder:"TEXT" help:"Why: recorded in the step_classified event."`
 	Memory  string        `name:"memory" placeholder:"SIZE" help:"With --retry: the next attempt's memory limit (512MiB, 8GiB)."`
 	Timeout time.Duration `name:"timeout" placeholder:"DURATION" help:"With --retry: the next attempt's timeout (2h)."`
@@ -77,11 +88,20 @@ func (c *ClassifyCmd) Help() string {
 	return `Records a decision on a step that waits as pending_failed (a step_classified
 event with your reason). --retry makes it pending again; --fail makes it a
 failure for good and cancels what depends on it. Then 'faber resume <run-id>'
-continues. On a run that is still active, the running faber applies it.`
+continues. On a run that is still active, the running faber applies it.
+Give one of --retry or --fail, not both.
+
+Examples:
+  faber classify --last load --retry --reason "the mirror was down"
+  faber classify build-20260501T100000-1a2b load --retry --memory 8GiB
+  faber classify --last load --fail --reason "bad input: fix the data first"`
 }
 
 // Run classifies the step, through the live owner if there is one.
 func (c *ClassifyCmd) Run(g *Globals) error {
+	if !c.Retry && !c.Fail {
+		return withCode(exitUsage, fmt.Errorf("classify needs a decision: --retry (run the step again) or --fail (fail it for good)"))
+	}
 	if err := lastWithStep(c.Last, &c.RunID, &c.Step); err != nil {
 		return err
 	}

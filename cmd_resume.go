@@ -107,7 +107,11 @@ numbers continue and logs are kept. Refused while the run is active.
 
   faber reset <run-id> --failed-only   failed, canceled, pending_failed steps and their downstream
   faber reset <run-id> --step build    build and everything after it
-  faber reset <run-id>                 every step`
+  faber reset <run-id>                 every step
+
+Examples:
+  faber reset --last --failed-only && faber resume --last
+  faber reset build-20260501T100000-1a2b --step test --step lint`
 }
 
 // Run resets the steps and records why.

@@ -77,6 +77,16 @@ type VersionCmd struct {
 	JSON bool `name:"json" help:"Print {version, commit, date, modified, go, platform} as JSON."`
 }
 
+// Help explains version.
+func (c *VersionCmd) Help() string {
+	return `Prints faber's version, the commit it was built from and the build date (from
+the release build, else from Go's build info).
+
+Examples:
+  faber version
+  faber version --json | jq -r .version`
+}
+
 // Run prints version, commit and build date.
 func (c *VersionCmd) Run(g *Globals) error {
 	b := currentBuild()

@@ -86,7 +86,7 @@ func PlainLine(e exec.Event, s Styles) string {
 		return fmt.Sprintf("%s %s resumed run %s", ts, s.Glyph(exec.RunInProgress), e.RunID)
 	case exec.EvRunStarted:
 		d := data[exec.RunStarted](e)
-		return fmt.Sprintf("%s %s run %s (plan %s, %d steps)", ts, s.Glyph(exec.RunInProgress), e.RunID, d.Plan, d.TotalSteps)
+		return fmt.Sprintf("%s %s run %s (plan %s, %s)", ts, s.Glyph(exec.RunInProgress), e.RunID, d.Plan, steps(d.TotalSteps))
 	case exec.EvStepStatus:
 		d := data[exec.StepStatus](e)
 		msg := fmt.Sprintf("%s %s %s %s", ts, s.Glyph(e.Status), e.StepID, s.Status(e.Status))
@@ -165,10 +165,18 @@ func PlainLine(e exec.Event, s Styles) string {
 		if len(d.FailedSteps) > 0 {
 			failed = " — failed: " + strings.Join(d.FailedSteps, ", ")
 		}
-		return fmt.Sprintf("%s %s run %s %s (%d steps, %d failed)%s", ts, s.Glyph(e.Status), e.RunID, s.Status(e.Status),
-			d.TotalSteps, d.FailedStepsCount, failed)
+		return fmt.Sprintf("%s %s run %s %s (%s, %d failed)%s", ts, s.Glyph(e.Status), e.RunID, s.Status(e.Status),
+			steps(d.TotalSteps), d.FailedStepsCount, failed)
 	}
 	return ""
+}
+
+// steps is "1 step", "5 steps".
+func steps(n int) string {
+	if n == 1 {
+		return "1 step"
+	}
+	return fmt.Sprintf("%d steps", n)
 }
 
 func delayText(ms int64) string {

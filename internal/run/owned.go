@@ -20,7 +20,7 @@ func Open(stateDir, runID string, opt state.Options) (*state.Store, error) {
 	if err != nil {
 		var le *state.LockedError
 		if errors.As(err, &le) {
-			return nil, stateProblem(fmt.Errorf("run %s is active in process %d; wait for it, or stop that process", runID, le.PID))
+			return nil, stateProblem(fmt.Errorf("run %s is active in process %d; watch it with faber attach %s, or stop it with faber stop %s", runID, le.PID, runID, runID))
 		}
 		return nil, StoreError(err, runID, stateDir)
 	}

@@ -66,6 +66,7 @@ func (c *CacheListCmd) Run(g *Globals) error {
 // CacheClearCmd removes entries.
 type CacheClearCmd struct {
 	Plan string `name:"plan" placeholder:"NAME" help:"Only this plan's entries."`
+	JSON bool   `name:"json" help:"Print {cleared: N} instead of a sentence."`
 }
 
 // Run removes the entries.
@@ -73,6 +74,11 @@ func (c *CacheClearCmd) Run(g *Globals) error {
 	n, err := run.ClearCache(g.StateDir, c.Plan)
 	if err != nil {
 		return err
+	}
+	if c.JSON {
+		return printJSON(g.stdout, struct {
+			Cleared int `json:"cleared"`
+		}{n})
 	}
 	fmt.Fprintf(g.stdout, "cleared %d cached %s\n", n, plural(n, "step", "steps"))
 	return nil

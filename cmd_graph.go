@@ -17,6 +17,7 @@ type GraphCmd struct {
 	Set     setFlags `name:"set" placeholder:"KEY=VALUE" help:"Override a context variable (repeatable; one --set is one KEY=VALUE)."`
 	SetFile setFlags `name:"set-file" placeholder:"KEY=PATH" help:"Set a context variable to a file's content, one trailing newline dropped (repeatable)."`
 	Format  string   `name:"format" enum:"text,dot,json" default:"text" help:"Output: text (levels and a -> b edges), dot (Graphviz, phases as clusters) or json."`
+	JSON    bool     `name:"json" help:"The same as --format json."`
 }
 
 // Help explains graph.
@@ -38,6 +39,12 @@ func (c *GraphCmd) Run(g *Globals) error {
 	plan, _, _, err := loadPlan(g, c.Plan, setSources{sets: c.Set, files: c.SetFile, env: os.Environ()})
 	if err != nil {
 		return err
+	}
+	if c.JSON {
+		if c.Format != "text" && c.Format != "json" {
+			return withCode(exitUsage, fmt.Errorf("--json is --format json; it cannot go with --format %s", c.Format))
+		}
+		c.Format = "json"
 	}
 	switch c.Format {
 	case "dot":

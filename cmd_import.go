@@ -19,6 +19,7 @@ type ImportCmd struct {
 	File   string `arg:"" name:"file" help:"The file to convert (YAML or JSON)."`
 	Out    string `short:"o" name:"output" placeholder:"FILE" help:"Write the plan to FILE instead of stdout."`
 	Agent  string `name:"agent" placeholder:"CMD" help:"FABER: the agent command line that prompts and skills run through (default: the plan's agent, else 'claude -p')."`
+	JSON   bool   `name:"json" help:"Print {plan, written_to, warnings} as JSON: the plan's YAML text, the file written (-o) or null, the warnings (also on stderr)."`
 }
 
 // Help explains import.
@@ -85,12 +86,28 @@ func (c *ImportCmd) Run(g *Globals) error {
 	if err := c.check(format, data, opts, out); err != nil {
 		return err
 	}
-	if c.Out == "" {
+	if c.Out == "" && !c.JSON {
 		_, err := g.stdout.Write(out)
 		return err
 	}
-	if err := os.WriteFile(c.Out, out, 0o644); err != nil {
-		return withCode(exitFailed, fmt.Errorf("cannot write %s: %w", c.Out, unwrapPath(err)))
+	if c.Out != "" {
+		if err := os.WriteFile(c.Out, out, 0o644); err != nil {
+			return withCode(exitFailed, fmt.Errorf("cannot write %s: %w", c.Out, unwrapPath(err)))
+		}
+	}
+	if c.JSON {
+		res := struct {
+			Plan      string   `json:"plan"`
+			WrittenTo *string  `json:"written_to"`
+			Warnings  []string `json:"warnings"`
+		}{Plan: string(out), Warnings: []string{}}
+		if c.Out != "" {
+			res.WrittenTo = &c.Out
+		}
+		for _, w := range warns {
+			res.Warnings = append(res.Warnings, fmt.Sprint(w))
+		}
+		return printJSON(g.stdout, res)
 	}
 	return nil
 }

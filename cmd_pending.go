@@ -81,6 +81,7 @@ type ClassifyCmd struct {
 	Reason  string        `name:"reason" placeholder:"TEXT" help:"Why: recorded in the step_classified event."`
 	Memory  string        `name:"memory" placeholder:"SIZE" help:"With --retry: the next attempt's memory limit (512MiB, 8GiB)."`
 	Timeout time.Duration `name:"timeout" placeholder:"DURATION" help:"With --retry: the next attempt's timeout (2h)."`
+	JSON    bool          `name:"json" help:"Print {run_id, step_id, action, applied_by_pid} instead of a sentence (applied_by_pid: the running faber that applies it now, else null)."`
 }
 
 // Help explains classify.
@@ -119,7 +120,21 @@ func (c *ClassifyCmd) Run(g *Globals) error {
 	if err := run.ClassifyWith(g.StateDir, c.RunID, c.Step, action, c.Reason, lim, storeOptions(g)); err != nil {
 		return err
 	}
-	if o, err := state.OwnerOf(g.StateDir, c.RunID); err == nil && o.Alive {
+	o, err := state.OwnerOf(g.StateDir, c.RunID)
+	live := err == nil && o.Alive
+	if c.JSON {
+		out := struct {
+			RunID  string `json:"run_id"`
+			StepID string `json:"step_id"`
+			Action string `json:"action"`
+			PID    *int   `json:"applied_by_pid"`
+		}{RunID: c.RunID, StepID: c.Step, Action: action}
+		if live {
+			out.PID = &o.PID
+		}
+		return printJSON(g.stdout, out)
+	}
+	if live {
 		fmt.Fprintf(g.stdout, "step %s of run %s classified %s; the running faber (pid %d) applies it now\n", c.Step, c.RunID, action, o.PID)
 		return nil
 	}

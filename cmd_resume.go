@@ -20,6 +20,7 @@ type ResumeCmd struct {
 	Jobs          int    `name:"jobs" short:"j" placeholder:"N" help:"Run at most N steps at once."`
 	FailFast      bool   `name:"fail-fast" help:"On a stop, terminate running steps instead of letting them finish."`
 	UI            string `name:"ui" enum:"auto,tui,plain,json" default:"auto" help:"Progress display: auto, tui, plain or json."`
+	JSON          bool   `name:"json" help:"The same as --ui json: one event per line."`
 	capacityFlags `embed:""`
 }
 
@@ -47,6 +48,9 @@ resolves it again from its flags, the plan's resources: and this machine.`
 
 // Run resumes the run.
 func (c *ResumeCmd) Run(g *Globals) error {
+	if err := jsonUI(c.JSON, &c.UI); err != nil {
+		return err
+	}
 	if err := checkUI(g, c.UI); err != nil {
 		return err
 	}
@@ -98,6 +102,7 @@ type ResetCmd struct {
 	RunRef     `embed:""`
 	FailedOnly bool     `name:"failed-only" help:"Only failed, canceled and pending_failed steps (and their downstream)."`
 	Step       []string `name:"step" placeholder:"ID" predictor:"runstep" help:"Reset this step and everything downstream (repeatable)."`
+	JSON       bool     `name:"json" help:"Print {run_id, reset: [step ids]} instead of a sentence."`
 }
 
 // Help explains reset.
@@ -122,6 +127,16 @@ func (c *ResetCmd) Run(g *Globals) error {
 	changed, err := run.Reset(g.StateDir, c.RunID, c.FailedOnly, c.Step, storeOptions(g))
 	if err != nil {
 		return err
+	}
+	if c.JSON {
+		ids := make([]string, 0, len(changed))
+		for _, st := range changed {
+			ids = append(ids, st.ID)
+		}
+		return printJSON(g.stdout, struct {
+			RunID string   `json:"run_id"`
+			Reset []string `json:"reset"`
+		}{c.RunID, ids})
 	}
 	if len(changed) == 0 {
 		fmt.Fprintf(g.stdout, "nothing to reset in run %s\n", c.RunID)

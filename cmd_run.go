@@ -28,6 +28,7 @@ type RunCmd struct {
 	Jobs          int      `name:"jobs" short:"j" placeholder:"N" help:"Run at most N steps at once (default: the plan's jobs, else the CPU count)."`
 	FailFast      bool     `name:"fail-fast" help:"On a stop, terminate running steps instead of letting them finish."`
 	UI            string   `name:"ui" enum:"auto,tui,plain,json" default:"auto" help:"Progress display: auto (the live view in a terminal, else plain), tui, plain (one line per transition), json (one event per line)."`
+	JSON          bool     `name:"json" help:"Machine-readable output, as every command's --json: the same as --ui json (one event per line; with --dry-run, one JSON document)."`
 	DryRun        bool     `name:"dry-run" help:"Show the steps in the order they would run, with their commands and handlers resolved, and which steps the cache would skip and why; run nothing, write nothing (--ui json: one JSON document)."`
 	NoCache       bool     `name:"no-cache" help:"Run every step: do not skip steps whose inputs are unchanged (their successes are still recorded in the cache)."`
 	Force         []string `name:"force" placeholder:"STEP" help:"Run STEP even if the cache has it (repeatable, or comma-separated; a fan-out step forces its items)."`
@@ -73,6 +74,9 @@ Examples:
 // Run validates the plan, creates the run and runs it.
 func (c *RunCmd) Run(g *Globals) error {
 	go warmProcessStart()
+	if err := jsonUI(c.JSON, &c.UI); err != nil {
+		return err
+	}
 	if err := checkUI(g, c.UI); err != nil {
 		return err
 	}
@@ -336,6 +340,19 @@ func onTerminal(g *Globals) bool {
 	in, ok1 := g.stdin.(*os.File)
 	out, ok2 := g.stdout.(*os.File)
 	return ok1 && ok2 && isatty.IsTerminal(in.Fd()) && isatty.IsTerminal(out.Fd())
+}
+
+// jsonUI makes --json the --ui json it stands for; another --ui with it is
+// a usage error.
+func jsonUI(json bool, ui *string) error {
+	if !json {
+		return nil
+	}
+	if *ui != "auto" && *ui != "json" {
+		return withCode(exitUsage, fmt.Errorf("--json is --ui json; it cannot go with --ui %s", *ui))
+	}
+	*ui = "json"
+	return nil
 }
 
 // checkUI refuses --ui tui without a terminal, before anything starts.

@@ -17,6 +17,25 @@ type StopCmd struct {
 	RunRef `embed:""`
 	Hard   bool `name:"hard" help:"Kill the run's processes at once (SIGKILL), like a second Ctrl-C."`
 	NoWait bool `name:"no-wait" help:"Return once the run has the request, without waiting for it to end."`
+	JSON   bool `name:"json" help:"Print {run_id, status} at the end (status: the run's, or null with --no-wait); messages go to stderr."`
+}
+
+// stopped prints how the run ended (status "" with --no-wait).
+func (c *StopCmd) stopped(g *Globals, status string) {
+	if c.JSON {
+		out := struct {
+			RunID  string  `json:"run_id"`
+			Status *string `json:"status"`
+		}{RunID: c.RunID}
+		if status != "" {
+			out.Status = &status
+		}
+		printJSON(g.stdout, out)
+		return
+	}
+	if status != "" {
+		fmt.Fprintf(g.stdout, "run %s %s\n", c.RunID, status)
+	}
 }
 
 // Help explains stop.
@@ -62,7 +81,16 @@ func (c *StopCmd) Run(g *Globals) error {
 		// re-attach to is stopped as a running step is; nothing new
 		// starts; the run ends interrupted and resumable.
 		fmt.Fprintf(g.stderr, "run %s has no faber (it died); ending what it left running\n", c.RunID)
-		return resumeSession(g, c.RunID, run.ResumeOptions{Stopping: true}, sessionArgs{ui: "plain", stopAtStart: true})
+		if !c.JSON {
+			return resumeSession(g, c.RunID, run.ResumeOptions{Stopping: true}, sessionArgs{ui: "plain", stopAtStart: true})
+		}
+		quiet := *g // its progress to stderr: stdout is the JSON result
+		quiet.stdout = g.stderr
+		err = resumeSession(&quiet, c.RunID, run.ResumeOptions{Stopping: true}, sessionArgs{ui: "plain", stopAtStart: true})
+		if v, verr := run.View(g.StateDir, c.RunID); verr == nil {
+			c.stopped(g, v.Run.Status)
+		}
+		return err
 	}
 	rep, ok, err := control.Send(state.RunDir(g.StateDir, c.RunID), control.Msg{Op: "stop", Hard: c.Hard})
 	switch {
@@ -84,6 +112,7 @@ func (c *StopCmd) Run(g *Globals) error {
 	}
 	fmt.Fprintf(g.stderr, "%s run %s (process %d)\n", how, c.RunID, o.PID)
 	if c.NoWait {
+		c.stopped(g, "")
 		return nil
 	}
 	for {
@@ -96,7 +125,7 @@ func (c *StopCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(g.stdout, "run %s %s\n", c.RunID, v.Run.Status)
+	c.stopped(g, v.Run.Status)
 	if v.Run.Status != exec.RunSuccess {
 		fmt.Fprintf(g.stderr, "resume with: faber resume %s\n", c.RunID)
 	}

@@ -261,6 +261,19 @@ type EventsCmd struct {
 	Follow bool `short:"f" help:"Keep printing new events until the run ends."`
 }
 
+// Help explains events.
+func (c *EventsCmd) Help() string {
+	return `Prints a run's audit trail, oldest first: every transition and decision
+faber took (attempts, rules matched, recovery scripts, handlers and what they
+did, classifications, the end evaluation), one line each; --json prints the
+events exactly as stored (README "Events").
+
+Examples:
+  faber events --last
+  faber events --last --follow                 as the run goes on
+  faber events --last --json | jq -c 'select(.type == "step_handler_invoked")'`
+}
+
 // Run prints events oldest first.
 func (c *EventsCmd) Run(g *Globals) error {
 	if err := c.resolve(g); err != nil {

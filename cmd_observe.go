@@ -284,7 +284,7 @@ func (c *EventsCmd) Run(g *Globals) error {
 	s := tui.NewStyles(useColor(g, g.stdout))
 	out := bufio.NewWriter(g.stdout)
 	log := run.NewEventLog(g.StateDir, c.RunID)
-	warned := false
+	warned, final := false, false
 	for {
 		lines, err := log.Read()
 		if !warned && log.Opened() {
@@ -310,12 +310,15 @@ func (c *EventsCmd) Run(g *Globals) error {
 			return err
 		}
 		// A write error (a full disk, a closed pipe) ends the command.
-		if err := out.Flush(); err != nil || !c.Follow {
+		if err := out.Flush(); err != nil || !c.Follow || final {
 			return err
 		}
 		if ended {
 			if !run.OwnerAlive(g.StateDir, c.RunID) {
-				return nil
+				// One more read: what the owner wrote after the end
+				// event before it exited (notify_failed).
+				final = true
+				continue
 			}
 		} else if o, err := state.OwnerOf(g.StateDir, c.RunID); err == nil && !o.Alive && len(lines) == 0 {
 			return nil

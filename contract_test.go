@@ -370,6 +370,11 @@ func checkCase(t *testing.T, self string, c *model.Case, allowed map[string]mode
 	for _, evs := range allEvs {
 		problems = append(problems, checkInvariants(c, evs, string(trace))...)
 	}
+	if !killed {
+		for _, id := range runs {
+			problems = append(problems, checkNotified(c, stateDir, id)...)
+		}
+	}
 	if len(problems) == 0 {
 		return ""
 	}
@@ -711,4 +716,88 @@ func stopDead(t *testing.T, self, dir, stateDir, runID string, faber func(int, .
 		return fmt.Sprintf("after faber stop, the run is %s, not interrupted:\n%s", st.Status, out)
 	}
 	return ""
+}
+
+// checkNotified checks that every notification of the case ran on every
+// event of its kinds and was recorded as failed (each fails: exit 1, or
+// 124 past its timeout) with a notify_failed event, after that event. (A
+// killed faber may lose what its notifications did: not checked then.)
+func checkNotified(c *model.Case, stateDir, runID string) []string {
+	if len(c.Notify) == 0 {
+		return nil
+	}
+	lines, err := state.ReadEvents(stateDir, runID, 0)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	type key struct {
+		seq   int64
+		kind  string
+		index int
+	}
+	want := map[key]int{} // -> exit code
+	got := map[key]int{}
+	var bad []string
+	for _, l := range lines {
+		var e struct {
+			Seq        int64  `json:"seq"`
+			Type       string `json:"type"`
+			Status     string `json:"status"`
+			ExitCode   int    `json:"exit_code"`
+			Kind       string `json:"kind"`
+			Index      int    `json:"index"`
+			TriggerSeq int64  `json:"trigger_seq"`
+		}
+		if err := json.Unmarshal(l, &e); err != nil {
+			return []string{err.Error()}
+		}
+		var kinds []string
+		switch {
+		case e.Type == "step_status" && (e.Status == "failure" || e.Status == "remediation_failed"):
+			kinds = []string{"step_failed"}
+		case e.Type == "step_status" && e.Status == "pending_failed":
+			kinds = []string{"awaiting_decision"}
+		case e.Type == "workflow_completed" || e.Type == "workflow_failed":
+			kinds = []string{"run_finished"}
+			if e.Status == "failed" || e.Status == "remediation_failed" {
+				kinds = append(kinds, "run_failed")
+			}
+			if e.Status == "interrupted" {
+				kinds = append(kinds, "run_interrupted")
+			}
+		case e.Type == "notify_failed":
+			k := key{e.TriggerSeq, e.Kind, e.Index}
+			if e.TriggerSeq >= e.Seq {
+				bad = append(bad, fmt.Sprintf("seq %d: notify_failed before the event %d it was run on", e.Seq, e.TriggerSeq))
+			}
+			if _, dup := got[k]; dup {
+				bad = append(bad, fmt.Sprintf("seq %d: notification %d on %s of event %d recorded twice", e.Seq, e.Index, e.Kind, e.TriggerSeq))
+			}
+			got[k] = e.ExitCode
+		}
+		for _, kind := range kinds {
+			for i, n := range c.Notify {
+				if slices.Contains(n.On, kind) {
+					code := 1
+					if n.Hang {
+						code = 124
+					}
+					want[key{e.Seq, kind, i + 1}] = code
+				}
+			}
+		}
+	}
+	for k, code := range want {
+		if g, ok := got[k]; !ok {
+			bad = append(bad, fmt.Sprintf("run %s: notification %d on %s of event %d: no notify_failed", runID, k.index, k.kind, k.seq))
+		} else if g != code {
+			bad = append(bad, fmt.Sprintf("run %s: notification %d on %s of event %d failed with exit code %d, want %d", runID, k.index, k.kind, k.seq, g, code))
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			bad = append(bad, fmt.Sprintf("run %s: notify_failed for notification %d on %s of event %d, which is not of that kind", runID, k.index, k.kind, k.seq))
+		}
+	}
+	return bad
 }

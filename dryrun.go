@@ -108,6 +108,12 @@ func printDry(w io.Writer, p *spec.Plan, dp *run.DryPlan) {
 		printDryStep(w, ds)
 	}
 	flush()
+	if len(dp.Notify) > 0 {
+		fmt.Fprintf(w, "\nnotifications: run on these events (not in a dry run), the event as JSON on stdin\n")
+		for _, n := range dp.Notify {
+			fmt.Fprintf(w, "  on %s (timeout %s): %s\n", strings.Join(n.On, ", "), n.Timeout, n.Run)
+		}
+	}
 }
 
 func hasJoin(dp *run.DryPlan) bool {

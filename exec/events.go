@@ -252,6 +252,8 @@ func newPayload(typ string) Payload {
 		return &CacheMiss{}
 	case EvFanOutExpanded:
 		return &FanOutExpanded{}
+	case EvNotifyFailed:
+		return &NotifyFailed{}
 	}
 	return nil
 }

@@ -66,6 +66,9 @@ type procSpec struct {
 	afterStart func()
 	// lim is the attempt's memory and CPU limit (its timeout is timeout).
 	lim limits
+	// stdin, if set, is the process's standard input (a notification's
+	// event); else it reads /dev/null.
+	stdin []byte
 }
 
 // outcome is what happened to a process.
@@ -559,7 +562,9 @@ func startProcess(ps procSpec, ex processExecutor, outW, errW *os.File) (*osexec
 		cmd := osexec.Command(argv[0], argv[1:]...)
 		cmd.Dir = ps.dir
 		cmd.Env = ps.env
-		if null := devNull(); null != nil {
+		if ps.stdin != nil {
+			cmd.Stdin = bytes.NewReader(ps.stdin)
+		} else if null := devNull(); null != nil {
 			cmd.Stdin = null
 		}
 		cmd.Stdout = outW

@@ -95,6 +95,9 @@ func (r *Runner) commitWith(run *RunState, steps []*StepState, evs []Event) {
 		evs = append(r.later.evs, evs...)
 		r.later.steps, r.later.evs = nil, nil
 	}
+	// Notifications that failed since the last commit are recorded with
+	// this one.
+	evs = append(evs, r.notes.take()...)
 	r.seq = Stamp(evs, r.seq, r.RunID, r.now())
 	for i := range evs {
 		r.mask.Event(&evs[i]) // secrets never reach the record or a renderer
@@ -131,6 +134,7 @@ func (r *Runner) commitWith(run *RunState, steps []*StepState, evs []Event) {
 			r.Sink.Event(e)
 		}
 	}
+	r.notify(evs)
 }
 
 // Stamp numbers events for a commit that follows the event with seq after:

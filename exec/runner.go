@@ -153,6 +153,8 @@ type Runner struct {
 	// for them, so that no file is made after it returns (a failed commit
 	// tells them not to start and does not wait for their processes).
 	gated sync.WaitGroup
+	// notes are the session's notifications (notify.go).
+	notes notifier
 	// later is what commitLater holds for the next commit.
 	later struct {
 		steps []*StepState
@@ -255,6 +257,12 @@ func (r *Runner) Run(ctx context.Context, prior *Prior) (string, error) {
 		}
 	}
 	status := r.finish()
+	// Notifications never change the status: their failures are recorded
+	// after the end event, once they have ended.
+	r.waitNotify(ctx)
+	if len(r.notes.failed) > 0 {
+		r.commitWith(nil, nil, nil)
+	}
 	r.gated.Wait()
 	r.dropAhead()
 	if r.fatal != nil {

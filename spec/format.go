@@ -87,6 +87,7 @@ type rawPlan struct {
 	Steps            stepList          `yaml:"steps" doc:"The steps of a single phase named main (use either phases or steps)."`
 	End              *rawEnd           `yaml:"end" label:"end step" doc:"A step run at the end of every session that was not interrupted, whatever happened."`
 	Outputs          omap              `yaml:"outputs" pattern:"^[A-Za-z_][A-Za-z0-9_]*$" doc:"Values the plan publishes when it runs as a sub-plan and succeeds: KEY -> a template ({steps.<id>.outputs.<KEY>}, {name}); the parent's plan: step publishes them."`
+	Notify           list[*rawNotify]  `yaml:"notify" doc:"Commands run on chosen events (run_finished, run_failed, step_failed, awaiting_decision, run_interrupted), each given the event as JSON on stdin; fire-and-forget: they never change an outcome."`
 }
 
 // rawResources is the plan's resources: block, the run's capacity.

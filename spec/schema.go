@@ -74,7 +74,12 @@ func (g *schemaGen) object(t reflect.Type) map[string]any {
 			for i, e := range f.enum {
 				enum[i] = e
 			}
-			s["enum"] = enum
+			if s["type"] == "array" {
+				// A list of strings (notify's on): each item is one of them.
+				s["items"] = map[string]any{"type": "string", "enum": enum}
+			} else {
+				s["enum"] = enum
+			}
 		}
 		if f.pattern != nil {
 			if s["type"] == "object" {

@@ -126,6 +126,10 @@ type Plan struct {
 	Outputs    map[string]string
 	OutputKeys []string
 
+	// Notify are the commands run on chosen events (notify:), in file
+	// order (README "Notifications").
+	Notify []*Notify
+
 	Warnings []Diagnostic // e.g. invalid on_failure values treated as stop
 
 	goos string           // target OS for the default shell ("" = runtime.GOOS)

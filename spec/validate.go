@@ -151,6 +151,7 @@ func (p *parser) build(raw *rawPlan) *Plan {
 		b.end(raw.End)
 	}
 	b.planOutputs(raw)
+	b.notify(raw)
 	b.unusedSets()
 	b.resolveDeps()
 	b.findCycles()

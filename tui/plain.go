@@ -159,6 +159,13 @@ func PlainLine(e exec.Event, s Styles) string {
 	case exec.EvStepClassified:
 		d := data[exec.StepClassified](e)
 		return fmt.Sprintf("%s %s %s classified %s: %s", ts, s.Glyph(exec.StatusPendingFailed), e.StepID, d.Action, d.Reason)
+	case exec.EvNotifyFailed:
+		d := data[exec.NotifyFailed](e)
+		code := ""
+		if e.ExitCode != nil {
+			code = fmt.Sprintf(" (exit %d)", *e.ExitCode)
+		}
+		return fmt.Sprintf("%s %s warning: notification %d on %s failed%s: %s", ts, s.Render(s.Warn, "!"), d.Index, d.Kind, code, oneLine(d.Error))
 	case exec.EvWorkflowCompleted, exec.EvWorkflowFailed:
 		d := data[exec.WorkflowEnded](e)
 		failed := ""

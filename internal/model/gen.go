@@ -64,7 +64,22 @@ type Case struct {
 	// Part is the part of the plan that faber run is asked to run (README
 	// "Running a part of a plan"); none: the whole plan.
 	Part GPart
+	// Notify is the plan's notify: (README "Notifications"): commands that
+	// fail or hang past their timeout. A notification never changes an
+	// outcome, so the model knows nothing of them: the same outcomes must
+	// hold with them.
+	Notify []GNotify
 }
+
+// GNotify is one notification of a Case: the kinds it is on, and whether
+// it hangs past its (short) timeout rather than exit 1.
+type GNotify struct {
+	On   []string
+	Hang bool
+}
+
+// notifyKinds are the kinds a GNotify may be on.
+var notifyKinds = []string{"run_finished", "run_failed", "step_failed", "awaiting_decision", "run_interrupted"}
 
 // GPart is a part of a Case's plan: Steps (each with what it needs, the
 // STEP arguments of faber run) and From (each with what follows it, its
@@ -303,7 +318,26 @@ func Gen(seed uint64) *Case {
 	c.genSites(rand.New(rand.NewPCG(seed^0x5e17, seed)))
 	// And the run's capacity, the steps' requests and a pool.
 	c.genResources(rand.New(rand.NewPCG(seed^0x7c90, seed)))
+	// And notifications that fail or hang, drawn last.
+	c.genNotify(rand.New(rand.NewPCG(seed^0x0717, seed)))
 	return c
+}
+
+// genNotify gives about half of the plans one or two notifications, each
+// on one to three kinds: one that exits 1, one that hangs past a timeout
+// of 100ms, or both.
+func (c *Case) genNotify(rng *rand.Rand) {
+	if rng.Float64() < 0.5 {
+		return
+	}
+	hangs := [][]bool{{false}, {true}, {false, true}}[rng.IntN(3)]
+	for _, hang := range hangs {
+		n := GNotify{Hang: hang}
+		for _, i := range rng.Perm(len(notifyKinds))[:1+rng.IntN(3)] {
+			n.On = append(n.On, notifyKinds[i])
+		}
+		c.Notify = append(c.Notify, n)
+	}
 }
 
 // genResources gives about a third of the plans a CPU capacity of 1–3
@@ -1110,6 +1144,17 @@ func (c *Case) YAML() string {
 	if c.End {
 		fmt.Fprintf(&b, "end:\n  run: ./s.sh 0%s\n", refs(c.EndUses))
 	}
+	if len(c.Notify) > 0 {
+		b.WriteString("notify:\n")
+		for _, n := range c.Notify {
+			fmt.Fprintf(&b, "  - on: [%s]\n", strings.Join(n.On, ", "))
+			if n.Hang {
+				b.WriteString("    run: exec sleep 30\n    timeout: 100ms\n")
+			} else {
+				b.WriteString("    run: echo '{event} {step_id} {status}' >&2; exit 1\n")
+			}
+		}
+	}
 	return b.String()
 }
 
@@ -1426,6 +1471,9 @@ func (c *Case) Shrinks() []*Case {
 			}
 		}
 	}
+	if len(c.Notify) > 0 {
+		variant(func(d *Case) { d.Notify = nil })
+	}
 	ids := make([]string, 0, len(c.Codes))
 	for id := range c.Codes {
 		ids = append(ids, id)
@@ -1485,6 +1533,7 @@ func (c *Case) clone() *Case {
 		}
 	}
 	d.EndUses = append([]string(nil), c.EndUses...)
+	d.Notify = append([]GNotify(nil), c.Notify...)
 	d.Part = GPart{Steps: append([]string(nil), c.Part.Steps...), From: append([]string(nil), c.Part.From...)}
 	d.Handlers = make([]GHandler, len(c.Handlers))
 	for i, h := range c.Handlers {

@@ -43,6 +43,17 @@ type DryPlan struct {
 	// Capacity is the run's resolved capacity, set by the caller for a
 	// plan that requests resources or declares them (UsesCapacity).
 	Capacity *DryRequest `json:"capacity,omitempty"`
+	// Notify are the plan's notifications, which a dry run does not run.
+	Notify []*DryNotify `json:"notify,omitempty"`
+}
+
+// DryNotify is one of the plan's notifications: the kinds it is run on,
+// its command as written (its variables are known when the event comes)
+// and its timeout.
+type DryNotify struct {
+	On      []string `json:"on"`
+	Run     string   `json:"run"`
+	Timeout string   `json:"timeout"`
 }
 
 // DryRequest is a step's request (cpus, memory, gpus, pools), or the run's
@@ -215,6 +226,9 @@ func buildDry(p *spec.Plan, jobs int, allItems bool) (*DryPlan, error) {
 		}
 		ds.Level, ds.End = len(dp.Levels)+1, true
 		dp.Steps = append(dp.Steps, ds)
+	}
+	for _, n := range p.Notify {
+		dp.Notify = append(dp.Notify, &DryNotify{On: n.On, Run: n.Run, Timeout: ShortDur(n.Timeout)})
 	}
 	return dp, nil
 }

@@ -20,7 +20,10 @@ import (
 func TestSgeScriptStopStatus(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "attempt-1.sge")
-	script := sgeScript("faber-r-s-a1", dir, []string{"PATH=" + os.Getenv("PATH")}, []string{"sleep", "30"})
+	// The step says when it runs: the script's trap is set by then (a
+	// signal before the script's first lines, under load, is not what
+	// this tests).
+	script := sgeScript("faber-r-s-a1", dir, []string{"PATH=" + os.Getenv("PATH")}, []string{"sh", "-c", "echo > started; exec sleep 30"})
 	if err := os.WriteFile(path, []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +36,14 @@ func TestSgeScriptStopStatus(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(50+10*i) * time.Millisecond)
+		started := filepath.Join(dir, "started")
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if _, err := os.Stat(started); err == nil || time.Now().After(deadline) {
+				break
+			}
+		}
+		os.Remove(started)
+		time.Sleep(time.Duration(10*i) * time.Millisecond)
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGUSR2) // as Grid Engine does: the whole group
 		err := cmd.Wait()
 		code := 0

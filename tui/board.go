@@ -205,6 +205,15 @@ func (b *Board) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 func (b *Board) key(k tea.KeyMsg) tea.Cmd {
+	if k.Type == tea.KeyRunes && len(k.Runes) > 1 {
+		// Keys typed faster than they are read (or pasted) come as one
+		// message: each is a key of its own.
+		var cmds []tea.Cmd
+		for _, r := range k.Runes {
+			cmds = append(cmds, b.key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}}))
+		}
+		return tea.Sequence(cmds...)
+	}
 	km := b.keys
 	if k.String() == "ctrl+c" {
 		return tea.Quit

@@ -267,3 +267,13 @@ func TestShortDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestBoardKeysAtOnce: keys that arrive in one message (typed fast, or
+// sent by tmux) act one by one.
+func TestBoardKeysAtOnce(t *testing.T) {
+	bh := newBoardHarness(t, 100, 20)
+	bh.b.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("/etl")})
+	if !bh.b.filtering || bh.b.filter != "etl" || len(bh.b.shown) != 1 {
+		t.Errorf("/etl in one message: filtering %v, filter %q, %d rows", bh.b.filtering, bh.b.filter, len(bh.b.shown))
+	}
+}

@@ -21,15 +21,15 @@ type dirItem struct {
 // allRuns returns the runs of every known state dir (knownStateDirs) that
 // pass f, newest first; --limit keeps the N newest top-level runs across
 // all of them, each with its child runs. A state dir that cannot be read is
-// passed to skipped and left out.
-func allRuns(g *Globals, f run.ListFilter, skipped func(dir string, err error)) []dirItem {
+// left out, said to warn.
+func allRuns(g *Globals, f run.ListFilter, warn func(string)) []dirItem {
 	var all []dirItem
-	for _, d := range knownStateDirs(g) {
+	for _, d := range knownStateDirs(g, warn) {
 		// With --limit, the N newest trees of each dir hold the N newest
 		// of all of them.
 		items, err := run.List(d, f)
 		if err != nil {
-			skipped(d, err)
+			warn(fmt.Sprintf("skipped the state dir %s: %v", d, err))
 			continue
 		}
 		for _, it := range items {
@@ -81,9 +81,7 @@ func allRuns(g *Globals, f run.ListFilter, skipped func(dir string, err error)) 
 
 // listAll is 'faber list --all'.
 func (c *ListCmd) listAll(g *Globals, filter run.ListFilter) error {
-	items := allRuns(g, filter, func(dir string, err error) {
-		fmt.Fprintf(g.stderr, "faber: warning: skipped the state dir %s: %v\n", dir, err)
-	})
+	items := allRuns(g, filter, func(msg string) { fmt.Fprintf(g.stderr, "faber: warning: %s\n", msg) })
 	if c.JSON {
 		if items == nil {
 			items = []dirItem{}

@@ -96,10 +96,9 @@ type uiLoader struct {
 
 func (l *uiLoader) load() ([]tui.BoardRow, []string) {
 	var warns []string
-	g := *l.g
-	g.stderr = io.Discard
+	warn := func(msg string) { warns = append(warns, msg) }
 	var rows []tui.BoardRow
-	for _, dir := range knownStateDirs(&g) {
+	for _, dir := range knownStateDirs(l.g, warn) {
 		items, err := run.List(dir, run.ListFilter{Limit: uiRunsPerDir})
 		if err != nil {
 			warns = append(warns, fmt.Sprintf("skipped %s: %v", shortDir(dir), err))
@@ -163,7 +162,7 @@ func uiDetail(g *Globals, r tui.BoardRow) string {
 // uiLogs is what l shows: the output of the latest attempt of the run's
 // first failing step, or of the step that started last, stdout then stderr.
 func uiLogs(r tui.BoardRow) (title, text string) {
-	v, _, err := run.LoadBrief(r.Dir, r.RunID)
+	v, err := run.View(r.Dir, r.RunID) // the brief view has no start times
 	if err != nil {
 		return "logs of " + r.RunID, err.Error()
 	}
@@ -202,7 +201,7 @@ func uiLogs(r tui.BoardRow) (title, text string) {
 			}
 		}
 	}
-	fmt.Fprintf(&b, "── faber logs %s %s [--stderr] prints them whole ──\n", r.RunID, pick.ID)
+	fmt.Fprintf(&b, "── faber logs %s %s [--stderr] --state-dir %s prints them whole ──\n", r.RunID, pick.ID, r.DirText)
 	return title, b.String()
 }
 

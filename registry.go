@@ -35,9 +35,10 @@ func rememberStateDir(g *Globals) {
 	}
 }
 
-// knownStateDirs are the state dirs 'faber list --all' reads: every
-// registered one that still holds runs, and the current one, first.
-func knownStateDirs(g *Globals) []string {
+// knownStateDirs are the state dirs 'faber list --all' and 'faber ui'
+// read: every registered one that still holds runs, and the current one,
+// first. A registry that cannot be read is passed to warn.
+func knownStateDirs(g *Globals, warn func(string)) []string {
 	dirs := []string{g.StateDir}
 	seen := map[string]bool{g.StateDir: true}
 	p := registryPath()
@@ -46,7 +47,7 @@ func knownStateDirs(g *Globals) []string {
 	}
 	entries, err := registry.Read(p)
 	if err != nil {
-		fmt.Fprintf(g.stderr, "faber: warning: cannot read the registry of state dirs: %v\n", err)
+		warn(fmt.Sprintf("cannot read the registry of state dirs: %v", err))
 	}
 	for _, e := range entries {
 		if !seen[e.Dir] && registry.Usable(e.Dir) {

@@ -564,16 +564,36 @@ func (b *Board) footer() string {
 func (b *Board) helpView() string {
 	s := b.opt.Styles
 	km := b.keys
+	entries := [][2]string{
+		{"↑↓ j k", "previous / next run"},
+		{"pgup pgdn", "page up / down"},
+		{"g G", "first / last run"},
+		{km.Filter.Help, km.Filter.Desc},
+		{"s S", km.Sort.Desc + " / reverse"},
+		{km.Active.Help, km.Active.Desc},
+		{km.Open.Help, km.Open.Desc},
+		{km.Logs.Help, km.Logs.Desc},
+		{km.Stop.Help, km.Stop.Desc},
+		{km.Back.Help, km.Back.Desc},
+		{km.Quit.Help, km.Quit.Desc},
+	}
+	lines := make([]string, 0, len(entries)+1)
+	for _, e := range entries {
+		lines = append(lines, cut(fmt.Sprintf("  %-10s %s", e[0], e[1]), b.width))
+	}
+	if b.opt.Recent != "" {
+		lines = append(lines, cut("shown: "+b.opt.Recent, b.width))
+	}
+	// A title and the footer around the lines; on a terminal too short
+	// for them, what does not fit is left out (the footer stays).
+	if room := max(b.height-2, 1); len(lines) > room {
+		lines = lines[:room]
+	}
 	var out strings.Builder
 	out.WriteString(s.Render(s.Header, "faber ui — keys"))
 	out.WriteByte('\n')
-	for _, k := range []Binding{km.Up, km.Down, km.PageUp, km.PageDown, km.Top, km.Bottom, km.Filter, km.Sort,
-		km.Reverse, km.Active, km.Open, km.Logs, km.Stop, km.Help, km.Back, km.Quit} {
-		out.WriteString(cut(fmt.Sprintf("  %-6s %s", k.Help, k.Desc), b.width))
-		out.WriteByte('\n')
-	}
-	if b.opt.Recent != "" {
-		out.WriteString(cut("shown: "+b.opt.Recent, b.width))
+	for _, l := range lines {
+		out.WriteString(l)
 		out.WriteByte('\n')
 	}
 	out.WriteString(s.Render(s.Dim, cut("? / esc / q back", b.width)))

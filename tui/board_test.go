@@ -197,7 +197,7 @@ func TestBoardOpenLogsStop(t *testing.T) {
 		t.Errorf("no stopping message:\n%s", v)
 	}
 	bh.keys("?")
-	if v := bh.view(); !strings.Contains(v, "x x") || !strings.Contains(v, "reverse the sort") {
+	if v := bh.view(); !strings.Contains(v, "x x") || !strings.Contains(v, "/ reverse") {
 		t.Errorf("help:\n%s", v)
 	}
 	bh.keys("?")
@@ -231,9 +231,20 @@ func TestBoardSmall(t *testing.T) {
 			t.Errorf("line of %d columns: %q", w, l)
 		}
 	}
-	for _, want := range []string{"▶ in_progress", "train-2026", "? help · q quit", "DIR"} {
+	for _, want := range []string{"▶ in_progress", "train-2026", "? help · q quit", "DIR", "PROGRESS", "1/4"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("60×15 lacks %q:\n%s", want, v)
+		}
+	}
+	// the help screen fits too, every key on it
+	bh.keys("?")
+	v = bh.view()
+	if n := len(strings.Split(v, "\n")); n > 15 {
+		t.Errorf("help of %d lines at 60×15:\n%s", n, v)
+	}
+	for _, want := range []string{"faber ui — keys", "x x", "enter", "? / esc / q back"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("help at 60×15 lacks %q:\n%s", want, v)
 		}
 	}
 }

@@ -24,6 +24,7 @@ var allowedImports = map[string][]string{
 	"internal/termquiet": {},
 	"internal/lazyre":    {},
 	"internal/regfile":   {},
+	"internal/registry":  {},
 	"internal/tmuxtest":  {},
 	"internal/evtest":    {"exec"},
 	"internal/runtest":   {"exec", "state", "internal/run"},

@@ -24,6 +24,9 @@ const attachPoll = 150 * time.Millisecond
 // AttachCmd shows the live view of a run that another faber process owns.
 type AttachCmd struct {
 	RunRef `embed:""`
+	// fromUI is set by faber ui, whose board comes back when the view is
+	// left: no hints on how to come back.
+	fromUI bool
 }
 
 // Help explains attach.
@@ -106,6 +109,9 @@ func (c *AttachCmd) Run(g *Globals) error {
 			f.Close()
 			if err := t.Err(); err != nil && !t.Detached() {
 				return fmt.Errorf("the live view stopped (%v); faber events %s --follow shows the run as lines", err, id)
+			}
+			if c.fromUI {
+				return nil
 			}
 			fmt.Fprintf(g.stdout, "left the live view of run %s; the run goes on\n"+
 				"  faber attach %s   shows it again\n"+

@@ -31,6 +31,7 @@ type ListCmd struct {
 	Status []string `name:"status" placeholder:"S" predictor:"runstatus" help:"Only runs with this status (repeatable, or a comma list)."`
 	Plan   string   `name:"plan" placeholder:"NAME" help:"Only runs of the plan with this name."`
 	Limit  int      `name:"limit" placeholder:"N" help:"At most N runs, newest first, after the other filters (child runs come along with their parent)."`
+	All    bool     `name:"all" help:"Runs of every state dir faber has used (its registry) and this one, with a DIR column (--json: state_dir)."`
 }
 
 // Run lists the runs, newest first.
@@ -38,6 +39,9 @@ func (c *ListCmd) Run(g *Globals) error {
 	filter, err := run.NewListFilter(c.Status, c.Plan, c.Limit)
 	if err != nil {
 		return err
+	}
+	if c.All {
+		return c.listAll(g, filter)
 	}
 	items, err := run.List(g.StateDir, filter)
 	if err != nil {

@@ -3,10 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/internal/registry"
 	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/state"
 )
@@ -17,6 +19,8 @@ type PruneCmd struct {
 	OlderThan string   `name:"older-than" placeholder:"AGE" help:"Prune only runs started more than AGE ago: a Go duration or days and weeks (36h, 7d, 2w)."`
 	Status    []string `name:"status" placeholder:"S" help:"Prune only runs with this status (repeatable, or a comma list); default success, failed, remediation_failed."`
 	DryRun    bool     `name:"dry-run" help:"Show what would be removed; remove nothing."`
+	Forget    bool     `name:"forget" help:"Remove DIR (default: this state dir) from the registry of state dirs that faber list --all and faber ui read; its runs stay where they are."`
+	Dir       string   `arg:"" optional:"" name:"dir" help:"With --forget: the state dir to forget."`
 }
 
 // rule checks the flags.
@@ -53,12 +57,79 @@ func (c *PruneCmd) rule() (run.PruneRule, error) {
 	return r, nil
 }
 
-// Run chooses the runs to prune and removes each with its child runs.
+// Run chooses the runs to prune and removes each with its child runs;
+// then it tidies the registry of state dirs (tidyRegistry). --forget alone
+// only does the latter.
 func (c *PruneCmd) Run(g *Globals) error {
+	if c.Dir != "" && !c.Forget {
+		return withCode(exitUsage, fmt.Errorf("unexpected argument %s: a state dir is given to --forget (faber prune --forget %s)", c.Dir, c.Dir))
+	}
+	if c.Forget && c.Keep == nil && c.OlderThan == "" {
+		return c.tidyRegistry(g)
+	}
 	rule, err := c.rule()
 	if err != nil {
 		return err
 	}
+	err = c.prune(g, rule)
+	if terr := c.tidyRegistry(g); err == nil {
+		err = terr
+	}
+	return err
+}
+
+// tidyRegistry drops from the registry of state dirs the one --forget
+// names and every one that no longer holds runs (a dir removed, or without
+// runs/): 'faber list --all' only skips those. With --dry-run it says what
+// --forget would do and changes nothing.
+func (c *PruneCmd) tidyRegistry(g *Globals) error {
+	dir := ""
+	if c.Forget {
+		dir = g.StateDir
+		if c.Dir != "" {
+			abs, err := filepath.Abs(c.Dir)
+			if err != nil {
+				return withCode(exitUsage, fmt.Errorf("--forget %s: %v", c.Dir, err))
+			}
+			dir = abs
+		}
+		if registryPath() == "" {
+			return fmt.Errorf("--forget %s: the registry of state dirs is off (%s=off, or no home directory): there is nothing to forget", dir, registry.Env)
+		}
+	}
+	if c.DryRun {
+		if dir != "" {
+			fmt.Fprintf(g.stdout, "would forget the state dir %s (dry run: the registry is unchanged)\n", dir)
+		}
+		return nil
+	}
+	dropped, err := forgetStateDirs(map[string]bool{dir: dir != ""})
+	if err != nil {
+		if c.Forget {
+			return withCode(exitState, fmt.Errorf("--forget %s: %v", dir, err))
+		}
+		if g.Verbose {
+			fmt.Fprintf(g.stderr, "faber: warning: cannot tidy the registry of state dirs: %v\n", err)
+		}
+		return nil
+	}
+	forgot := false
+	for _, d := range dropped {
+		if d == dir {
+			forgot = true
+			fmt.Fprintf(g.stdout, "forgot the state dir %s: faber list --all and faber ui no longer show its runs (they stay in it)\n", d)
+		} else {
+			fmt.Fprintf(g.stdout, "forgot the state dir %s: it holds no runs any more\n", d)
+		}
+	}
+	if dir != "" && !forgot {
+		fmt.Fprintf(g.stdout, "the state dir %s is not in the registry: nothing to forget\n", dir)
+	}
+	return nil
+}
+
+// prune removes the runs rule chooses.
+func (c *PruneCmd) prune(g *Globals, rule run.PruneRule) error {
 	now := time.Now()
 	items, err := run.PrunePlan(g.StateDir, rule, now)
 	if err != nil {

@@ -227,6 +227,9 @@ type cacheOpts struct {
 // runSession runs one session of a run (run.Session) with the renderer the
 // user chose, and maps its outcome to an exit code.
 func runSession(g *Globals, s *run.Session, a sessionArgs) error {
+	if a.parentRun == "" {
+		rememberStateDir(g) // a child run shares its parent's state dir
+	}
 	ctx, hard, trigger, stopSignals := signalContext()
 	defer stopSignals()
 	g.interrupt = trigger

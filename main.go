@@ -84,6 +84,7 @@ type CLI struct {
 	Cache      CacheCmd      `cmd:"" help:"List or clear the cached step results (steps with inputs: that a run may skip)."`
 	Stop       StopCmd       `cmd:"" help:"Stop an active run from another terminal, as Ctrl-C in its owner would."`
 	Attach     AttachCmd     `cmd:"" aliases:"watch" help:"Show the live view of a run that another faber process runs; q leaves it, the run goes on."`
+	UI         UICmd         `cmd:"" name:"ui" help:"A live terminal view of the runs of every state dir faber has used: filter, sort, open, logs, stop."`
 	Mcp        McpCmd        `cmd:"" name:"mcp" help:"Serve the Model Context Protocol on stdio, for AI agents."`
 	Recover    RecoverCmd    `cmd:"" help:"Let an AI agent classify a run's pending steps, then resume it."`
 	Schema     SchemaCmd     `cmd:"" help:"Print the JSON Schema of the plan format (for editors)."`

@@ -28,6 +28,13 @@ import (
 
 func TestMain(m *testing.M) {
 	termquiet.Restore()
+	// Tests must not register their temporary state dirs in the real
+	// registry (~/.local/state/faber): it is off unless a test turns it on
+	// (TestScripts does: their HOME does not exist, which keeps it off
+	// unless a script sets XDG_STATE_HOME).
+	if _, set := os.LookupEnv("FABER_REGISTRY"); !set {
+		os.Setenv("FABER_REGISTRY", "off")
+	}
 	fakeSlurmMain() // the contract test's fake sbatch, squeue, scancel
 	fakeSgeMain()   // and its fake qsub, qstat, qdel, qacct
 	// The chaos test runs this test binary as faber, so that it can kill -9
@@ -83,6 +90,7 @@ func TestScripts(t *testing.T) {
 					env.T().Fatal(strings.Join(problems, "\n"))
 				}
 			})
+			env.Setenv("FABER_REGISTRY", "on")
 			env.Setenv("NO_COLOR", "1")
 			env.Setenv("TERM", "dumb")
 			env.Setenv("CI", "")

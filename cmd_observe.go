@@ -32,6 +32,21 @@ type ListCmd struct {
 	Plan   string   `name:"plan" placeholder:"NAME" help:"Only runs of the plan with this name."`
 	Limit  int      `name:"limit" placeholder:"N" help:"At most N runs, newest first, after the other filters (child runs come along with their parent)."`
 	All    bool     `name:"all" help:"Runs of every state dir faber has used (its registry) and this one, with a DIR column (--json: state_dir)."`
+	Since  string   `name:"since" placeholder:"AGE|DATE" help:"Only runs started since then: an age (36h, 7d, 2w) or a date (2026-11-01, or an RFC 3339 time)."`
+}
+
+// Help explains list.
+func (c *ListCmd) Help() string {
+	return `Lists the runs of the state dir (--all: of every state dir faber has used),
+newest first: id, plan, status, start and duration; child runs of sub-plan
+steps under their parent. Filters combine: --status, --plan, --since, then
+--limit.
+
+Examples:
+  faber list --status failed,pending_failed --since 7d
+  faber list --plan build --limit 5
+  faber list --all --since 2026-11-01
+  faber list --json | jq -r '.[] | select(.status == "failed") | .run_id'`
 }
 
 // Run lists the runs, newest first.
@@ -39,6 +54,11 @@ func (c *ListCmd) Run(g *Globals) error {
 	filter, err := run.NewListFilter(c.Status, c.Plan, c.Limit)
 	if err != nil {
 		return err
+	}
+	if c.Since != "" {
+		if filter.Since, err = run.ParseSince(c.Since, time.Now()); err != nil {
+			return err
+		}
 	}
 	if c.All {
 		return c.listAll(g, filter)
@@ -52,7 +72,7 @@ func (c *ListCmd) Run(g *Globals) error {
 	}
 	if len(items) == 0 {
 		matching := ""
-		if filter.Statuses != nil || filter.Plan != "" {
+		if filter.Statuses != nil || filter.Plan != "" || !filter.Since.IsZero() {
 			matching = "matching "
 		}
 		fmt.Fprintf(g.stdout, "no %sruns in %s\n", matching, g.StateDir)

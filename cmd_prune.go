@@ -21,6 +21,56 @@ type PruneCmd struct {
 	DryRun    bool     `name:"dry-run" help:"Show what would be removed; remove nothing."`
 	Forget    bool     `name:"forget" help:"Remove DIR (default: this state dir) from the registry of state dirs that faber list --all and faber ui read; its runs stay where they are."`
 	Dir       string   `arg:"" optional:"" name:"dir" help:"With --forget: the state dir to forget."`
+	JSON      bool     `name:"json" help:"Print {dry_run, removed: [{run_id, plan, status, started_at, parent_run_id?}], kept: [{run_id, reason}], freed_bytes, forgotten: [dirs]} instead of lines (errors stay on stderr)."`
+
+	res *pruneResult // --json: what prune did, printed at the end
+}
+
+// pruneResult is prune --json's output.
+type pruneResult struct {
+	DryRun     bool        `json:"dry_run"`
+	Removed    []prunedRun `json:"removed"`
+	Kept       []keptRun   `json:"kept"`
+	FreedBytes int64       `json:"freed_bytes"`
+	Forgotten  []string    `json:"forgotten"`
+}
+
+type prunedRun struct {
+	RunID       string    `json:"run_id"`
+	Plan        string    `json:"plan"`
+	Status      string    `json:"status"`
+	StartedAt   time.Time `json:"started_at"`
+	ParentRunID string    `json:"parent_run_id,omitempty"`
+}
+
+type keptRun struct {
+	RunID  string `json:"run_id"`
+	Reason string `json:"reason"`
+}
+
+// kept says on stderr why a run was kept (and records it for --json).
+func (c *PruneCmd) kept(g *Globals, id, reason string) {
+	fmt.Fprintf(g.stderr, "faber: kept %s: %s\n", id, reason)
+	if c.res != nil {
+		c.res.Kept = append(c.res.Kept, keptRun{id, reason})
+	}
+}
+
+// Help explains prune.
+func (c *PruneCmd) Help() string {
+	return `Removes finished runs (their store, events and logs) from the state dir:
+--keep N keeps each plan's N newest, --older-than AGE removes only runs
+started longer ago; both together remove what both choose. By default only
+success, failed and remediation_failed runs go (--status to choose); an
+active run never does, and a child run goes with its parent. --forget
+removes a state dir from the registry that faber list --all and faber ui
+read; its runs stay.
+
+Examples:
+  faber prune --keep 10 --dry-run                 see first
+  faber prune --older-than 30d --status failed,interrupted
+  faber prune --keep 5 --json | jq '.freed_bytes'
+  faber prune --forget ~/old-project/.faber`
 }
 
 // rule checks the flags.
@@ -60,7 +110,17 @@ func (c *PruneCmd) rule() (run.PruneRule, error) {
 // Run chooses the runs to prune and removes each with its child runs;
 // then it tidies the registry of state dirs (tidyRegistry). --forget alone
 // only does the latter.
-func (c *PruneCmd) Run(g *Globals) error {
+func (c *PruneCmd) Run(g *Globals) (err error) {
+	if c.JSON {
+		c.res = &pruneResult{DryRun: c.DryRun, Removed: []prunedRun{}, Kept: []keptRun{}, Forgotten: []string{}}
+		defer func() {
+			// What was done is printed, also when a run could not be
+			// removed; a usage error did nothing.
+			if exitCode(err) != exitUsage {
+				printJSON(g.stdout, c.res)
+			}
+		}()
+	}
 	if c.Dir != "" && !c.Forget {
 		return withCode(exitUsage, fmt.Errorf("unexpected argument %s: a state dir is given to --forget (faber prune --forget %s)", c.Dir, c.Dir))
 	}
@@ -98,7 +158,9 @@ func (c *PruneCmd) tidyRegistry(g *Globals) error {
 		}
 	}
 	if c.DryRun {
-		if dir != "" {
+		if dir != "" && c.res != nil {
+			c.res.Forgotten = append(c.res.Forgotten, dir)
+		} else if dir != "" {
 			fmt.Fprintf(g.stdout, "would forget the state dir %s (dry run: the registry is unchanged)\n", dir)
 		}
 		return nil
@@ -115,6 +177,11 @@ func (c *PruneCmd) tidyRegistry(g *Globals) error {
 	}
 	forgot := false
 	for _, d := range dropped {
+		if c.res != nil {
+			c.res.Forgotten = append(c.res.Forgotten, d)
+			forgot = forgot || d == dir
+			continue
+		}
 		if d == dir {
 			forgot = true
 			fmt.Fprintf(g.stdout, "forgot the state dir %s: faber list --all and faber ui no longer show its runs (they stay in it)\n", d)
@@ -122,7 +189,7 @@ func (c *PruneCmd) tidyRegistry(g *Globals) error {
 			fmt.Fprintf(g.stdout, "forgot the state dir %s: it holds no runs any more\n", d)
 		}
 	}
-	if dir != "" && !forgot {
+	if dir != "" && !forgot && c.res == nil {
 		fmt.Fprintf(g.stdout, "the state dir %s is not in the registry: nothing to forget\n", dir)
 	}
 	return nil
@@ -148,13 +215,13 @@ func (c *PruneCmd) prune(g *Globals, rule run.PruneRule) error {
 	for _, it := range items {
 		r := it.Runs[0]
 		if it.Kept != "" {
-			fmt.Fprintf(g.stderr, "faber: kept %s: %s\n", r.RunID, it.Kept)
+			c.kept(g, r.RunID, it.Kept)
 			continue
 		}
 		if c.DryRun {
 			for _, m := range it.Runs {
 				freed += state.DiskUsage(state.RunDir(g.StateDir, m.RunID))
-				printPruned(g, "would remove", m, now)
+				c.printPruned(g, "would remove", m, now)
 			}
 			count += len(it.Runs)
 			continue
@@ -164,21 +231,24 @@ func (c *PruneCmd) prune(g *Globals, rule run.PruneRule) error {
 		switch {
 		case err == nil:
 			for _, m := range it.Runs {
-				printPruned(g, "removed", m, now)
+				c.printPruned(g, "removed", m, now)
 			}
 			count += len(it.Runs)
 		case errors.Is(err, state.ErrLocked):
-			fmt.Fprintf(g.stderr, "faber: kept %s: it became active (%v)\n", r.RunID, err)
+			c.kept(g, r.RunID, fmt.Sprintf("it became active (%v)", err))
 		case errors.Is(err, run.ErrPruneChanged):
-			fmt.Fprintf(g.stderr, "faber: kept %s: %v; run prune again to reconsider it\n", r.RunID, err)
+			c.kept(g, r.RunID, fmt.Sprintf("%v; run prune again to reconsider it", err))
 		default:
 			fmt.Fprintf(g.stderr, "faber: cannot remove run %s: %v\n", r.RunID, err)
 			failed = append(failed, r.RunID)
 		}
 	}
-	if c.DryRun {
+	switch {
+	case c.res != nil:
+		c.res.FreedBytes = freed
+	case c.DryRun:
 		fmt.Fprintf(g.stdout, "would remove %d %s, freeing %s (dry run: nothing was removed)\n", count, plural(count, "run", "runs"), humanBytes(freed))
-	} else {
+	default:
 		fmt.Fprintf(g.stdout, "removed %d %s, freed %s\n", count, plural(count, "run", "runs"), humanBytes(freed))
 	}
 	if len(failed) > 0 {
@@ -187,7 +257,11 @@ func (c *PruneCmd) prune(g *Globals, rule run.PruneRule) error {
 	return nil
 }
 
-func printPruned(g *Globals, verb string, r *run.PruneRun, now time.Time) {
+func (c *PruneCmd) printPruned(g *Globals, verb string, r *run.PruneRun, now time.Time) {
+	if c.res != nil {
+		c.res.Removed = append(c.res.Removed, prunedRun{RunID: r.RunID, Plan: r.Plan, Status: r.Status, StartedAt: r.StartedAt, ParentRunID: r.ParentRunID})
+		return
+	}
 	child := ""
 	if r.ParentRunID != "" {
 		child = "; child run of " + r.ParentRunID

@@ -35,6 +35,23 @@ type ListFilter struct {
 	Statuses map[string]bool // nil: any status
 	Plan     string          // "": any plan
 	Limit    int             // 0: no limit
+	Since    time.Time       // zero: any start; else runs started at or after it
+}
+
+// ParseSince reads list --since: an age (36h, 7d, 2w: started that long ago
+// or later) or a date (2026-11-01, local midnight) or an RFC 3339 time.
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.ParseInLocation("2006-01-02", s, time.Local); err == nil {
+		return t, nil
+	}
+	d, err := ParseAge(s)
+	if err != nil {
+		return time.Time{}, usage(fmt.Errorf("--since %q: write an age (36h, 7d, 2w), a date (2026-11-01) or an RFC 3339 time", s))
+	}
+	return now.Add(-d), nil
 }
 
 // NewListFilter checks the flags of 'faber list': --status, --plan and --limit.
@@ -55,7 +72,8 @@ func NewListFilter(statuses []string, plan string, limit int) (ListFilter, error
 
 // match says whether a run passes --status and --plan.
 func (f ListFilter) match(it ListItem) bool {
-	return (f.Statuses == nil || f.Statuses[it.Status]) && (f.Plan == "" || it.Plan == f.Plan)
+	return (f.Statuses == nil || f.Statuses[it.Status]) && (f.Plan == "" || it.Plan == f.Plan) &&
+		(f.Since.IsZero() || !it.StartedAt.Before(f.Since))
 }
 
 // Apply keeps the runs (newest first) that match every filter, each run

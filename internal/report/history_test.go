@@ -306,3 +306,21 @@ func must(tb testing.TB, err error) {
 		tb.Fatal(err)
 	}
 }
+
+// BenchmarkHistoryThousandRuns is faber report --plan over 1,000 finished
+// runs (issue 32: under 1 s): every run of the window read from its summary
+// and events.jsonl.
+func BenchmarkHistoryThousandRuns(b *testing.B) {
+	dir := b.TempDir()
+	writeRuns(b, dir, "p", 1000)
+	b.ResetTimer()
+	for range b.N {
+		h, err := LoadHistory(dir, "p", 1000, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(h.Runs) != 1000 {
+			b.Fatalf("%d runs read, want 1000", len(h.Runs))
+		}
+	}
+}

@@ -324,3 +324,44 @@ func BenchmarkHistoryThousandRuns(b *testing.B) {
 		}
 	}
 }
+
+// The history page: self-contained, flaky steps first with "k of n runs",
+// one sparkline bar per run where the step ran, right-sizing with its verdict.
+func TestHistoryHTML(t *testing.T) {
+	dir := t.TempDir()
+	writeRuns(t, dir, "p", 4)
+	h, err := LoadHistory(dir, "p", 20, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteHistoryHTML(&b, h, "faber test", t0); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{
+		"<title>faber history: p</title>",
+		"<h3>Flaky steps</h3>\n<table><thead><tr><th>step</th><th>succeeded only after a retry</th></tr></thead><tbody><tr><td><code>b</code></td><td>4 of 4 runs</td></tr>",
+		`<td>asks for 40× what it uses</td>`,
+		`<td class="num">200MiB</td>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if n := strings.Count(page, `<rect class="spk ok"`); n != 8 {
+		t.Errorf("%d sparkline bars, want 8 (2 steps × 4 runs)", n)
+	}
+	for _, bad := range []string{"<script", "http://", "https://"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page holds %q", bad)
+		}
+	}
+	// the run report's History section
+	l := diamond(t)
+	r := build(t, l, state.Meta{})
+	r.History = h
+	if s := html(t, r); !strings.Contains(s, "<h2>History</h2>") || !strings.Contains(s, "4 of 4 runs") {
+		t.Error("the run report has no History section")
+	}
+}

@@ -257,8 +257,10 @@ func scanRunLog(data []byte) runEvents {
 			continue
 		}
 		var e hEvent
-		if json.Unmarshal(line, &e) != nil {
-			continue
+		if !bytes.Contains(line, []byte(`"type":"step_status"`)) || !fastStepStatus(line, &e) {
+			if json.Unmarshal(line, &e) != nil {
+				continue
+			}
 		}
 		if e.Type != exec.EvStepStatus {
 			if e.Type == exec.EvRunStarted || e.Type == exec.EvRunResumed {

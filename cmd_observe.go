@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/internal/report"
 	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/state"
 	"github.com/faber-run/faber/tui"
@@ -166,6 +168,7 @@ func (c *StatusCmd) Run(g *Globals) error {
 			return err
 		}
 		warnDamaged(g, de)
+		b = withETA(g, b)
 		out := run.IndentJSON(make([]byte, 0, len(b)+len(b)/2), b)
 		_, err = g.stdout.Write(append(out, '\n'))
 		return err
@@ -179,7 +182,11 @@ func (c *StatusCmd) Run(g *Globals) error {
 	if meta, err := state.ReadMeta(g.StateDir, c.RunID); err == nil {
 		part = run.PartText(meta.Part)
 	}
-	if err := printStatusUsage(g, v, c.All, part, run.Usage(g.StateDir, &v.Run)); err != nil {
+	eta := ""
+	if v.Run.Status == exec.RunInProgress {
+		eta = "ETA: " + etaOf(g, v.Run.Plan, v.Steps).String()
+	}
+	if err := printStatusUsage(g, v, c.All, part, run.Usage(g.StateDir, &v.Run), eta); err != nil {
 		return err
 	}
 	if v.Run.Status == exec.RunInterrupted {
@@ -192,13 +199,14 @@ func (c *StatusCmd) Run(g *Globals) error {
 // shows must be one that run.LoadBrief keeps. part is the part of its plan
 // the run runs, as run.PartText says it ("" for the whole plan).
 func printStatus(g *Globals, v *exec.View, all bool, part string) error {
-	return printStatusUsage(g, v, all, part, nil)
+	return printStatusUsage(g, v, all, part, nil, "")
 }
 
 // printStatusUsage is printStatus with what the owner of an active run
 // says of its capacity (u; nil: nothing): a capacity line, and in the
-// ERROR column of a step that waits for resources, why.
-func printStatusUsage(g *Globals, v *exec.View, all bool, part string, u *exec.Usage) error {
+// ERROR column of a step that waits for resources, why; and eta, when set,
+// as a line of its own (an active run's ETA).
+func printStatusUsage(g *Globals, v *exec.View, all bool, part string, u *exec.Usage, eta string) error {
 	out := run.StatusOf(v)
 	why := run.Waiting(u)
 	note := func(st *exec.StepState) string {
@@ -221,6 +229,9 @@ func printStatusUsage(g *Globals, v *exec.View, all bool, part string, u *exec.U
 	}
 	if u != nil {
 		fmt.Fprintln(buf, u.CapacityText())
+	}
+	if eta != "" {
+		fmt.Fprintln(buf, eta)
 	}
 	tw := tabwriter.NewWriter(buf, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STEP\tPHASE\tSTATUS\tATTEMPT\tEXIT\tDURATION\tPEAK MEM\tERROR")
@@ -276,6 +287,40 @@ func printStatusUsage(g *Globals, v *exec.View, all bool, part string, u *exec.U
 		return err
 	}
 	return buf.Flush()
+}
+
+// etaOf is the ETA of an active run of plan whose steps are given, from
+// the plan's last finished runs (README "History").
+func etaOf(g *Globals, plan string, steps []*exec.StepState) report.Estimate {
+	h, err := report.LoadHistory(g.StateDir, plan, report.DefaultWindow, "")
+	if err != nil {
+		return report.Estimate{Reason: "the plan's past runs cannot be read: " + run.FirstLine(err.Error())}
+	}
+	return h.Expect().ETA(steps, time.Now())
+}
+
+// withETA adds "eta" to the status JSON b of an active run: {"seconds":
+// N, "runs": M}, or {"reason": "..."} when there is none. Any other run's
+// is b unchanged.
+func withETA(g *Globals, b []byte) []byte {
+	var st struct {
+		Plan   string            `json:"plan"`
+		Status string            `json:"status"`
+		Steps  []*exec.StepState `json:"steps"`
+	}
+	end := bytes.LastIndexByte(b, '}')
+	if end < 0 || json.Unmarshal(b, &st) != nil || st.Status != exec.RunInProgress {
+		return b
+	}
+	eta, err := json.Marshal(etaOf(g, st.Plan, st.Steps).JSON())
+	if err != nil {
+		return b
+	}
+	out := make([]byte, 0, len(b)+len(eta)+8)
+	out = append(out, b[:end]...)
+	out = append(out, `,"eta":`...)
+	out = append(out, eta...)
+	return append(out, b[end:]...)
 }
 
 // EventsCmd prints the audit trail.

@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/faber-run/faber/internal/report"
 )
@@ -12,7 +14,9 @@ import (
 // ReportCmd writes a run's report.
 type ReportCmd struct {
 	RunRef `embed:""`
-	Out    string `short:"o" name:"output" placeholder:"FILE" help:"Write the report to FILE (default: <run-id>.html in the current directory; with --json, stdout; - for stdout)."`
+	Plan   string `name:"plan" placeholder:"NAME" help:"Report the history of the plan named NAME (its name:, as faber list --plan matches it) over its last finished runs instead of one run (README \"History\")."`
+	Runs   int    `name:"runs" placeholder:"N" help:"How many finished runs the history covers (default 20): with --plan, or the History section of a run's report."`
+	Out    string `short:"o" name:"output" placeholder:"FILE" help:"Write the report to FILE (default: <run-id>.html, with --plan <plan>-history.html, in the current directory; with --json, stdout; - for stdout)."`
 	JSON   bool   `name:"json" help:"Print the report's data as one JSON object instead of writing HTML (README \"Run reports\")."`
 }
 
@@ -28,14 +32,33 @@ and the faber version. The file loads nothing from the network: open it in any
 browser, mail it, print it; the path written is printed. --json prints the
 same data as one JSON object (README "Run reports"), or writes it to -o FILE.
 
+With --plan NAME instead of a run, it reports the plan's history over its
+last finished runs (--runs N, default 20; active runs left out): per step
+the durations (min, median, max and one per run), failure and retry rates,
+the flaky steps (succeeded only after a retry) first, and right-sizing of
+every memory limit or request and timeout: the measured peak and 1.2× it
+as a suggestion (README "History"). A run's report has the same as its
+History section, over the runs up to and including it.
+
 Examples:
   faber report --last                      writes <run-id>.html here
   faber report build-20260501T100000-1a2b -o build.html
-  faber report --last --json | jq '.steps[] | select(.attempts | length > 1) | .id'`
+  faber report --last --json | jq '.steps[] | select(.attempts | length > 1) | .id'
+  faber report --plan build                writes build-history.html here
+  faber report --plan build --runs 100 --json | jq '.steps[] | select(.flaky > 0) | .id'`
 }
 
 // Run builds the report and writes it.
 func (c *ReportCmd) Run(g *Globals) error {
+	if c.Runs < 0 {
+		return withCode(exitUsage, fmt.Errorf("--runs %d: N must be 1 or more (default %d)", c.Runs, report.DefaultWindow))
+	}
+	if c.Plan != "" {
+		if c.RunID != "" || c.Last {
+			return withCode(exitUsage, fmt.Errorf("give a run (its id or --last) or --plan NAME, not both"))
+		}
+		return c.history(g)
+	}
 	if err := c.resolve(g); err != nil {
 		return err
 	}
@@ -44,18 +67,62 @@ func (c *ReportCmd) Run(g *Globals) error {
 		return err
 	}
 	warnDamaged(g, de)
+	if r.History, err = report.LoadHistory(g.StateDir, r.Plan, c.Runs, r.RunID); err != nil {
+		fmt.Fprintf(g.stderr, "faber: warning: no History section: %v\n", err)
+	}
+	return c.write(g, c.RunID+".html", func(f io.Writer) error {
+		if c.JSON {
+			return printJSON(f, r)
+		}
+		return report.WriteHTML(f, r)
+	})
+}
+
+// history writes the history of the plan --plan names.
+func (c *ReportCmd) history(g *Globals) error {
+	h, err := report.LoadHistory(g.StateDir, c.Plan, c.Runs, "")
+	if err != nil {
+		return err
+	}
+	if len(h.Runs) == 0 {
+		return report.NoRunsError(c.Plan, g.StateDir)
+	}
+	now := time.Now()
+	return c.write(g, fileName(c.Plan)+"-history.html", func(f io.Writer) error {
+		if c.JSON {
+			return printJSON(f, h)
+		}
+		return report.WriteHistoryHTML(f, h, currentBuild().String(), now)
+	})
+}
+
+// fileName is a plan name made a safe file name: every character but
+// [A-Za-z0-9._-] becomes '-', and a leading '.' or '-' (a hidden file, an
+// option) is dropped.
+func fileName(plan string) string {
+	b := []byte(plan)
+	for i, ch := range b {
+		ok := ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '.' || ch == '_' || ch == '-'
+		if !ok {
+			b[i] = '-'
+		}
+	}
+	s := strings.TrimLeft(string(b), ".-")
+	if s == "" {
+		s = "plan"
+	}
+	return s
+}
+
+// write writes what write writes to -o FILE (def when not given; stdout
+// for --json), whole or not at all, and prints the path written.
+func (c *ReportCmd) write(g *Globals, def string, write func(io.Writer) error) error {
 	out := c.Out
 	switch {
 	case out == "" && c.JSON:
 		out = "-" // as every --json of faber's: to stdout
 	case out == "":
-		out = c.RunID + ".html"
-	}
-	write := func(f io.Writer) error {
-		if c.JSON {
-			return printJSON(f, r)
-		}
-		return report.WriteHTML(f, r)
+		out = def
 	}
 	if out == "-" {
 		return write(g.stdout)

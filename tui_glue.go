@@ -2,9 +2,12 @@ package main
 
 import (
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/faber-run/faber/exec"
 	"github.com/faber-run/faber/internal/control"
+	"github.com/faber-run/faber/internal/report"
 	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/spec"
 	"github.com/faber-run/faber/state"
@@ -37,7 +40,52 @@ func newTUI(g *Globals, plan *spec.Plan, runID string, decide bool, prior ...*ex
 		OnClassify:    classifier(g, runID),
 		WaitDecisions: decide,
 		Usage:         usageAsker(g, runID),
+		Estimate:      estimator(g, plan),
 	})
+}
+
+// estimator is how a live view (the owner's, or attach's) shows the run's
+// ETA (tui.Options.Estimate, README "History"): the expectations of the
+// plan's last finished runs, read once in the background (nothing is shown
+// until then), applied to the steps as the view knows them, with their
+// needs from the plan. nil without a plan.
+func estimator(g *Globals, plan *spec.Plan) func([]*exec.StepState, time.Time) string {
+	if plan == nil {
+		return nil
+	}
+	needs := map[string][]string{}
+	for _, s := range exec.StepInfos(plan) {
+		needs[s.ID] = s.Needs
+	}
+	var (
+		mu     sync.Mutex
+		x      *report.Expectation
+		reason string
+	)
+	go func() {
+		h, err := report.LoadHistory(g.StateDir, plan.Name, report.DefaultWindow, "")
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			reason = "no ETA: the plan's past runs cannot be read"
+			return
+		}
+		e := h.Expect()
+		x = &e
+	}()
+	return func(steps []*exec.StepState, now time.Time) string {
+		mu.Lock()
+		defer mu.Unlock()
+		if x == nil {
+			return reason
+		}
+		for _, st := range steps {
+			if st.Needs == nil {
+				st.Needs = needs[st.ID]
+			}
+		}
+		return x.ETA(steps, now).Short()
+	}
 }
 
 // usageAsker is how a live view (the owner's, or attach's) learns what the

@@ -76,6 +76,12 @@ type Options struct {
 	// nothing). The view asks about once a second while the run is
 	// active, off the program's goroutine, one question at a time.
 	Usage func() *exec.Usage
+	// Estimate, when set, is the run's ETA as the header shows it ("ETA
+	// ~3m10s", "no ETA: why"), from the steps as the view knows them (ID,
+	// Phase, FanOut, Status, and StartedAt: the running attempt's start)
+	// at now. The header asks it about once a second while the run is
+	// active; it must be quick.
+	Estimate func(steps []*exec.StepState, now time.Time) string
 }
 
 // Messages the model understands besides keys and window sizes.
@@ -272,6 +278,10 @@ type Model struct {
 	childRuns map[string]*childRun // every child and grandchild run, by run id
 	rowsDirty bool                 // child lines were added: layoutRows is due
 	plainSt   Styles               // colourless, for the child-event lines of the log pane
+
+	// eta is Options.Estimate's last answer, asked at etaAt.
+	eta   string
+	etaAt time.Time
 }
 
 // NewModel returns the model for a run; New wraps it in a running program.

@@ -456,10 +456,35 @@ func (m *Model) header() []string {
 	if ansi.StringWidth(line2) > m.width {
 		line2 = m.countsShort()
 	}
+	if eta := m.etaText(); eta != "" && ansi.StringWidth(line2)+3+ansi.StringWidth(eta) <= m.width {
+		line2 += "   " + s.Dim.Render(eta)
+	}
 	if u := m.usageLine(); u != "" {
 		return []string{line1, line2, u}
 	}
 	return []string{line1, line2}
+}
+
+// etaText is the run's ETA while it runs (Options.Estimate), asked again
+// once a second at most.
+func (m *Model) etaText() string {
+	if m.opt.Estimate == nil || m.runStatus != "" || m.done {
+		return ""
+	}
+	now := m.now()
+	if m.etaAt.IsZero() || now.Sub(m.etaAt) >= time.Second || now.Before(m.etaAt) {
+		steps := make([]*exec.StepState, len(m.steps))
+		for i, r := range m.steps {
+			st := &exec.StepState{ID: r.def.ID, Phase: r.def.Phase, FanOut: r.def.FanOut, Status: r.status}
+			if !r.started.IsZero() {
+				t := r.started
+				st.StartedAt = &t
+			}
+			steps[i] = st
+		}
+		m.eta, m.etaAt = m.opt.Estimate(steps, now), now
+	}
+	return m.eta
 }
 
 func (m *Model) elapsed() time.Duration {

@@ -16,14 +16,37 @@ import (
 //go:embed report.html.tmpl
 var pageText string
 
-var page = template.Must(template.New("report").Funcs(template.FuncMap{
+//go:embed css.tmpl
+var cssText string
+
+//go:embed history.html.tmpl
+var historyText string
+
+var page = withParts(template.Must(template.New("report").Funcs(template.FuncMap{
 	"dur":         durText,
 	"time":        timeText,
 	"exits":       exitsText,
 	"resources":   resourcesText,
 	"statusClass": statusClass,
 	"join":        strings.Join,
-}).Parse(pageText))
+	"durp":        durpText,
+	"pct":         pctText,
+	"spark":       spark,
+	"sized":       sized,
+	"sizings":     sizings,
+	"amount":      amountText,
+	"amountp":     amountpText,
+	"stepOf":      stepOf,
+	"last":        func(rs []*HistoryRun) int { return len(rs) - 1 },
+}).Parse(pageText)))
+
+// withParts adds the templates the report page and the history page share
+// (its CSS, the history section) to the report page's.
+func withParts(t *template.Template) *template.Template {
+	template.Must(t.New("css").Parse(cssText))
+	template.Must(t.New("history").Parse(historyText))
+	return t
+}
 
 // sections is what the page template is given.
 type sections struct {

@@ -37,6 +37,9 @@ type Report struct {
 	// Counts are how many steps (items included) ended in each status.
 	Counts map[string]int `json:"counts"`
 	Steps  []*Step        `json:"steps"`
+	// History is its plan's history over the last finished runs up to
+	// and including this one (README "History"); nil when not asked for.
+	History *History `json:"history,omitempty"`
 }
 
 // Set is one --set value.

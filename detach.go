@@ -1,0 +1,407 @@
+package main
+
+// faber run (and resume) in a terminal runs the run in a background owner
+// process and shows it in the foreground, so that q in the live view gives
+// the shell its prompt back while the run goes on (README "The live view").
+//
+// The foreground starts itself again (os.Executable, the same arguments)
+// with ownerEnv set, in a session of its own, stdin /dev/null and stdout
+// and stderr a pipe that the foreground relays. That owner is the same
+// faber run with another renderer: once the run exists it writes its
+// progress and messages to the run's owner.log, then the handshake (the run
+// id and whether the session waits for decisions in the view) on fd 3. The
+// foreground then shows the run as faber attach does (its event log and
+// log files) with faber run's keys: Ctrl-C signals the owner, r / x x
+// classify over the control channel. When the owner ends, the foreground
+// shows the summary and exits with the owner's code; q leaves at once,
+// exit 0, and the owner goes on. Where the owner cannot start, the run runs
+// in this process as before.
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	osexec "os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/faber-run/faber/internal/run"
+	"github.com/faber-run/faber/state"
+	"github.com/faber-run/faber/tui"
+)
+
+// ownerEnv marks the background owner: fd 3 is the handshake's pipe (to the
+// foreground), fd 4 the foreground's (EOF or a byte: nobody decides in the
+// view any more). It is dropped from the environment at once, so that the
+// steps and child runs never see it.
+const ownerEnv = "FABER_OWNER_HANDSHAKE"
+
+// ownerLogName is the owner's output in the run's directory: its progress
+// as plain lines, its warnings and its last error.
+const ownerLogName = "owner.log"
+
+// owner is the background process's side of a detached run.
+type owner struct {
+	hello *os.File // fd 3: the handshake, written once
+	back  *os.File // fd 4: from the foreground
+	out   *relayWriter
+	err   *relayWriter
+
+	mu  sync.Mutex
+	log io.Writer // owner.log once the run exists (nil before)
+}
+
+// takeOwner returns the owner's side when this process is a background
+// owner (ownerEnv), else nil.
+func takeOwner() *owner {
+	v, ok := os.LookupEnv(ownerEnv)
+	if !ok {
+		return nil
+	}
+	os.Unsetenv(ownerEnv)
+	if v != "1" || !detachSupported {
+		return nil
+	}
+	closeOnExec(3)
+	closeOnExec(4)
+	return &owner{hello: os.NewFile(3, "handshake"), back: os.NewFile(4, "foreground"),
+		out: &relayWriter{relay: os.Stdout}, err: &relayWriter{relay: os.Stderr}}
+}
+
+// relayWriter is the owner's stdout or stderr: the foreground's pipe while
+// it reads it (a write that fails drops it: the foreground left), and
+// owner.log once the run exists.
+type relayWriter struct {
+	mu    sync.Mutex
+	relay io.Writer
+	log   io.Writer
+}
+
+func (w *relayWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.relay != nil {
+		if _, err := w.relay.Write(p); err != nil {
+			w.relay = nil
+		}
+	}
+	if w.log != nil {
+		_, _ = w.log.Write(p)
+	}
+	return len(p), nil
+}
+
+func (w *relayWriter) setLog(l io.Writer) {
+	w.mu.Lock()
+	w.log = l
+	w.mu.Unlock()
+}
+
+// logOnly is where the owner writes what the foreground prints itself
+// (the end hints): owner.log only.
+func (o *owner) logOnly() io.Writer {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.log == nil {
+		return io.Discard
+	}
+	return o.log
+}
+
+// show is the owner's Session.Show: progress goes to owner.log, the
+// foreground learns the run id, and the session waits for decisions (with
+// a control channel) until the foreground gives them up or goes.
+func (o *owner) show(g *Globals, runID string, control bool) (run.Display, <-chan struct{}) {
+	var w io.Writer = io.Discard
+	f, err := os.OpenFile(filepath.Join(state.RunDir(g.StateDir, runID), ownerLogName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		fmt.Fprintf(g.stderr, "faber: warning: %s: %v\n", ownerLogName, unwrapPath(err))
+	} else {
+		w = &lockedWriter{w: f}
+		o.mu.Lock()
+		o.log = w
+		o.mu.Unlock()
+		o.out.setLog(w)
+		o.err.setLog(w)
+	}
+	ctl := "0"
+	if control {
+		ctl = "1"
+	}
+	fmt.Fprintf(o.hello, "%s %s\n", runID, ctl)
+	o.hello.Close()
+	var decisions chan struct{}
+	if control {
+		decisions = make(chan struct{})
+		go func() {
+			var b [1]byte
+			_, _ = o.back.Read(b[:])
+			close(decisions)
+		}()
+	}
+	return tui.NewPlain(w, tui.NewStyles(false), false), decisions
+}
+
+// lockedWriter serializes the writes of the owner's renderer and of its
+// messages to owner.log.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// detachable reports whether this faber run / resume shows the live view
+// (ui as given) and so runs the run in a background owner.
+func detachable(g *Globals, ui string) bool {
+	if !detachSupported || g.owner != nil || os.Getenv("FABER_NO_DETACH") != "" {
+		return false
+	}
+	switch ui {
+	case "tui":
+		return onTerminal(g)
+	case "", "auto":
+		return wantTUI(g)
+	}
+	return false
+}
+
+// runDetached runs this command (os.Args) in a background owner and shows
+// its run here. started is false when the owner could not start (a warning
+// said why): the caller then runs the run itself.
+func runDetached(g *Globals) (started bool, err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(g.stderr, "faber: warning: cannot run in the background (%v); the run runs here, and q keeps the terminal until it ends\n", err)
+		return false, nil
+	}
+	var files []*os.File
+	pipe := func() (r, w *os.File) {
+		if err != nil {
+			return nil, nil
+		}
+		if r, w, err = os.Pipe(); err == nil {
+			files = append(files, r, w)
+		}
+		return r, w
+	}
+	helloR, helloW := pipe()
+	backR, backW := pipe()
+	outR, outW := pipe()
+	cmd := osexec.Command(exe, os.Args[1:]...)
+	cmd.Env = append(os.Environ(), ownerEnv+"=1")
+	cmd.Stdout, cmd.Stderr = outW, outW
+	cmd.ExtraFiles = []*os.File{helloW, backR}
+	cmd.SysProcAttr = ownerAttr()
+	if err == nil {
+		err = cmd.Start()
+	}
+	if err != nil {
+		for _, f := range files {
+			f.Close()
+		}
+		fmt.Fprintf(g.stderr, "faber: warning: cannot run in the background (%v); the run runs here, and q keeps the terminal until it ends\n", err)
+		return false, nil
+	}
+	helloW.Close()
+	backR.Close()
+	outW.Close()
+	defer helloR.Close()
+	defer backW.Close()
+
+	rel := &relay{w: g.stderr, done: make(chan struct{})}
+	go rel.copy(outR)
+	ended := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(ended)
+	}()
+	// Until the view is up, Ctrl-C is a signal here (the owner, in a
+	// session of its own, gets none from the terminal); in the view it is
+	// a key (OnInterrupt). SIGTERM stops the run as it would in-process.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	forward := func(s os.Signal) { _ = cmd.Process.Signal(s) }
+
+	hello := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(helloR).ReadString('\n')
+		hello <- line
+	}()
+	var line string
+wait:
+	for {
+		select {
+		case s := <-sigs:
+			forward(s)
+		case line = <-hello:
+			break wait
+		}
+	}
+	id, control, ok := strings.Cut(strings.TrimSpace(line), " ")
+	if !ok {
+		// The owner ended before its run existed (a plan error, a run
+		// active elsewhere…): it said why on the relayed stderr.
+		<-ended
+		rel.finish()
+		return true, ownerExit(cmd, "")
+	}
+
+	rel.hold()
+	meta, _ := state.ReadMeta(g.StateDir, id)
+	plan := run.StoredPlan(g.StateDir, id, meta)
+	var steps []tui.StepDef
+	if plan != nil {
+		steps = stepDefs(plan)
+	}
+	t := tui.NewForeground(g.stdout, g.stdin, tui.Options{Plan: meta.Plan, RunID: id, Steps: steps,
+		Styles:        tui.NewStyles(useColor(g, g.stdout)),
+		OnInterrupt:   func(bool) { forward(os.Interrupt) }, // the owner's second SIGINT is its hard stop
+		OnClassify:    classifier(g, id),
+		WaitDecisions: control == "1",
+		Usage:         usageAsker(g, id),
+	})
+	f := run.NewFollower(g.StateDir, id, t)
+	f.SetPlan(plan)
+	defer f.Close()
+	_ = f.Poll()
+	tick := time.NewTicker(attachPoll)
+	defer tick.Stop()
+	left, decisions := t.Left(), t.Decisions()
+	for {
+		select {
+		case <-tick.C:
+			_ = f.Poll()
+			continue
+		case s := <-sigs:
+			forward(s)
+			continue
+		case <-decisions:
+			// q while the session waits for a decision, or the view ended:
+			// the owner stops waiting (the run ends pending_failed).
+			_, _ = backW.Write([]byte{'l'})
+			decisions = nil
+			continue
+		case <-left:
+			left = nil
+			if !t.Detached() {
+				continue // plain lines follow, as in-process
+			}
+			rel.release()
+			fmt.Fprintf(g.stdout, "faber: left the live view; run %s goes on in the background (pid %d).\n"+
+				"  back to it:  faber attach %s\n"+
+				"  stop it:     faber stop %s\n", id, cmd.Process.Pid, id, id)
+			return true, nil
+		case <-ended:
+		}
+		break
+	}
+	// The owner has ended: this poll reads every event its run will have.
+	_ = f.Poll()
+	_, ferr := f.Finish()
+	t.Close()
+	rel.finish()
+	if ferr != nil {
+		fmt.Fprintf(g.stderr, "faber: %v\n", ferr)
+	}
+	return true, ownerExit(cmd, id, func(code int) {
+		if code != exitFailed && code != exitPending && code != exitInterrupted {
+			return
+		}
+		// As runSession does after its own view.
+		if !t.Summarized() {
+			if v, err := run.View(g.StateDir, id); err == nil {
+				for _, h := range tui.EndHints(id, v.Steps) {
+					fmt.Fprintln(g.stderr, h)
+				}
+			}
+		}
+		fmt.Fprintf(g.stderr, "resume with: faber resume %s\n", id)
+	})
+}
+
+// ownerExit is the foreground's exit for the owner's: its code (after
+// hints, for a run's outcome), or, for an owner killed by a signal, a
+// state problem naming how to go on.
+func ownerExit(cmd *osexec.Cmd, id string, hints ...func(code int)) error {
+	ps := cmd.ProcessState
+	code := ps.ExitCode()
+	if code < 0 {
+		if id == "" {
+			return withCode(exitState, fmt.Errorf("the run's background faber (pid %d) ended: %v", cmd.Process.Pid, ps))
+		}
+		return withCode(exitState, fmt.Errorf("run %s: its background faber (pid %d) ended: %v; faber resume %s continues it", id, cmd.Process.Pid, ps, id))
+	}
+	for _, h := range hints {
+		h(code)
+	}
+	return codeOnly(code)
+}
+
+// relay copies the owner's stdout and stderr (one pipe) to this process's
+// stderr: at once until the live view is up, then held, and written once
+// the terminal is back.
+type relay struct {
+	mu      sync.Mutex
+	w       io.Writer
+	held    bytes.Buffer
+	holding bool
+	done    chan struct{}
+}
+
+func (r *relay) copy(src *os.File) {
+	defer close(r.done)
+	defer src.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			r.mu.Lock()
+			if r.holding {
+				r.held.Write(buf[:n])
+			} else {
+				_, _ = r.w.Write(buf[:n])
+			}
+			r.mu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (r *relay) hold() {
+	r.mu.Lock()
+	r.holding = true
+	r.mu.Unlock()
+}
+
+// release writes what was held and stops holding.
+func (r *relay) release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.holding = false
+	_, _ = r.w.Write(r.held.Bytes())
+	r.held.Reset()
+}
+
+// finish waits (a little: a process the owner left may hold the pipe) for
+// the owner's last words, and writes them.
+func (r *relay) finish() {
+	select {
+	case <-r.done:
+	case <-time.After(time.Second):
+	}
+	r.release()
+}

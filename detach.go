@@ -7,9 +7,10 @@ package main
 // The foreground starts itself again (os.Executable, the same arguments)
 // with ownerEnv set, in a session of its own, stdin /dev/null and stdout
 // and stderr a pipe that the foreground relays. That owner is the same
-// faber run with another renderer: once the run exists it writes its
-// progress and messages to the run's owner.log, then the handshake (the run
-// id and whether the session waits for decisions in the view) on fd 3. The
+// faber run with another renderer: once the run exists it writes the
+// handshake (a line with the run id and whether the session waits for
+// decisions in the view) on that pipe, after whatever it said before, then
+// its progress and messages to the run's owner.log too. The
 // foreground then shows the run as faber attach does (its event log and
 // log files) with faber run's keys: Ctrl-C signals the owner, r / x x
 // classify over the control channel. When the owner ends, the foreground
@@ -36,11 +37,14 @@ import (
 	"github.com/faber-run/faber/tui"
 )
 
-// ownerEnv marks the background owner: fd 3 is the handshake's pipe (to the
-// foreground), fd 4 the foreground's (EOF or a byte: nobody decides in the
-// view any more). It is dropped from the environment at once, so that the
-// steps and child runs never see it.
+// ownerEnv marks the background owner: fd 3 is the foreground's pipe (EOF
+// or a byte: nobody decides in the view any more). It is dropped from the
+// environment at once, so that the steps and child runs never see it.
 const ownerEnv = "FABER_OWNER_HANDSHAKE"
+
+// handshakeMark starts the owner's handshake line on its stdout/stderr:
+// "<mark><run id> <1 if the session waits for decisions, else 0>".
+const handshakeMark = "\x00faber-owner-run "
 
 // ownerLogName is the owner's output in the run's directory: its progress
 // as plain lines, its warnings and its last error.
@@ -48,10 +52,10 @@ const ownerLogName = "owner.log"
 
 // owner is the background process's side of a detached run.
 type owner struct {
-	hello *os.File // fd 3: the handshake, written once
-	back  *os.File // fd 4: from the foreground
-	out   *relayWriter
-	err   *relayWriter
+	back *os.File // fd 3: from the foreground
+	// out is the owner's stdout and stderr, one pipe to the foreground
+	// (one writer: what it says keeps its order).
+	out *relayWriter
 
 	mu  sync.Mutex
 	log io.Writer // owner.log once the run exists (nil before)
@@ -69,9 +73,7 @@ func takeOwner() *owner {
 		return nil
 	}
 	closeOnExec(3)
-	closeOnExec(4)
-	return &owner{hello: os.NewFile(3, "handshake"), back: os.NewFile(4, "foreground"),
-		out: &relayWriter{relay: os.Stdout}, err: &relayWriter{relay: os.Stderr}}
+	return &owner{back: os.NewFile(3, "foreground"), out: &relayWriter{relay: os.Stderr}}
 }
 
 // relayWriter is the owner's stdout or stderr: the foreground's pipe while
@@ -118,6 +120,11 @@ func (o *owner) logOnly() io.Writer {
 // foreground learns the run id, and the session waits for decisions (with
 // a control channel) until the foreground gives them up or goes.
 func (o *owner) show(g *Globals, runID string, control bool) (run.Display, <-chan struct{}) {
+	ctl := "0"
+	if control {
+		ctl = "1"
+	}
+	fmt.Fprintf(o.out, "%s%s %s\n", handshakeMark, runID, ctl)
 	var w io.Writer = io.Discard
 	f, err := os.OpenFile(filepath.Join(state.RunDir(g.StateDir, runID), ownerLogName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
@@ -128,14 +135,7 @@ func (o *owner) show(g *Globals, runID string, control bool) (run.Display, <-cha
 		o.log = w
 		o.mu.Unlock()
 		o.out.setLog(w)
-		o.err.setLog(w)
 	}
-	ctl := "0"
-	if control {
-		ctl = "1"
-	}
-	fmt.Fprintf(o.hello, "%s %s\n", runID, ctl)
-	o.hello.Close()
 	var decisions chan struct{}
 	if control {
 		decisions = make(chan struct{})
@@ -195,13 +195,12 @@ func runDetached(g *Globals) (started bool, err error) {
 		}
 		return r, w
 	}
-	helloR, helloW := pipe()
 	backR, backW := pipe()
 	outR, outW := pipe()
 	cmd := osexec.Command(exe, os.Args[1:]...)
 	cmd.Env = append(os.Environ(), ownerEnv+"=1")
 	cmd.Stdout, cmd.Stderr = outW, outW
-	cmd.ExtraFiles = []*os.File{helloW, backR}
+	cmd.ExtraFiles = []*os.File{backR}
 	cmd.SysProcAttr = ownerAttr()
 	if err == nil {
 		err = cmd.Start()
@@ -213,13 +212,11 @@ func runDetached(g *Globals) (started bool, err error) {
 		fmt.Fprintf(g.stderr, "faber: warning: cannot run in the background (%v); the run runs here, and q keeps the terminal until it ends\n", err)
 		return false, nil
 	}
-	helloW.Close()
 	backR.Close()
 	outW.Close()
-	defer helloR.Close()
 	defer backW.Close()
 
-	rel := &relay{w: g.stderr, done: make(chan struct{})}
+	rel := &relay{w: g.stderr, hello: make(chan string, 1), done: make(chan struct{})}
 	go rel.copy(outR)
 	ended := make(chan struct{})
 	go func() {
@@ -234,18 +231,13 @@ func runDetached(g *Globals) (started bool, err error) {
 	defer signal.Stop(sigs)
 	forward := func(s os.Signal) { _ = cmd.Process.Signal(s) }
 
-	hello := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(helloR).ReadString('\n')
-		hello <- line
-	}()
 	var line string
 wait:
 	for {
 		select {
 		case s := <-sigs:
 			forward(s)
-		case line = <-hello:
+		case line = <-rel.hello:
 			break wait
 		}
 	}
@@ -258,7 +250,6 @@ wait:
 		return true, ownerExit(cmd, "")
 	}
 
-	rel.hold()
 	meta, _ := state.ReadMeta(g.StateDir, id)
 	plan := run.StoredPlan(g.StateDir, id, meta)
 	var steps []tui.StepDef
@@ -349,42 +340,48 @@ func ownerExit(cmd *osexec.Cmd, id string, hints ...func(code int)) error {
 	return codeOnly(code)
 }
 
-// relay copies the owner's stdout and stderr (one pipe) to this process's
-// stderr: at once until the live view is up, then held, and written once
-// the terminal is back.
+// relay copies the owner's stdout and stderr (one pipe, in lines) to this
+// process's stderr: at once until the handshake line, which goes to hello
+// (or "" at EOF before it); then held while the live view is up, and
+// written once the terminal is back.
 type relay struct {
 	mu      sync.Mutex
 	w       io.Writer
 	held    bytes.Buffer
 	holding bool
+	hello   chan string
 	done    chan struct{}
 }
 
 func (r *relay) copy(src *os.File) {
 	defer close(r.done)
 	defer src.Close()
-	buf := make([]byte, 32<<10)
+	said := false
+	defer func() {
+		if !said {
+			r.hello <- ""
+		}
+	}()
+	rd := bufio.NewReaderSize(src, 32<<10)
 	for {
-		n, err := src.Read(buf)
-		if n > 0 {
+		line, err := rd.ReadSlice('\n')
+		if len(line) > 0 {
 			r.mu.Lock()
-			if r.holding {
-				r.held.Write(buf[:n])
-			} else {
-				_, _ = r.w.Write(buf[:n])
+			switch {
+			case !said && bytes.HasPrefix(line, []byte(handshakeMark)):
+				said, r.holding = true, true
+				r.hello <- strings.TrimPrefix(string(line), handshakeMark)
+			case r.holding:
+				r.held.Write(line)
+			default:
+				_, _ = r.w.Write(line)
 			}
 			r.mu.Unlock()
 		}
-		if err != nil {
+		if err != nil && err != bufio.ErrBufferFull {
 			return
 		}
 	}
-}
-
-func (r *relay) hold() {
-	r.mu.Lock()
-	r.holding = true
-	r.mu.Unlock()
 }
 
 // release writes what was held and stops holding.

@@ -156,7 +156,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	}
 	var cli CLI
 	if cli.owner = takeOwner(); cli.owner != nil {
-		stdout, stderr = cli.owner.out, cli.owner.err
+		stdout, stderr = cli.owner.out, cli.owner.out
 	}
 	cli.stdout, cli.stderr, cli.stdin = stdout, stderr, stdin
 	exited := -1

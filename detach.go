@@ -37,14 +37,20 @@ import (
 	"github.com/faber-run/faber/tui"
 )
 
-// ownerEnv marks the background owner: fd 3 is the foreground's pipe (EOF
-// or a byte: nobody decides in the view any more). It is dropped from the
+// ownerEnv marks the background owner: fd 3 is the foreground's pipe: a
+// first byte once its view follows the run (readyByte), then a byte or EOF
+// once nobody decides in the view any more. It is dropped from the
 // environment at once, so that the steps and child runs never see it.
 const ownerEnv = "FABER_OWNER_HANDSHAKE"
 
 // handshakeMark starts the owner's handshake line on its stdout/stderr:
 // "<mark><run id> <1 if the session waits for decisions, else 0>".
 const handshakeMark = "\x00faber-owner-run "
+
+// readyWait bounds how long the owner waits, after the handshake, for the
+// foreground's view to follow the run before its first step starts (so that
+// the view has every step's output, as it had in-process).
+const readyWait = 3 * time.Second
 
 // ownerLogName is the owner's output in the run's directory: its progress
 // as plain lines, its warnings and its last error.
@@ -136,14 +142,24 @@ func (o *owner) show(g *Globals, runID string, control bool) (run.Display, <-cha
 		o.mu.Unlock()
 		o.out.setLog(w)
 	}
-	var decisions chan struct{}
+	ready, gone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(gone)
+		var b [1]byte
+		if n, _ := o.back.Read(b[:]); n == 0 {
+			close(ready) // the foreground went
+			return
+		}
+		close(ready)
+		_, _ = o.back.Read(b[:])
+	}()
+	select {
+	case <-ready:
+	case <-time.After(readyWait):
+	}
+	var decisions <-chan struct{}
 	if control {
-		decisions = make(chan struct{})
-		go func() {
-			var b [1]byte
-			_, _ = o.back.Read(b[:])
-			close(decisions)
-		}()
+		decisions = gone
 	}
 	return tui.NewPlain(w, tui.NewStyles(false), false), decisions
 }
@@ -267,6 +283,7 @@ wait:
 	f.SetPlan(plan)
 	defer f.Close()
 	_ = f.Poll()
+	_, _ = backW.Write([]byte{'r'}) // the owner may start its steps
 	tick := time.NewTicker(attachPoll)
 	defer tick.Stop()
 	left, decisions := t.Left(), t.Decisions()

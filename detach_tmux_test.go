@@ -17,10 +17,12 @@ import (
 // TestDetachTmux runs the real binary in tmux, where faber run's live view
 // shows a run that a background owner runs: q gives the prompt back while
 // a step still sleeps and the run ends success in the store with the step's
-// output whole (the owner's own log in owner.log, 0600); Ctrl-C in the view
+// output whole (the owner's own log in owner.log, 0600); the run survives
+// its terminal closing; Ctrl-C in the view
 // stops the run (exit 130, interrupted, the owner gone); a failing run
-// watched to its end exits 1 with the resume hint once; a plan error is
-// printed as before, exit 2, with no run created.
+// watched to its end exits 1 with the resume hint once; with
+// FABER_NO_DETACH the run stays in the foreground process as before; a plan
+// error is printed as before, exit 2, with no run created.
 func TestDetachTmux(t *testing.T) {
 	tm, bin, dir := tmuxtest.New(t, "detach", ".")
 	runID := regexp.MustCompile(`\w+-\d{8}T\d{6}-[0-9a-f]{4}`)
@@ -82,6 +84,29 @@ steps:
 		}
 	})
 
+	t.Run("hangup", func(t *testing.T) {
+		work, stateDir := setup(t, "hup", `name: hup
+steps:
+  - id: nap
+    run: sh -c 'echo before; while [ ! -f go ]; do sleep 0.1; done; echo after'
+`)
+		tm.Start("hup", work, bin+" run plan.yaml --ui tui --state-dir "+stateDir, 120, 40)
+		screen := tm.WaitFor("hup", 15*time.Second, "the step's line", func(s string) bool { return strings.Contains(s, "│ before") })
+		id := runID.FindString(screen)
+		tm.Cmd("kill-session", "-t", "hup") // the terminal closes: SIGHUP
+		time.Sleep(300 * time.Millisecond)
+		if o, err := state.OwnerOf(stateDir, id); err != nil || !o.Alive {
+			t.Fatalf("the run's owner did not survive its terminal (%+v, %v)", o, err)
+		}
+		if err := os.WriteFile(filepath.Join(work, "go"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		waitOwnerGone(t, stateDir, id)
+		if v, err := run.View(stateDir, id); err != nil || v.Run.Status != exec.RunSuccess {
+			t.Fatalf("the run after its terminal closed: %+v, %v; want success", v, err)
+		}
+	})
+
 	t.Run("ctrl-c", func(t *testing.T) {
 		work, stateDir := setup(t, "intr", `name: intr
 steps:
@@ -119,6 +144,29 @@ steps:
 		}
 		if !strings.Contains(s, "boom") || !strings.Contains(s, "failed steps:") {
 			t.Errorf("the summary lacks the failed step:\n%s", s)
+		}
+	})
+
+	t.Run("in-process", func(t *testing.T) {
+		// FABER_NO_DETACH (as where the background faber cannot start):
+		// the run stays in the foreground process, q keeps the terminal.
+		work, stateDir := setup(t, "inproc", `name: inproc
+steps:
+  - id: nap
+    run: sh -c 'echo before; while [ ! -f go ]; do sleep 0.1; done'
+`)
+		tm.Start("inproc", work, "FABER_NO_DETACH=1 "+bin+" run plan.yaml --ui tui --state-dir "+stateDir, 120, 40)
+		tm.WaitFor("inproc", 15*time.Second, "the step's line", func(s string) bool { return strings.Contains(s, "│ before") })
+		tm.Keys("inproc", "q")
+		tm.WaitFor("inproc", 10*time.Second, "the old hint", func(s string) bool { return strings.Contains(s, "goes on here (pid ") })
+		if _, err := os.Stat(filepath.Join(work, "inproc.exit")); err == nil {
+			t.Fatalf("faber run exited after q in-process:\n%s", tm.Capture("inproc"))
+		}
+		if err := os.WriteFile(filepath.Join(work, "go"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code := tm.WaitExit("inproc", work, 15*time.Second); code != "0" {
+			t.Errorf("exit code %s, want 0", code)
 		}
 	})
 

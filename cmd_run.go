@@ -58,6 +58,11 @@ With STEP arguments, only those steps and every step they need run; with
 counting as done. The run records its part (faber status shows it) and
 resume runs the same part.
 
+In a terminal, the live view shows the run while a background faber runs
+it (its output in .faber/runs/<run-id>/owner.log): q gives the prompt back
+and the run goes on ('faber attach <run-id>' shows it again, 'faber stop
+<run-id>' stops it); watched to its end, faber run exits with the run's code.
+
 Examples:
   faber run examples/hello.yaml
   faber run plan.yaml --set work_id=137 --jobs 4

@@ -345,6 +345,11 @@ wait:
 func ownerExit(cmd *osexec.Cmd, id string, hints ...func(code int)) error {
 	ps := cmd.ProcessState
 	code := ps.ExitCode()
+	if code < 0 && interruptSignal(ps) {
+		// Ctrl-C before the owner had its handlers (reading the plan):
+		// as an in-process faber, it ended of it.
+		return codeOnly(exitInterrupted)
+	}
 	if code < 0 {
 		if id == "" {
 			return withCode(exitState, fmt.Errorf("the run's background faber (pid %d) ended: %v", cmd.Process.Pid, ps))

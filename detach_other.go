@@ -2,7 +2,10 @@
 
 package main
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // detachSupported: on Windows faber run's live view runs the run in its own
 // process, as before; q leaves the view and the run goes on in that
@@ -12,3 +15,5 @@ const detachSupported = false
 func ownerAttr() *syscall.SysProcAttr { return nil }
 
 func closeOnExec(int) {}
+
+func interruptSignal(*os.ProcessState) bool { return false }

@@ -2,7 +2,10 @@
 
 package main
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // detachSupported: faber run in a terminal runs its run in a background
 // owner (detach.go).
@@ -15,3 +18,9 @@ func ownerAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true
 
 // closeOnExec keeps fd from the steps the owner starts.
 func closeOnExec(fd int) { syscall.CloseOnExec(fd) }
+
+// interruptSignal reports whether the process ended of SIGINT.
+func interruptSignal(ps *os.ProcessState) bool {
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGINT
+}

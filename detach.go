@@ -27,6 +27,7 @@ import (
 	osexec "os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -214,6 +215,13 @@ func runDetached(g *Globals) (started bool, err error) {
 	backR, backW := pipe()
 	outR, outW := pipe()
 	cmd := osexec.Command(exe, os.Args[1:]...)
+	if runtime.GOOS == "linux" {
+		if _, err := os.Stat("/proc/self/exe"); err == nil {
+			// This very binary, even if faber was upgraded meanwhile: the
+			// handshake is between two copies of one version.
+			cmd.Path = "/proc/self/exe"
+		}
+	}
 	cmd.Env = append(os.Environ(), ownerEnv+"=1")
 	cmd.Stdout, cmd.Stderr = outW, outW
 	cmd.ExtraFiles = []*os.File{backR}

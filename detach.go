@@ -276,17 +276,12 @@ wait:
 
 	meta, _ := state.ReadMeta(g.StateDir, id)
 	plan := run.StoredPlan(g.StateDir, id, meta)
-	var steps []tui.StepDef
-	if plan != nil {
-		steps = stepDefs(plan)
+	opt := liveOptions(g, plan, id, control == "1")
+	if opt.Plan == "" {
+		opt.Plan = meta.Plan // no plan to read: the steps come from the events
 	}
-	t := tui.NewForeground(g.stdout, g.stdin, tui.Options{Plan: meta.Plan, RunID: id, Steps: steps,
-		Styles:        tui.NewStyles(useColor(g, g.stdout)),
-		OnInterrupt:   func(bool) { forward(os.Interrupt) }, // the owner's second SIGINT is its hard stop
-		OnClassify:    classifier(g, id),
-		WaitDecisions: control == "1",
-		Usage:         usageAsker(g, id),
-	})
+	opt.OnInterrupt = func(bool) { forward(os.Interrupt) } // the owner's second SIGINT is its hard stop
+	t := tui.NewForeground(g.stdout, g.stdin, opt)
 	f := run.NewFollower(g.StateDir, id, t)
 	f.SetPlan(plan)
 	defer f.Close()

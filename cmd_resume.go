@@ -61,6 +61,13 @@ func (c *ResumeCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
+	if detachable(g, c.UI) {
+		// The live view: the run goes on in a background owner, so that
+		// q gives the prompt back (detach.go).
+		if started, err := runDetached(g); started {
+			return err
+		}
+	}
 	return resumeSession(g, c.RunID, run.ResumeOptions{PlanFile: c.Plan, RetryPending: c.RetryPending, Capacity: flags},
 		sessionArgs{jobs: c.Jobs, failFast: c.FailFast, ui: c.UI})
 }

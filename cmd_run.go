@@ -59,6 +59,11 @@ With STEP arguments, only those steps and every step they need run; with
 counting as done. The run records its part (faber status shows it) and
 resume runs the same part.
 
+In a terminal, the live view shows the run while a background faber runs
+it (its output in .faber/runs/<run-id>/owner.log): q gives the prompt back
+and the run goes on ('faber attach <run-id>' shows it again, 'faber stop
+<run-id>' stops it); watched to its end, faber run exits with the run's code.
+
 Examples:
   faber run examples/hello.yaml
   faber run plan.yaml --set work_id=137 --jobs 4
@@ -82,6 +87,13 @@ func (c *RunCmd) Run(g *Globals) error {
 	}
 	if c.Jobs < 0 {
 		return withCode(exitUsage, fmt.Errorf("--jobs must be at least 1"))
+	}
+	if !c.DryRun && c.RunID == "" && c.ParentRun == "" && c.ContextFile == "" && detachable(g, c.UI) {
+		// The live view: the run goes on in a background owner, so that
+		// q gives the prompt back (detach.go).
+		if started, err := runDetached(g); started {
+			return err
+		}
 	}
 	src := setSources{sets: c.Set, files: c.SetFile, env: os.Environ()}
 	var inherited []string // the parent's secrets, masked here too
@@ -238,7 +250,9 @@ func runSession(g *Globals, s *run.Session, a sessionArgs) error {
 	}
 
 	ui := a.ui
-	if ui == "" || ui == "auto" {
+	if g.owner != nil {
+		ui = "owner" // a background owner: its foreground shows the run
+	} else if ui == "" || ui == "auto" {
 		ui = "plain"
 		if wantTUI(g) {
 			ui = "tui"
@@ -249,6 +263,8 @@ func runSession(g *Globals, s *run.Session, a sessionArgs) error {
 		switch ui {
 		case "json":
 			return tui.NewJSON(g.stdout), nil
+		case "owner":
+			return g.owner.show(g, s.RunID, control)
 		case "tui":
 			// The live view's r / x x reach the session through its
 			// control channel: without one, the session cannot wait for
@@ -268,7 +284,7 @@ func runSession(g *Globals, s *run.Session, a sessionArgs) error {
 		s.ResultFile = os.Getenv("FABER_RESULT")
 		s.OutputsFile = os.Getenv("FABER_OUTPUTS")
 	}
-	s.WantOutput = ui != "json"
+	s.WantOutput = ui != "json" && ui != "owner"
 	s.Grown = tuneGCSteps
 	out, err := s.Run(ctx)
 	if se := (*run.StoppedError)(nil); errors.As(err, &se) {
@@ -279,13 +295,17 @@ func runSession(g *Globals, s *run.Session, a sessionArgs) error {
 	}
 	code := exitCodeFor(out.Status)
 	if code != exitOK {
+		hints := g.stderr
+		if g.owner != nil {
+			hints = g.owner.logOnly() // the foreground prints its own
+		}
 		// The live view's summary ends with the same hints.
 		if view == nil || !view.Summarized() {
 			for _, h := range tui.EndHints(s.RunID, out.States) {
-				fmt.Fprintln(g.stderr, h)
+				fmt.Fprintln(hints, h)
 			}
 		}
-		fmt.Fprintf(g.stderr, "resume with: faber resume %s\n", s.RunID)
+		fmt.Fprintf(hints, "resume with: faber resume %s\n", s.RunID)
 	}
 	return codeOnly(code)
 }
@@ -360,7 +380,7 @@ func jsonUI(json bool, ui *string) error {
 
 // checkUI refuses --ui tui without a terminal, before anything starts.
 func checkUI(g *Globals, ui string) error {
-	if ui == "tui" && !onTerminal(g) {
+	if ui == "tui" && !onTerminal(g) && g.owner == nil {
 		return withCode(exitUsage, errors.New("--ui tui needs a terminal on stdin and stdout; use --ui plain or --ui json"))
 	}
 	return nil

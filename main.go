@@ -49,6 +49,9 @@ type Globals struct {
 	// sync is FABER_SYNC: every commit is synced to the device before
 	// anything acts on it.
 	sync bool
+	// owner is set in the background process that runs a run for a
+	// faber run in a terminal (detach.go); nil otherwise.
+	owner *owner
 }
 
 // parseSync reads FABER_SYNC. A value faber does not know is an error, not
@@ -153,6 +156,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		args = append(append([]string{}, args[1:]...), "--help")
 	}
 	var cli CLI
+	if cli.owner = takeOwner(); cli.owner != nil {
+		stdout, stderr = cli.owner.out, cli.owner.out
+	}
 	cli.stdout, cli.stderr, cli.stdin = stdout, stderr, stdin
 	exited := -1
 	parser, err := kong.New(&cli,

@@ -21,13 +21,25 @@ import (
 // session waits in the view for a decision on pending_failed steps
 // (tui.Options.WaitDecisions): the caller hands TUI.Decisions to the runner.
 func newTUI(g *Globals, plan *spec.Plan, runID string, decide bool, prior ...*exec.Prior) *tui.TUI {
-	steps := stepDefs(plan)
+	return tui.New(g.stdout, g.stdin, liveOptions(g, plan, runID, decide, prior...))
+}
+
+// liveOptions are the options of faber run's live view of a run, in this
+// process (newTUI) or in the foreground of a background owner (detach.go,
+// which only changes where Ctrl-C goes). plan may be nil there (the steps
+// then come from the run's events).
+func liveOptions(g *Globals, plan *spec.Plan, runID string, decide bool, prior ...*exec.Prior) tui.Options {
+	var steps []tui.StepDef
+	name := ""
+	if plan != nil {
+		steps, name = stepDefs(plan), plan.Name
+	}
 	var states map[string]*exec.StepState
 	if len(prior) > 0 && prior[0] != nil {
 		states = prior[0].Steps
 	}
-	return tui.New(g.stdout, g.stdin, tui.Options{
-		Plan:   plan.Name,
+	return tui.Options{
+		Plan:   name,
 		RunID:  runID,
 		Steps:  steps,
 		Prior:  states,
@@ -41,7 +53,7 @@ func newTUI(g *Globals, plan *spec.Plan, runID string, decide bool, prior ...*ex
 		WaitDecisions: decide,
 		Usage:         usageAsker(g, runID),
 		Estimate:      estimator(g, plan),
-	})
+	}
 }
 
 // estimator is how a live view (the owner's, or attach's) shows the run's

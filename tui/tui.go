@@ -54,6 +54,11 @@ type TUI struct {
 	decisions   chan struct{}
 	decidedOnce sync.Once
 	summarized  bool // Close printed the summary, with its hints
+
+	// foreground is set for the view of a run that a background process
+	// owns for this one (NewForeground): q leaves it with nothing printed,
+	// the caller says how to come back.
+	foreground bool
 }
 
 // New starts the live view of a run on out, the terminal (in the alternate
@@ -151,8 +156,9 @@ func (t *TUI) toPlain() {
 		return
 	}
 	switch {
-	case t.model.opt.Attached:
-		// faber attach: leaving the view is all there is to do.
+	case t.model.opt.Attached, t.foreground && t.model.Detached():
+		// faber attach, or q in faber run's view of its background
+		// owner: leaving the view is all there is to do.
 		t.closed = true
 		t.queue = nil
 		return

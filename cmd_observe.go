@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/faber-run/faber/exec"
@@ -55,10 +54,9 @@ func (c *ListCmd) Run(g *Globals) error {
 		return nil
 	}
 	s := tui.NewStyles(useColor(g, g.stdout))
-	// tabwriter writes cell by cell: one write per cell of 10,000 rows
-	// costs more than reading the runs.
+	// The table is padded by display width: the status cell is coloured.
 	out := bufio.NewWriter(g.stdout)
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	tw := tui.NewTable(out)
 	fmt.Fprintln(tw, "RUN\tPLAN\tSTATUS\tSTARTED\tDURATION")
 	// Child runs of sub-plan steps are listed under their parent.
 	children := map[string][]run.ListItem{}
@@ -171,7 +169,6 @@ func printStatusUsage(g *Globals, v *exec.View, all bool, part string, u *exec.U
 	}
 	steps := out.Steps
 	s := tui.NewStyles(useColor(g, g.stdout))
-	// tabwriter writes cell by cell: buffered, as list does.
 	buf := bufio.NewWriter(g.stdout)
 	fmt.Fprintf(buf, "run %s  plan %s  %s %s\n", out.RunID, out.Plan, s.Glyph(out.Status), s.Status(out.Status))
 	if part != "" {
@@ -180,7 +177,7 @@ func printStatusUsage(g *Globals, v *exec.View, all bool, part string, u *exec.U
 	if u != nil {
 		fmt.Fprintln(buf, u.CapacityText())
 	}
-	tw := tabwriter.NewWriter(buf, 0, 4, 2, ' ', 0)
+	tw := tui.NewTable(buf) // padded by display width: the status cells are coloured
 	fmt.Fprintln(tw, "STEP\tPHASE\tSTATUS\tATTEMPT\tEXIT\tDURATION\tPEAK MEM\tERROR")
 	row := func(indent string, st *exec.StepState, errText string) {
 		exit := "-"

@@ -221,11 +221,12 @@ type Model struct {
 
 	width, height int
 	sel           int
-	top           int // first visible row of the list
-	follow        bool
+	top           int  // first visible row of the list
+	track         bool // f: select each step that starts running ("follow" is the log's tail)
 	showLog       bool
 	showHelp      bool
 	logOff        int // lines scrolled back from the newest, in the log view
+	lv            logView
 
 	start      time.Time
 	end        time.Time
@@ -291,7 +292,8 @@ func NewModel(opt Options) *Model {
 		width:     80,
 		height:    24,
 		attW:      3,
-		follow:    true,
+		track:     true,
+		lv:        logView{cur: -1},
 	}
 	if opt.Keys != nil {
 		m.keys = *opt.Keys
@@ -524,6 +526,10 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 	if confirm != "" {
 		m.confirm, m.msg = "", ""
 	}
+	if m.lv.typing && k.String() != "ctrl+c" {
+		m.searchKey(k)
+		return nil
+	}
 	switch {
 	case km.Detach.Matches(k) && m.waiting():
 		// The session waits for a decision: q leaves it for later, and
@@ -557,10 +563,16 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 		m.showHelp = !m.showHelp
 		return nil
 	case km.Close.Matches(k):
+		if !m.showHelp && m.clearSearch() {
+			return nil
+		}
 		m.showHelp, m.showLog, m.logOff = false, false, 0
 		return nil
 	}
 	if m.showHelp {
+		return nil
+	}
+	if m.logKey(k) {
 		return nil
 	}
 	page := max(m.listHeight()-2, 1)
@@ -571,13 +583,13 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 	case km.ToggleLog.Matches(k):
 		m.showLog = !m.showLog
 		m.logOff = 0
-	case km.Follow.Matches(k):
-		m.follow = !m.follow
-		if m.follow {
-			m.followActive(nil)
-			m.say("following the running step", false)
+	case km.Track.Matches(k):
+		m.track = !m.track
+		if m.track {
+			m.trackActive(nil)
+			m.say("tracking the running step", false)
 		} else {
-			m.say("stopped following", false)
+			m.say("stopped tracking the running step", false)
 		}
 	case km.Up.Matches(k):
 		if m.showLog {
@@ -730,19 +742,20 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// selectStep moves the selection (by hand: following stops).
+// selectStep moves the selection (by hand: tracking stops).
 func (m *Model) selectStep(i int) {
 	if len(m.steps) == 0 {
 		return
 	}
 	i = min(max(i, 0), len(m.steps)-1)
-	m.follow = false
+	m.track = false
 	m.setSel(i)
 }
 
 func (m *Model) setSel(i int) {
 	if i != m.sel {
 		m.logOff = 0
+		m.lv.cur = -1 // a line number of the other step's log
 	}
 	m.sel = i
 	m.scrollTo()
@@ -762,12 +775,15 @@ func (m *Model) scrollLog(n int) {
 		return
 	}
 	maxOff := max(r.log.len()-m.logBodyHeight(), 0)
+	if m.lv.wrap { // a line may take several rows: down to the oldest one at the bottom
+		maxOff = max(r.log.len()-1, 0)
+	}
 	m.logOff = min(max(m.logOff+n, 0), maxOff)
 }
 
-// followActive selects the most recently started running step, if any
+// trackActive selects the most recently started running step, if any
 // (other than skip).
-func (m *Model) followActive(skip *stepRow) {
+func (m *Model) trackActive(skip *stepRow) {
 	var best *stepRow
 	for _, r := range m.steps {
 		if r == skip || !isActive(r.status) {
@@ -927,13 +943,13 @@ func (m *Model) applyStatus(e exec.Event) {
 	if d.DurationMs != nil && e.Status != exec.StatusInProgress {
 		r.dur, r.hasDur = time.Duration(*d.DurationMs)*time.Millisecond, true
 	}
-	if !m.follow {
+	if !m.track {
 		return
 	}
 	if e.Status == exec.StatusInProgress && prev != exec.StatusInProgress {
 		m.setSel(r.index)
 	} else if !isActive(e.Status) && m.sel == r.index {
-		m.followActive(r)
+		m.trackActive(r)
 	}
 }
 

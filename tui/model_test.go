@@ -241,9 +241,9 @@ func TestSelectionAndLogPane(t *testing.T) {
 		t.Errorf("j did not select c:\n%s", v)
 	}
 	key(m, "k")
-	key(m, "f") // follow again: back on the running step c
-	if v := m.View(); !strings.Contains(rowOf(t, v, "c"), "›") || !strings.Contains(v, "following the running step") {
-		t.Errorf("f did not follow c:\n%s", v)
+	key(m, "f") // track again: back on the running step c
+	if v := m.View(); !strings.Contains(rowOf(t, v, "c"), "›") || !strings.Contains(v, "tracking the running step") {
+		t.Errorf("f did not track c:\n%s", v)
 	}
 }
 

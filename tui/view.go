@@ -535,10 +535,26 @@ func (m *Model) logPane(h int) []string {
 	n := r.log.len()
 	off := 0
 	if m.showLog {
-		off = min(m.logOff, max(n-body, 0))
+		maxOff := max(n-body, 0)
+		if m.lv.wrap {
+			maxOff = max(n-1, 0)
+		}
+		off = min(m.logOff, maxOff)
 	}
 	end := n - off
-	start := max(end-body, 0)
+	// rows are the screen lines of log lines start..end-1, bottom up when
+	// wrapping (the newest line is the one to see whole).
+	var rows []string
+	start := end
+	first := r.log.total - n
+	for start > 0 && len(rows) < body {
+		start--
+		l := r.log.at(start)
+		rows = append(m.logLineRows(l, first+start == m.lv.cur), rows...)
+	}
+	if len(rows) > body {
+		rows = rows[len(rows)-body:]
+	}
 
 	title := "── " + r.def.ID
 	if r.attempt > 0 {
@@ -555,6 +571,7 @@ func (m *Model) logPane(h int) []string {
 	if r.log.total > n {
 		where += fmt.Sprintf(" · last %d of %d lines", n, r.log.total)
 	}
+	where += m.logModes(r)
 	out = append(out, s.Rule.Render(fitLR(title, " "+where+" ──", m.width, '─')))
 	if n == 0 {
 		msg := "(no output)"
@@ -566,24 +583,60 @@ func (m *Model) logPane(h int) []string {
 		}
 		return append(out, s.Dim.Render("  "+msg))
 	}
-	for i := start; i < end; i++ {
-		l := r.log.at(i)
+	return append(out, rows...)
+}
+
+// logModes is what the log pane's title says of wrap, scroll and search.
+func (m *Model) logModes(r *stepRow) string {
+	var b strings.Builder
+	if m.lv.wrap {
+		b.WriteString(" · wrap")
+	} else if m.lv.hOff > 0 {
+		fmt.Fprintf(&b, " · from column %d", m.lv.hOff+1)
+	}
+	if m.lv.query != "" {
+		at, total := m.matchCount(r)
 		switch {
-		case l.mark:
-			out = append(out, s.Rule.Render("  ── "+l.text))
-		case l.child:
-			out = append(out, s.Dim.Render("↳")+" "+l.text)
-		case l.stderr:
-			out = append(out, s.Stderr.Render("! "+l.text))
+		case total == 0:
+			fmt.Fprintf(&b, " · /%s: no match", m.lv.query)
+		case at == 0:
+			fmt.Fprintf(&b, " · /%s: %d %s", m.lv.query, total, plural(total, "match", "matches"))
 		default:
-			out = append(out, s.Dim.Render("│")+" "+s.Stdout.Render(l.text))
+			fmt.Fprintf(&b, " · /%s: %d/%d", m.lv.query, at, total)
 		}
 	}
-	return out
+	return b.String()
+}
+
+// logLineRows draws one log line: its mark, then its text as logRows
+// lays it out (the mark repeated on each row of a wrapped line).
+func (m *Model) logLineRows(l logLine, current bool) []string {
+	s := m.st
+	var mark string
+	base := s.Stdout
+	switch {
+	case l.mark:
+		mark, base = "  ── ", s.Rule
+		mark = s.Rule.Render(mark)
+	case l.child:
+		mark = s.Dim.Render("↳") + " "
+	case l.stderr:
+		mark, base = s.Stderr.Render("! "), s.Stderr
+	default:
+		mark = s.Dim.Render("│") + " "
+	}
+	rows := m.logRows(l.text, m.width-ansi.StringWidth(mark), base, current)
+	for i := range rows {
+		rows[i] = mark + rows[i]
+	}
+	return rows
 }
 
 func (m *Model) footer() string {
 	s := m.st
+	if m.lv.typing {
+		return s.Bold.Render("/") + m.lv.input + s.Select.Render(" ") + s.Dim.Render("  enter search · esc cancel")
+	}
 	if m.msg != "" {
 		if m.msgAlert {
 			return s.Warn.Render(m.msg)
@@ -606,12 +659,16 @@ func (m *Model) footer() string {
 	if len(m.decisionIDs(m.selected())) > 0 {
 		pre = append(pre, s.Alert.Render(m.keys.Retry.Help)+" retry", s.Alert.Render(m.keys.Fail.Help)+" fail")
 	}
-	for _, b := range m.keys.ShortHelp() {
+	help := m.keys.ShortHelp()
+	if m.showLog {
+		help = m.keys.LogHelp()
+	}
+	for _, b := range help {
 		if b.Desc == "log" && m.showLog {
 			b.Desc = "back"
 		}
-		if b.Desc == "follow" && m.follow {
-			b.Desc = "follow (on)"
+		if b.Desc == "track" && m.track {
+			b.Desc = "track (on)"
 		}
 		if b.Desc == "leave" && waiting {
 			// q leaves the decision for later, not the view.
@@ -623,7 +680,7 @@ func (m *Model) footer() string {
 	width := func() int {
 		return ansi.StringWidth(prompt + strings.Join(append(append([]string{}, pre...), parts...), " · "))
 	}
-	// Narrow: drop hints from the middle (log, follow, ...) before the
+	// Narrow: drop hints from the middle (log, track, ...) before the
 	// ones a person needs to get out: help, leave, interrupt; then the
 	// words of the prompt before its keys.
 	for len(pre)+len(parts) > 4 && len(parts) > 3 && width() > m.width {

@@ -96,13 +96,14 @@ func (k KeyMap) FullHelp() []Binding {
 }
 
 // LogHelp is the footer of the full-height log: its own keys, then the
-// ones to get out.
+// ones to get out. A narrow footer drops hints from the right of the
+// log's own (matches, scroll, back: esc goes back too), search last.
 func (k KeyMap) LogHelp() []Binding {
 	return bound([]Binding{
-		{Help: k.ToggleLog.Help, Desc: "back"},
-		{Help: k.Wrap.Help, Desc: "wrap"},
-		{Help: "←/→", Desc: "scroll"},
 		{Help: k.Search.Help, Desc: "search"},
+		{Help: k.Wrap.Help, Desc: "wrap"},
+		{Help: k.ToggleLog.Help, Desc: "back"},
+		{Help: "←/→", Desc: "scroll"},
 		{Help: k.Next.Help + "/" + k.Prev.Help, Desc: "match"},
 		{Help: k.Help.Help, Desc: "help"},
 		{Help: k.Detach.Help, Desc: "leave"},

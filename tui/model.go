@@ -218,6 +218,7 @@ type Model struct {
 	counts map[string]int
 	idW    int
 	attW   int // width of the attempt column: grows, never shrinks, so rows stay still
+	statW  int // the longest status shown so far, the status column in a narrow window (grows too)
 
 	width, height int
 	sel           int
@@ -292,6 +293,7 @@ func NewModel(opt Options) *Model {
 		width:     80,
 		height:    24,
 		attW:      3,
+		statW:     len(exec.StatusPending),
 		track:     true,
 		lv:        logView{cur: -1},
 	}
@@ -421,6 +423,7 @@ func (m *Model) setStatus(r *stepRow, status string) {
 	}
 	wasActive := isActive(r.status)
 	r.status = status
+	m.statW = max(m.statW, len(status))
 	if isActive(status) && !wasActive {
 		r.activeSince = m.now()
 	}
@@ -1021,6 +1024,7 @@ func (m *Model) applyChild(r *stepRow, c exec.Event) {
 		cs := m.childStep(cr, c.StepID)
 		prev := cs.status
 		cs.status = c.Status
+		m.statW = max(m.statW, len(c.Status))
 		if c.Attempt > 0 {
 			cs.attempt = c.Attempt
 		}

@@ -197,12 +197,7 @@ func (m *Model) phaseLine(p *phaseRow) string {
 // the handler command, the error, or the newest output line.
 func (m *Model) stepLine(r *stepRow, selected bool) string {
 	s := m.st
-	idW := min(m.idW, max(12, m.width*3/10))
-	if m.width < 64 {
-		// Narrow: the status column stays; the attempt column goes, and the
-		// id gets what a 60-column terminal can spare.
-		idW = min(m.idW, max(12, m.width-2-2-2-len(exec.StatusRemediationFailed)-1-7-2))
-	}
+	idW, statW, attempt := m.columns()
 	mark := "  "
 	if selected {
 		mark = s.Running.Render("›") + " "
@@ -217,16 +212,61 @@ func (m *Model) stepLine(r *stepRow, selected bool) string {
 	b.WriteByte(' ')
 	b.WriteString(id)
 	b.WriteString("  ")
-	b.WriteString(s.StatusStyle(r.status).Render(padRight(r.status, len(exec.StatusRemediationFailed))))
-	b.WriteByte(' ')
-	if m.width >= 64 {
+	if statW > 0 {
+		b.WriteString(s.StatusStyle(r.status).Render(padRight(truncate(r.status, statW), statW)))
+		b.WriteByte(' ')
+	}
+	if attempt {
 		b.WriteString(padRight(attemptText(r), m.attW))
 		b.WriteByte(' ')
 	}
 	b.WriteString(padLeft(m.durText(r), 7))
 	b.WriteString("  ")
-	b.WriteString(m.rest(r))
+	b.WriteString(m.rest(r, m.width-ansi.StringWidth(b.String())))
 	return b.String()
+}
+
+// Below these widths a step row gives up room to what follows its columns
+// (the error, the newest line, the handler), which a 60- or 80-column
+// terminal otherwise pushed off the screen.
+const (
+	wideView   = 100 // from here: the columns as wide as they can be
+	attemptMin = 64  // from here: the attempt column
+	statusMin  = 56  // from here: the status word (below, the glyph says it)
+	// narrowStatusW is the status column below wideView: in_progress
+	// whole, longer words cut ("remediatio…"; the glyph tells them apart).
+	narrowStatusW = len(exec.StatusInProgress)
+)
+
+// columns are the widths of a step row's id and status columns (status 0:
+// the glyph alone) and whether it has an attempt column. A wide window has
+// a status column for the longest status there is; a narrower one, for
+// the longest shown so far up to narrowStatusW, and an id column of a
+// quarter of the width.
+func (m *Model) columns() (idW, statW int, attempt bool) {
+	w := m.width
+	idW = min(m.idW, m.idCap())
+	switch {
+	case w >= wideView:
+		return idW, len(exec.StatusRemediationFailed), true
+	case w >= attemptMin:
+		return idW, min(m.statW, narrowStatusW), true
+	case w >= statusMin:
+		return idW, min(m.statW, narrowStatusW), false
+	}
+	return idW, 0, false
+}
+
+// idCap is the most the id column takes of the window's width.
+func (m *Model) idCap() int {
+	switch w := m.width; {
+	case w >= wideView:
+		return max(12, w*3/10)
+	case w >= statusMin:
+		return max(12, w/4)
+	default:
+		return max(10, w/3)
+	}
 }
 
 // childIndent is the space before the ↳ of a child run's lines: under the
@@ -260,7 +300,8 @@ func (m *Model) childStepLine(cr *childRun, cs *childStep) string {
 	s := m.st
 	// The id column ends where the step rows' does, so the status columns
 	// line up, unless the child's ids are longer.
-	idW := max(min(cr.idW, max(12, m.width*3/10)), min(m.idW, max(12, m.width*3/10))-2*(cr.depth+1))
+	stepIDW, statW, attempt := m.columns()
+	idW := max(min(cr.idW, m.idCap()), stepIDW-2*(cr.depth+1))
 	var b strings.Builder
 	b.WriteString(childIndent(cr.depth))
 	b.WriteString(s.Dim.Render("↳"))
@@ -273,9 +314,11 @@ func (m *Model) childStepLine(cr *childRun, cs *childStep) string {
 	if cs.attempt > 0 {
 		att = fmt.Sprintf("#%d", cs.attempt)
 	}
-	if m.width >= 64 {
-		b.WriteString(s.StatusStyle(cs.status).Render(padRight(cs.status, len(exec.StatusRemediationFailed))))
+	if statW > 0 {
+		b.WriteString(s.StatusStyle(cs.status).Render(padRight(truncate(cs.status, statW), statW)))
 		b.WriteByte(' ')
+	}
+	if attempt {
 		b.WriteString(padRight(att, 3))
 		b.WriteByte(' ')
 	}
@@ -351,10 +394,10 @@ func (m *Model) durFor(status string, started time.Time, dur time.Duration, hasD
 	return ""
 }
 
-// rest is what follows the columns of a row: for a finished attempt its
-// peak memory first, then the state (restText).
-func (m *Model) rest(r *stepRow) string {
-	t := m.restText(r)
+// rest is what follows the columns of a row, in w columns: for a finished
+// attempt its peak memory first, then the state (restText).
+func (m *Model) rest(r *stepRow, w int) string {
+	t := m.restText(r, w)
 	if w := m.waitText(r); w != "" {
 		t = joinText(t, w)
 	}
@@ -364,7 +407,7 @@ func (m *Model) rest(r *stepRow) string {
 	return t
 }
 
-func (m *Model) restText(r *stepRow) string {
+func (m *Model) restText(r *stepRow, w int) string {
 	s := m.st
 	name := ""
 	if r.def.Name != r.def.ID {
@@ -387,7 +430,14 @@ func (m *Model) restText(r *stepRow) string {
 		if r.classified != "" {
 			return s.Warn.Render("classified: "+r.classified) + " " + s.Error.Render(oneLine(errText(r)))
 		}
-		return s.Alert.Render(" awaiting decision: r retry · x x fail ") + " " + s.Error.Render(oneLine(errText(r)))
+		e := oneLine(errText(r))
+		ask := " awaiting decision: r retry · x x fail "
+		if ansi.StringWidth(ask)+1+min(ansi.StringWidth(e), 20) > w {
+			// Narrow: the error first; the footer names the keys when
+			// the step is selected.
+			return s.Error.Render(e) + "  " + s.Alert.Render(" awaiting decision ")
+		}
+		return s.Alert.Render(ask) + " " + s.Error.Render(e)
 	case exec.StatusFailure, exec.StatusRemediationFailed:
 		return s.Error.Render(oneLine(errText(r)))
 	case exec.StatusInterrupted:

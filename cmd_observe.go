@@ -209,7 +209,7 @@ func printStatusUsage(g *Globals, v *exec.View, all bool, part string, u *exec.U
 		if s := exec.Status(st.Status); s != exec.StatusPending && !s.Satisfies() && n.Failed == 0 {
 			text += "; " + run.FirstLine(st.Error)
 		}
-		row("", st, text)
+		row("", fanRow(st, n, items[st.ID], v.Run.Status == exec.RunInProgress), text)
 		shown, hidden := 0, 0
 		for _, it := range items[st.ID] {
 			switch {
@@ -406,4 +406,38 @@ func childSummary(g *Globals, runID string) string {
 		}
 	}
 	return fmt.Sprintf("%s (%d/%d steps succeeded)", v.Run.Status, ok, len(v.Steps))
+}
+
+// fanRow is a fan-out's join step as its row shows it: in_progress while
+// its items run (the join stays pending until they are done), and once it
+// ended, the span of its items as its duration (the join runs nothing: its
+// own is 0 ms). active: the run goes on.
+func fanRow(st *exec.StepState, n *exec.ItemCounts, items []*exec.StepState, active bool) *exec.StepState {
+	shown := *st
+	if st.Status == exec.StatusPending && (n.Running > 0 || active && n.Pending < n.Total) {
+		shown.Status = exec.StatusInProgress
+	}
+	if st.FinishedAt == nil {
+		return &shown
+	}
+	var first, last time.Time
+	for _, it := range items {
+		if it.FinishedAt == nil {
+			continue
+		}
+		// from what run.LoadBrief keeps of an item: no start time
+		start := it.FinishedAt.Add(-time.Duration(it.DurationMs) * time.Millisecond)
+		if first.IsZero() || start.Before(first) {
+			first = start
+		}
+		if it.FinishedAt.After(last) {
+			last = *it.FinishedAt
+		}
+	}
+	if !first.IsZero() {
+		if d := last.Sub(first).Milliseconds(); d > shown.DurationMs {
+			shown.DurationMs = d
+		}
+	}
+	return &shown
 }

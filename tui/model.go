@@ -158,6 +158,9 @@ type stepRow struct {
 	// runs are the child runs of a sub-plan step (`plan:`), shown as
 	// display-only lines under the step's row.
 	runs []*childRun
+	// fanStart and fanEnd, on a fan-out's row, are when its first item
+	// started and its last one ended: its duration is their span.
+	fanStart, fanEnd time.Time
 }
 
 // childRun is a sub-plan step's child run (or a grandchild run) as the view
@@ -945,6 +948,9 @@ func (m *Model) applyStatus(e exec.Event) {
 	}
 	if d.DurationMs != nil && e.Status != exec.StatusInProgress {
 		r.dur, r.hasDur = time.Duration(*d.DurationMs)*time.Millisecond, true
+	}
+	if exec.Terminal(e.Status) {
+		m.fanEnded(r, e.Time)
 	}
 	if !m.track {
 		return

@@ -213,7 +213,8 @@ func (m *Model) stepLine(r *stepRow, selected bool) string {
 	b.WriteString(id)
 	b.WriteString("  ")
 	if statW > 0 {
-		b.WriteString(s.StatusStyle(r.status).Render(padRight(truncate(r.status, statW), statW)))
+		st := m.rowStatus(r)
+		b.WriteString(s.StatusStyle(st).Render(padRight(truncate(st, statW), statW)))
 		b.WriteByte(' ')
 	}
 	if attempt {
@@ -346,7 +347,7 @@ func (m *Model) childStepLine(cr *childRun, cs *childStep) string {
 	return b.String()
 }
 
-func (m *Model) glyph(r *stepRow) string { return m.glyphFor(r.status) }
+func (m *Model) glyph(r *stepRow) string { return m.glyphFor(m.rowStatus(r)) }
 
 // glyphFor is a status glyph; a spinner while running or remediating.
 func (m *Model) glyphFor(status string) string {
@@ -373,6 +374,9 @@ func attemptText(r *stepRow) string {
 }
 
 func (m *Model) durText(r *stepRow) string {
+	if st := m.rowStatus(r); st != r.status { // a fan-out whose items run
+		return m.durFor(st, r.fanStart, 0, false)
+	}
 	return m.durFor(r.status, r.started, r.dur, r.hasDur)
 }
 
@@ -610,12 +614,13 @@ func (m *Model) logPane(h int) []string {
 	if r.attempt > 0 {
 		title += fmt.Sprintf(" · attempt %d", r.attempt)
 	}
-	title += " · " + r.status + " "
+	rs := m.rowStatus(r)
+	title += " · " + rs + " "
 	where := "newest output"
 	switch {
 	case off > 0:
 		where = fmt.Sprintf("lines %d–%d of %d kept, ↓/end to follow", start+1, end, n)
-	case isActive(r.status):
+	case isActive(rs):
 		where = "following"
 	}
 	if r.log.total > n {
@@ -626,9 +631,9 @@ func (m *Model) logPane(h int) []string {
 	if n == 0 {
 		msg := "(no output)"
 		switch {
-		case r.status == exec.StatusPending:
+		case rs == exec.StatusPending:
 			msg = "(not started)"
-		case isActive(r.status):
+		case isActive(rs):
 			msg = "(no output yet)"
 		}
 		return append(out, s.Dim.Render("  "+msg))

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/faber-run/faber/exec"
@@ -299,6 +301,8 @@ type LogsCmd struct {
 	Handler  bool   `name:"handler" help:"The on_failure handler's log."`
 	Recovery bool   `name:"recovery" help:"The recovery script's log."`
 	Follow   bool   `short:"f" help:"Keep printing as the log grows, until the attempt ends."`
+	Raw      bool   `name:"raw" help:"A sub-plan step's log as it is: its child run's events, one JSON object per line (by default, its progress as plain lines)."`
+	JSON     bool   `name:"json" help:"Same as --raw."`
 }
 
 // Run prints the log file.
@@ -346,8 +350,20 @@ func (c *LogsCmd) Run(g *Globals) error {
 		return withCode(exitUsage, fmt.Errorf("no %s log %d for step %q (%s)", kind, n, c.Step, filepath.Base(path)))
 	}
 	defer f.Close()
+	var out io.Writer = g.stdout
+	if st.ChildRunID != "" && kind == "attempt" && stream == "out" && !c.Raw && !c.JSON {
+		// A sub-plan step's output is its child run's events (--ui json):
+		// shown as faber run --ui plain shows them.
+		cp := &childProgress{w: g.stdout, s: tui.NewStyles(useColor(g, g.stdout)), runDir: state.RunDir(g.StateDir, st.ChildRunID)}
+		defer func() {
+			cp.flush()
+			fmt.Fprintf(g.stderr, "faber: step %s ran its sub-plan as run %s: faber status %s shows its steps, faber logs %s STEP their output (--raw: the events)\n",
+				c.Step, st.ChildRunID, st.ChildRunID, st.ChildRunID)
+		}()
+		out = cp
+	}
 	for {
-		if _, err := io.Copy(g.stdout, f); err != nil {
+		if _, err := io.Copy(out, f); err != nil {
 			return withCode(exitState, err)
 		}
 		if !c.Follow {
@@ -364,7 +380,7 @@ func (c *LogsCmd) Run(g *Globals) error {
 			}
 		}
 		if !running || v.Run.Status != exec.RunInProgress {
-			_, err := io.Copy(g.stdout, f)
+			_, err := io.Copy(out, f)
 			return err
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -440,4 +456,84 @@ func fanRow(st *exec.StepState, n *exec.ItemCounts, items []*exec.StepState, act
 		}
 	}
 	return &shown
+}
+
+// childProgress turns the log of a sub-plan step, its child run's events
+// as JSON lines, into the plain progress lines faber run --ui plain prints:
+// each step's output lines (from the child run's log files, once its
+// attempt ended) before the line that ends the attempt; a grandchild run's
+// lines prefixed with the step that runs it. A line that is no event is
+// printed as it is.
+type childProgress struct {
+	w      io.Writer
+	s      tui.Styles
+	runDir string // the child run's
+	buf    []byte
+}
+
+func (c *childProgress) Write(p []byte) (int, error) {
+	c.buf = append(c.buf, p...)
+	var out []byte
+	for {
+		i := bytes.IndexByte(c.buf, '\n')
+		if i < 0 {
+			break
+		}
+		out = c.line(out, c.buf[:i])
+		c.buf = c.buf[i+1:]
+	}
+	if _, err := c.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// flush prints an unfinished last line.
+func (c *childProgress) flush() {
+	if len(c.buf) > 0 {
+		c.w.Write(c.line(nil, c.buf))
+		c.buf = nil
+	}
+}
+
+func (c *childProgress) line(out, l []byte) []byte {
+	var e exec.Event
+	if len(l) == 0 || l[0] != '{' || json.Unmarshal(l, &e) != nil || e.Type == "" {
+		return append(append(out, l...), '\n')
+	}
+	if e.ParentStepID != "" { // a grandchild run's event
+		if pl := tui.PlainLine(e, c.s); pl != "" {
+			out = append(out, c.s.Render(c.s.Dim, e.ParentStepID+" ↳ "+e.RunID)+" "+pl+"\n"...)
+		}
+		return out
+	}
+	if e.Type == exec.EvStepStatus {
+		if d, ok := e.Data.(*exec.StepStatus); ok && d.AttemptEnd != nil {
+			out = c.output(out, e.StepID, d.AttemptEnd.Attempt)
+		}
+	}
+	if pl := tui.PlainLine(e, c.s); pl != "" {
+		out = append(out, pl+"\n"...)
+	}
+	return out
+}
+
+// output appends the output lines of a child step's attempt, as plain
+// progress shows them: "<step> | line", "<step> ! line" for stderr.
+func (c *childProgress) output(out []byte, step string, attempt int) []byte {
+	for _, stream := range []string{"out", "err"} {
+		b, err := os.ReadFile(exec.LogPath(c.runDir, step, "attempt", attempt, stream))
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		mark := " |"
+		if stream == "err" {
+			mark = " !"
+		}
+		prefix := c.s.Render(c.s.Dim, step+mark) + " "
+		for _, l := range strings.SplitAfter(strings.TrimSuffix(string(b), "\n"), "\n") {
+			out = append(out, prefix+strings.TrimSuffix(l, "\n")+"\n"...)
+		}
+	}
+	return out
 }

@@ -266,7 +266,7 @@ func (m *Model) idCap() int {
 	case w >= statusMin:
 		return max(12, w/4)
 	default:
-		return max(10, w/3)
+		return max(10, w/4)
 	}
 }
 
@@ -743,6 +743,11 @@ func (m *Model) footer() string {
 	}
 	if width() > m.width {
 		prompt = ""
+	}
+	// Narrower still (a 40-column pane): only the ways out, help, leave
+	// and interrupt, rather than cutting them off with "…".
+	for width() > m.width && len(parts) > 3 {
+		parts = parts[1:]
 	}
 	parts = append(pre, parts...)
 	return prompt + strings.Join(parts, s.Dim.Render(" · "))

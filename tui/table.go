@@ -22,6 +22,10 @@ type Table struct {
 	w     io.Writer
 	buf   []byte
 	lines [][]cell
+	// widths caches the width of cells that are not plain ASCII: mostly
+	// coloured status cells, the same few thousands of times.
+	widths map[string]int
+	size   int // bytes of text, to size the output
 }
 
 type cell struct {
@@ -32,6 +36,8 @@ type cell struct {
 // tablePadding is the space between two columns.
 const tablePadding = 2
 
+const spaces = "                                "
+
 // NewTable returns a Table writing to w.
 func NewTable(w io.Writer) *Table {
 	return &Table{w: w}
@@ -39,23 +45,35 @@ func NewTable(w io.Writer) *Table {
 
 // Write takes tab-separated cells, lines ending in '\n'.
 func (t *Table) Write(p []byte) (int, error) {
-	t.buf = append(t.buf, p...)
-	for {
-		i := bytes.IndexByte(t.buf, '\n')
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
+			t.buf = append(t.buf, p...)
 			break
 		}
-		t.addLine(string(t.buf[:i]))
-		t.buf = t.buf[i+1:]
+		if len(t.buf) > 0 {
+			t.buf = append(t.buf, p[:i]...)
+			t.addLine(string(t.buf))
+			t.buf = t.buf[:0]
+		} else {
+			t.addLine(string(p[:i]))
+		}
+		p = p[i+1:]
 	}
-	return len(p), nil
+	return n, nil
 }
 
 func (t *Table) addLine(s string) {
-	parts := strings.Split(s, "\t")
-	line := make([]cell, len(parts))
-	for i, p := range parts {
-		line[i] = cell{text: p, width: textWidth(p)}
+	t.size += len(s)
+	line := make([]cell, 0, strings.Count(s, "\t")+1)
+	for {
+		c, rest, more := strings.Cut(s, "\t")
+		line = append(line, cell{text: c, width: t.width(c)})
+		if !more {
+			break
+		}
+		s = rest
 	}
 	t.lines = append(t.lines, line)
 }
@@ -64,9 +82,10 @@ func (t *Table) addLine(s string) {
 // line as it is.
 func (t *Table) Flush() error {
 	var out bytes.Buffer
+	out.Grow(t.size*2 + len(t.buf))
 	t.format(&out, nil, 0, len(t.lines))
 	out.Write(t.buf)
-	t.lines, t.buf = nil, nil
+	t.lines, t.buf, t.size = nil, nil, 0
 	_, err := t.w.Write(out.Bytes())
 	return err
 }
@@ -102,8 +121,8 @@ func (t *Table) writeLines(out *bytes.Buffer, widths []int, line0, line1 int) {
 		for j, c := range line {
 			out.WriteString(c.text)
 			if j < len(widths) && j < len(line)-1 {
-				for n := c.width; n < widths[j]; n++ {
-					out.WriteByte(' ')
+				for n := widths[j] - c.width; n > 0; n -= len(spaces) {
+					out.WriteString(spaces[:min(n, len(spaces))])
 				}
 			}
 		}
@@ -111,12 +130,20 @@ func (t *Table) writeLines(out *bytes.Buffer, widths []int, line0, line1 int) {
 	}
 }
 
-// textWidth is s's display width; plain ASCII, most cells, is counted
+// width is s's display width; plain ASCII, most cells, is counted
 // without ansi's grapheme parsing (list prints 10,000 rows).
-func textWidth(s string) int {
+func (t *Table) width(s string) int {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c >= 0x80 || c < 0x20 {
-			return ansi.StringWidth(s)
+			if w, ok := t.widths[s]; ok {
+				return w
+			}
+			if t.widths == nil {
+				t.widths = map[string]int{}
+			}
+			w := ansi.StringWidth(s)
+			t.widths[s] = w
+			return w
 		}
 	}
 	return len(s)

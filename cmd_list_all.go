@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"slices"
-	"text/tabwriter"
 	"time"
 
 	"github.com/faber-run/faber/internal/run"
@@ -98,7 +97,7 @@ func (c *ListCmd) listAll(g *Globals, filter run.ListFilter) error {
 	}
 	s := tui.NewStyles(useColor(g, g.stdout))
 	out := bufio.NewWriter(g.stdout)
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	tw := tui.NewTable(out) // padded by display width: the status cells are coloured
 	fmt.Fprintln(tw, "RUN\tPLAN\tSTATUS\tSTARTED\tDURATION\tDIR")
 	type key struct{ dir, id string }
 	known := map[key]bool{}

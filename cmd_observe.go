@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"text/tabwriter"
+	"strings"
 	"time"
 
 	"github.com/faber-run/faber/exec"
@@ -81,10 +81,9 @@ func (c *ListCmd) Run(g *Globals) error {
 		return nil
 	}
 	s := tui.NewStyles(useColor(g, g.stdout))
-	// tabwriter writes cell by cell: one write per cell of 10,000 rows
-	// costs more than reading the runs.
+	// The table is padded by display width: the status cell is coloured.
 	out := bufio.NewWriter(g.stdout)
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	tw := tui.NewTable(out)
 	fmt.Fprintln(tw, "RUN\tPLAN\tSTATUS\tSTARTED\tDURATION")
 	// Child runs of sub-plan steps are listed under their parent.
 	children := map[string][]run.ListItem{}
@@ -221,7 +220,6 @@ func printStatusUsage(g *Globals, v *exec.View, all bool, part string, u *exec.U
 	}
 	steps := out.Steps
 	s := tui.NewStyles(useColor(g, g.stdout))
-	// tabwriter writes cell by cell: buffered, as list does.
 	buf := bufio.NewWriter(g.stdout)
 	fmt.Fprintf(buf, "run %s  plan %s  %s %s\n", out.RunID, out.Plan, s.Glyph(out.Status), s.Status(out.Status))
 	if part != "" {
@@ -233,7 +231,7 @@ func printStatusUsage(g *Globals, v *exec.View, all bool, part string, u *exec.U
 	if eta != "" {
 		fmt.Fprintln(buf, eta)
 	}
-	tw := tabwriter.NewWriter(buf, 0, 4, 2, ' ', 0)
+	tw := tui.NewTable(buf) // padded by display width: the status cells are coloured
 	fmt.Fprintln(tw, "STEP\tPHASE\tSTATUS\tATTEMPT\tEXIT\tDURATION\tPEAK MEM\tERROR")
 	row := func(indent string, st *exec.StepState, errText string) {
 		exit := "-"
@@ -265,7 +263,7 @@ func printStatusUsage(g *Globals, v *exec.View, all bool, part string, u *exec.U
 		if s := exec.Status(st.Status); s != exec.StatusPending && !s.Satisfies() && n.Failed == 0 {
 			text += "; " + run.FirstLine(st.Error)
 		}
-		row("", st, text)
+		row("", fanRow(st, n, items[st.ID], v.Run.Status == exec.RunInProgress), text)
 		shown, hidden := 0, 0
 		for _, it := range items[st.ID] {
 			switch {
@@ -405,6 +403,8 @@ type LogsCmd struct {
 	Handler  bool   `name:"handler" help:"The on_failure handler's log."`
 	Recovery bool   `name:"recovery" help:"The recovery script's log."`
 	Follow   bool   `short:"f" help:"Keep printing as the log grows, until the attempt ends."`
+	Raw      bool   `name:"raw" help:"A sub-plan step's log as it is: its child run's events, one JSON object per line (by default, its progress as plain lines)."`
+	JSON     bool   `name:"json" help:"One JSON object per line: {run_id, step_id, kind, attempt, stream, text} per line of the log (of a sub-plan step's output: its child run's events, as --raw)."`
 }
 
 // Run prints the log file.
@@ -444,7 +444,7 @@ func (c *LogsCmd) Run(g *Globals) error {
 		n = latest(runDir, c.Step, kind, stream, st.Attempt)
 	}
 	if n == 0 {
-		return withCode(exitUsage, fmt.Errorf("step %q has no %s log yet", c.Step, kind))
+		return withCode(exitUsage, noLogError(c.RunID, st, kind))
 	}
 	path := exec.LogPath(runDir, c.Step, kind, n, stream)
 	f, err := os.Open(path)
@@ -452,8 +452,28 @@ func (c *LogsCmd) Run(g *Globals) error {
 		return withCode(exitUsage, fmt.Errorf("no %s log %d for step %q (%s)", kind, n, c.Step, filepath.Base(path)))
 	}
 	defer f.Close()
+	var out io.Writer = g.stdout
+	if st.ChildRunID != "" && kind == "attempt" && stream == "out" && !c.Raw && !c.JSON {
+		// A sub-plan step's output is its child run's events (--ui json):
+		// shown as faber run --ui plain shows them.
+		cp := &childProgress{w: g.stdout, s: tui.NewStyles(useColor(g, g.stdout)), runDir: state.RunDir(g.StateDir, st.ChildRunID)}
+		defer func() {
+			cp.flush()
+			fmt.Fprintf(g.stderr, "faber: step %s ran its sub-plan as run %s: faber status %s shows its steps, faber logs %s STEP their output (--raw: the events)\n",
+				c.Step, st.ChildRunID, st.ChildRunID, st.ChildRunID)
+		}()
+		out = cp
+	}
+	if c.JSON && out == g.stdout && st.ChildRunID == "" {
+		jl := &jsonLines{w: g.stdout, base: logLine{RunID: c.RunID, StepID: c.Step, Kind: kind, Attempt: n, Stream: stream}}
+		defer jl.flush()
+		out = jl
+	}
+	if c.Attempt == 0 && kind == "attempt" {
+		earlierAttempts(g, c.RunID, st, n, c.Stderr)
+	}
 	for {
-		if _, err := io.Copy(g.stdout, f); err != nil {
+		if _, err := io.Copy(out, f); err != nil {
 			return withCode(exitState, err)
 		}
 		if !c.Follow {
@@ -470,10 +490,115 @@ func (c *LogsCmd) Run(g *Globals) error {
 			}
 		}
 		if !running || v.Run.Status != exec.RunInProgress {
-			_, err := io.Copy(g.stdout, f)
+			_, err := io.Copy(out, f)
 			return err
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// noLogError says why a step has no log of a kind: it never ran (canceled,
+// skipped, cached, still pending), or it has no handler or recovery log.
+func noLogError(runID string, st *exec.StepState, kind string) error {
+	if kind != "attempt" {
+		return fmt.Errorf("step %q has no %s log: no %s ran for it", st.ID, kind, kind)
+	}
+	why := run.FirstLine(st.Error)
+	switch st.Status {
+	case exec.StatusCanceled:
+		if why == "" {
+			why = "canceled"
+		}
+		return fmt.Errorf("step %q never ran: %s", st.ID, why)
+	case exec.StatusSkipped:
+		return fmt.Errorf("step %q never ran: it was skipped (%s)", st.ID, orText(why, "its when: was false"))
+	case exec.StatusCached:
+		if c := st.CachedFrom; c != nil {
+			return fmt.Errorf("step %q ran nothing in this run: it reuses run %s attempt %d (faber logs %s %s --attempt %d)", st.ID, c.RunID, c.Attempt, c.RunID, st.ID, c.Attempt)
+		}
+		return fmt.Errorf("step %q ran nothing in this run: it was cached", st.ID)
+	case exec.StatusPending:
+		return fmt.Errorf("step %q has not started yet (pending); faber logs %s %s --follow once it runs", st.ID, runID, st.ID)
+	}
+	return fmt.Errorf("step %q has no attempt log yet (%s)", st.ID, st.Status)
+}
+
+func orText(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
+}
+
+// earlierAttempts tells, on stderr, that the log shown is the step's last
+// attempt and which earlier ones failed, so that `logs STEP --stderr` of a
+// step fixed by a retry or a handler points at the error it no longer shows.
+func earlierAttempts(g *Globals, runID string, st *exec.StepState, n int, stderr bool) {
+	var failed []string
+	for _, a := range st.Attempts {
+		if a != nil && a.Attempt < n && a.ExitCode != 0 {
+			failed = append(failed, fmt.Sprintf("%d (exit %d)", a.Attempt, a.ExitCode))
+		}
+	}
+	if len(failed) == 0 {
+		return
+	}
+	flag := ""
+	if stderr {
+		flag = " --stderr"
+	}
+	first := strings.SplitN(failed[0], " ", 2)[0]
+	fmt.Fprintf(g.stderr, "faber: this is attempt %d of step %s; earlier attempt %s failed: faber logs %s %s --attempt %s%s\n",
+		n, st.ID, strings.Join(failed, ", "), runID, st.ID, first, flag)
+}
+
+// logLine is one line of a log as logs --json prints it.
+type logLine struct {
+	RunID   string `json:"run_id"`
+	StepID  string `json:"step_id"`
+	Kind    string `json:"kind"`
+	Attempt int    `json:"attempt"`
+	Stream  string `json:"stream"`
+	Text    string `json:"text"`
+}
+
+// jsonLines turns the log's bytes into one logLine per line; a last line
+// without its newline comes out at flush.
+type jsonLines struct {
+	w    io.Writer
+	base logLine
+	part []byte
+}
+
+func (j *jsonLines) Write(b []byte) (int, error) {
+	j.part = append(j.part, b...)
+	for {
+		i := bytes.IndexByte(j.part, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		if err := j.line(j.part[:i]); err != nil {
+			return 0, err
+		}
+		j.part = j.part[i+1:]
+	}
+}
+
+func (j *jsonLines) line(b []byte) error {
+	l := j.base
+	l.Text = strings.TrimSuffix(string(b), "\r")
+	out, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	_, err = j.w.Write(append(out, '\n'))
+	return err
+}
+
+func (j *jsonLines) flush() {
+	if len(j.part) > 0 {
+		j.line(j.part)
+		j.part = nil
 	}
 }
 
@@ -512,4 +637,118 @@ func childSummary(g *Globals, runID string) string {
 		}
 	}
 	return fmt.Sprintf("%s (%d/%d steps succeeded)", v.Run.Status, ok, len(v.Steps))
+}
+
+// fanRow is a fan-out's join step as its row shows it: in_progress while
+// its items run (the join stays pending until they are done), and once it
+// ended, the span of its items as its duration (the join runs nothing: its
+// own is 0 ms). active: the run goes on.
+func fanRow(st *exec.StepState, n *exec.ItemCounts, items []*exec.StepState, active bool) *exec.StepState {
+	shown := *st
+	if st.Status == exec.StatusPending && (n.Running > 0 || active && n.Pending < n.Total) {
+		shown.Status = exec.StatusInProgress
+	}
+	if st.FinishedAt == nil {
+		return &shown
+	}
+	var first, last time.Time
+	for _, it := range items {
+		if it.FinishedAt == nil {
+			continue
+		}
+		// from what run.LoadBrief keeps of an item: no start time
+		start := it.FinishedAt.Add(-time.Duration(it.DurationMs) * time.Millisecond)
+		if first.IsZero() || start.Before(first) {
+			first = start
+		}
+		if it.FinishedAt.After(last) {
+			last = *it.FinishedAt
+		}
+	}
+	if !first.IsZero() {
+		if d := last.Sub(first).Milliseconds(); d > shown.DurationMs {
+			shown.DurationMs = d
+		}
+	}
+	return &shown
+}
+
+// childProgress turns the log of a sub-plan step, its child run's events
+// as JSON lines, into the plain progress lines faber run --ui plain prints:
+// each step's output lines (from the child run's log files, once its
+// attempt ended) before the line that ends the attempt; a grandchild run's
+// lines prefixed with the step that runs it. A line that is no event is
+// printed as it is.
+type childProgress struct {
+	w      io.Writer
+	s      tui.Styles
+	runDir string // the child run's
+	buf    []byte
+}
+
+func (c *childProgress) Write(p []byte) (int, error) {
+	c.buf = append(c.buf, p...)
+	var out []byte
+	for {
+		i := bytes.IndexByte(c.buf, '\n')
+		if i < 0 {
+			break
+		}
+		out = c.line(out, c.buf[:i])
+		c.buf = c.buf[i+1:]
+	}
+	if _, err := c.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// flush prints an unfinished last line.
+func (c *childProgress) flush() {
+	if len(c.buf) > 0 {
+		c.w.Write(c.line(nil, c.buf))
+		c.buf = nil
+	}
+}
+
+func (c *childProgress) line(out, l []byte) []byte {
+	var e exec.Event
+	if len(l) == 0 || l[0] != '{' || json.Unmarshal(l, &e) != nil || e.Type == "" {
+		return append(append(out, l...), '\n')
+	}
+	if e.ParentStepID != "" { // a grandchild run's event
+		if pl := tui.PlainLine(e, c.s); pl != "" {
+			out = append(out, c.s.Render(c.s.Dim, e.ParentStepID+" ↳ "+e.RunID)+" "+pl+"\n"...)
+		}
+		return out
+	}
+	if e.Type == exec.EvStepStatus {
+		if d, ok := e.Data.(*exec.StepStatus); ok && d.AttemptEnd != nil {
+			out = c.output(out, e.StepID, d.AttemptEnd.Attempt)
+		}
+	}
+	if pl := tui.PlainLine(e, c.s); pl != "" {
+		out = append(out, pl+"\n"...)
+	}
+	return out
+}
+
+// output appends the output lines of a child step's attempt, as plain
+// progress shows them: "<step> | line", "<step> ! line" for stderr.
+func (c *childProgress) output(out []byte, step string, attempt int) []byte {
+	for _, stream := range []string{"out", "err"} {
+		b, err := os.ReadFile(exec.LogPath(c.runDir, step, "attempt", attempt, stream))
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		mark := " |"
+		if stream == "err" {
+			mark = " !"
+		}
+		prefix := c.s.Render(c.s.Dim, step+mark) + " "
+		for _, l := range strings.SplitAfter(strings.TrimSuffix(string(b), "\n"), "\n") {
+			out = append(out, prefix+strings.TrimSuffix(l, "\n")+"\n"...)
+		}
+	}
+	return out
 }

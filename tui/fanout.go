@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/faber-run/faber/exec"
 )
@@ -70,6 +71,14 @@ func (m *Model) applyItemStatus(it *itemState, e exec.Event) {
 	m.setItemStatus(it, e.Status)
 	d := data[exec.StepStatus](e)
 	switch {
+	case e.Status == exec.StatusInProgress:
+		if t := timeOr(d.StartedAt, e.Time); !t.IsZero() && (r.fanStart.IsZero() || t.Before(r.fanStart)) {
+			r.fanStart = t
+		}
+	case exec.Terminal(e.Status) && e.Time.After(r.fanEnd):
+		r.fanEnd = e.Time
+	}
+	switch {
 	case isBad(e.Status) || e.Status == exec.StatusInterrupted || e.Status == exec.StatusPendingFailed:
 		r.log.add(logLine{text: fmt.Sprintf("[%s] %s: %s", it.key, e.Status, oneLine(errOf(e.ExitCode, d.Error))), mark: true})
 	case e.Status == exec.StatusRetrying:
@@ -85,6 +94,7 @@ func (m *Model) setItemStatus(it *itemState, status string) {
 	f := m.fans[it.fan]
 	f.Add(it.status, -1)
 	f.Add(status, 1)
+	m.statW = max(m.statW, len(status)) // the fan-out's row shows in_progress
 	if it.status == exec.StatusPendingFailed {
 		m.pendingItems--
 	}
@@ -125,4 +135,33 @@ func (m *Model) fanText(r *stepRow) string {
 		t += s.Error.Render(fmt.Sprintf(" · %d failed", n))
 	}
 	return t
+}
+
+// fanEnded gives a fan-out's row, once its join step ended, the span of
+// its items as its duration: the join runs nothing, and its own 0 ms said
+// nothing of how long the fan-out took.
+func (m *Model) fanEnded(r *stepRow, at time.Time) {
+	if m.fans[r.def.ID] == nil || r.fanStart.IsZero() {
+		return
+	}
+	end := r.fanEnd
+	if end.IsZero() || end.Before(r.fanStart) {
+		end = at
+	}
+	if d := end.Sub(r.fanStart); d > r.dur || !r.hasDur {
+		r.dur, r.hasDur = max(d, 0), true
+	}
+}
+
+// rowStatus is the status a step's row shows: a fan-out's join step stays
+// pending until its items are done, but its row says in_progress while
+// they run (or, in a run that goes on, once one has started).
+func (m *Model) rowStatus(r *stepRow) string {
+	if r.status != exec.StatusPending {
+		return r.status
+	}
+	if f := m.fans[r.def.ID]; f != nil && (f.Running > 0 || m.runStatus == "" && m.interrupts == 0 && f.Pending < f.Total) {
+		return exec.StatusInProgress
+	}
+	return r.status
 }

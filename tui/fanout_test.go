@@ -1,9 +1,11 @@
 package tui
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/faber-run/faber/exec"
 )
@@ -86,5 +88,58 @@ func TestFanOutExpanded(t *testing.T) {
 	}
 	if strings.Contains(v, "work[") {
 		t.Errorf("item rows shown:\n%s", v)
+	}
+}
+
+// TestFanOutRowProgressAndSpan: while its items run, a fan-out's row (and
+// its log pane's title) says in_progress with its items' counts and the
+// time since its first item started, though its join step is pending;
+// once the join ended, the row, the summary and the plain line show the
+// span of its items, not the join's own 0 ms.
+func TestFanOutRowProgressAndSpan(t *testing.T) {
+	defs := []StepDef{{ID: "work[a]", Phase: "main", FanOut: "work"}, {ID: "work[b]", Phase: "main", FanOut: "work"},
+		{ID: "work", Phase: "main"}}
+	m, c := newTestModel(t, defs...)
+	at := func(e exec.Event, d time.Duration) exec.Event { e.Time = t0.Add(d); return e }
+	evs := []exec.Event{
+		at(status("work[a]", exec.StatusInProgress, 1, nil), 0),
+		at(status("work[a]", exec.StatusSuccess, 1, map[string]any{"duration_ms": int64(1500)}), 1500*time.Millisecond),
+		at(status("work[b]", exec.StatusInProgress, 1, nil), 1500*time.Millisecond),
+	}
+	feed(m, evs...)
+	c.t = t0.Add(2 * time.Second)
+	v := m.View()
+	row := rowOf(t, v, "work")
+	for _, want := range []string{"in_progress", "1/2", "1 running", "2.0s"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("running fan-out row %q lacks %q", row, want)
+		}
+	}
+	if !strings.Contains(v, "── work · in_progress") {
+		t.Errorf("log pane title of the fan-out:\n%s", v)
+	}
+	end := []exec.Event{
+		at(status("work[b]", exec.StatusSuccess, 1, map[string]any{"duration_ms": int64(2000)}), 3500*time.Millisecond),
+		at(status("work", exec.StatusSuccess, 1, map[string]any{"duration_ms": int64(0)}), 3500*time.Millisecond),
+	}
+	feed(m, end...)
+	if row := rowOf(t, m.View(), "work"); !strings.Contains(row, "success") || !strings.Contains(row, "3.5s") {
+		t.Errorf("finished fan-out row %q lacks success and the span 3.5s", row)
+	}
+	if sum := m.Summary(); !regexp.MustCompile(`(?m)^  ✓ work +main +success +1 +3\.5s$`).MatchString(sum) {
+		t.Errorf("summary does not show the span:\n%s", sum)
+	}
+
+	var out strings.Builder
+	p := NewPlain(&out, NewStyles(false), false)
+	for _, e := range append(evs, end...) {
+		p.Event(e)
+	}
+	p.Close()
+	if !strings.Contains(out.String(), "✓ work success 3.5s\n") || !strings.Contains(out.String(), "✓ work[a] success 1.5s\n") {
+		t.Errorf("plain lines:\n%s", out.String())
+	}
+	if l := PlainLine(end[1], NewStyles(false)); !strings.HasSuffix(l, "✓ work success 0ms") {
+		t.Errorf("PlainLine of the join alone (faber events) says what the event holds: %q", l)
 	}
 }

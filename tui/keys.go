@@ -34,13 +34,21 @@ type KeyMap struct {
 	Top       Binding
 	Bottom    Binding
 	ToggleLog Binding
-	Follow    Binding
+	Track     Binding
 	Help      Binding
 	Close     Binding
 	Detach    Binding
 	Quit      Binding
 	Retry     Binding
 	Fail      Binding
+	// The log views' keys, as less and k9s have them: wrap, scroll
+	// sideways, search and go from match to match.
+	Wrap   Binding
+	Left   Binding
+	Right  Binding
+	Search Binding
+	Next   Binding
+	Prev   Binding
 }
 
 // DefaultKeyMap returns faber's key bindings.
@@ -53,13 +61,19 @@ func DefaultKeyMap() KeyMap {
 		Top:       Binding{Keys: []string{"home", "g"}, Help: "g/home", Desc: "first step (log: oldest line)"},
 		Bottom:    Binding{Keys: []string{"end", "G"}, Help: "G/end", Desc: "last step (log: follow newest)"},
 		ToggleLog: Binding{Keys: []string{"enter"}, Help: "enter", Desc: "full-height log"},
-		Follow:    Binding{Keys: []string{"f"}, Help: "f", Desc: "follow running step"},
+		Track:     Binding{Keys: []string{"f"}, Help: "f", Desc: "track the running step (select it as steps start)"},
 		Help:      Binding{Keys: []string{"?"}, Help: "?", Desc: "help"},
-		Close:     Binding{Keys: []string{"esc"}, Help: "esc", Desc: "close log or help"},
+		Close:     Binding{Keys: []string{"esc"}, Help: "esc", Desc: "clear search, close log or help"},
 		Detach:    Binding{Keys: []string{"q"}, Help: "q", Desc: "leave (the run goes on; if it waits for a decision, leave that for later)"},
 		Quit:      Binding{Keys: []string{"ctrl+c"}, Help: "ctrl+c", Desc: "interrupt (twice: kill now)"},
 		Retry:     Binding{Keys: []string{"r"}, Help: "r", Desc: "retry pending_failed"},
 		Fail:      Binding{Keys: []string{"x"}, Help: "x x", Desc: "fail pending_failed (press twice)"},
+		Wrap:      Binding{Keys: []string{"w"}, Help: "w", Desc: "log: wrap long lines (on/off)"},
+		Left:      Binding{Keys: []string{"left", "h"}, Help: "←/h", Desc: "log: scroll left"},
+		Right:     Binding{Keys: []string{"right", "l"}, Help: "→/l", Desc: "log: scroll right (when not wrapping)"},
+		Search:    Binding{Keys: []string{"/"}, Help: "/", Desc: "log: search (type, enter)"},
+		Next:      Binding{Keys: []string{"n"}, Help: "n", Desc: "log: next match"},
+		Prev:      Binding{Keys: []string{"N"}, Help: "N", Desc: "log: previous match"},
 	}
 }
 
@@ -68,7 +82,7 @@ func (k KeyMap) ShortHelp() []Binding {
 	return bound([]Binding{
 		{Help: strings.TrimSuffix(k.Up.Help, "/k") + "/" + strings.TrimSuffix(k.Down.Help, "/j"), Desc: "select"},
 		{Help: k.ToggleLog.Help, Desc: "log"},
-		{Help: k.Follow.Help, Desc: "follow"},
+		{Help: k.Track.Help, Desc: "track"},
 		{Help: k.Help.Help, Desc: "help"},
 		{Help: k.Detach.Help, Desc: "leave"},
 		{Help: k.Quit.Help, Desc: "interrupt"},
@@ -78,7 +92,23 @@ func (k KeyMap) ShortHelp() []Binding {
 // FullHelp is every binding, for the help screen.
 func (k KeyMap) FullHelp() []Binding {
 	return bound([]Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.ToggleLog,
-		k.Follow, k.Retry, k.Fail, k.Help, k.Close, k.Detach, k.Quit})
+		k.Track, k.Wrap, k.Left, k.Right, k.Search, k.Next, k.Prev, k.Retry, k.Fail, k.Help, k.Close, k.Detach, k.Quit})
+}
+
+// LogHelp is the footer of the full-height log: its own keys, then the
+// ones to get out. A narrow footer drops hints from the right of the
+// log's own (matches, scroll, back: esc goes back too), search last.
+func (k KeyMap) LogHelp() []Binding {
+	return bound([]Binding{
+		{Help: k.Search.Help, Desc: "search"},
+		{Help: k.Wrap.Help, Desc: "wrap"},
+		{Help: k.ToggleLog.Help, Desc: "back"},
+		{Help: "←/→", Desc: "scroll"},
+		{Help: k.Next.Help + "/" + k.Prev.Help, Desc: "match"},
+		{Help: k.Help.Help, Desc: "help"},
+		{Help: k.Detach.Help, Desc: "leave"},
+		{Help: k.Quit.Help, Desc: "interrupt"},
+	})
 }
 
 // bound drops the bindings that have no key (Quit in an attached view).

@@ -164,6 +164,22 @@ type stepRow struct {
 	// runs are the child runs of a sub-plan step (`plan:`), shown as
 	// display-only lines under the step's row.
 	runs []*childRun
+	// fanStart and fanEnd, on a fan-out's row, are when its first item
+	// started and its last one ended: its duration is their span.
+	fanStart, fanEnd time.Time
+	// first is when the step's first attempt seen here started, ended when
+	// it became final: with several attempts (retries, a handler's re-run)
+	// its duration is their span, not its last attempt's.
+	first, ended time.Time
+}
+
+// shownDur is a finished step's duration as the views show it: its last
+// attempt's, or with more than one attempt the span from its first.
+func (r *stepRow) shownDur() (time.Duration, bool) {
+	if r.attempt > 1 && !r.first.IsZero() && !r.ended.IsZero() && r.ended.After(r.first) {
+		return r.ended.Sub(r.first), true
+	}
+	return r.dur, r.hasDur
 }
 
 // childRun is a sub-plan step's child run (or a grandchild run) as the view
@@ -224,14 +240,16 @@ type Model struct {
 	counts map[string]int
 	idW    int
 	attW   int // width of the attempt column: grows, never shrinks, so rows stay still
+	statW  int // the longest status shown so far, the status column in a narrow window (grows too)
 
 	width, height int
 	sel           int
-	top           int // first visible row of the list
-	follow        bool
+	top           int  // first visible row of the list
+	track         bool // f: select each step that starts running ("follow" is the log's tail)
 	showLog       bool
 	showHelp      bool
 	logOff        int // lines scrolled back from the newest, in the log view
+	lv            logView
 
 	start      time.Time
 	end        time.Time
@@ -301,7 +319,9 @@ func NewModel(opt Options) *Model {
 		width:     80,
 		height:    24,
 		attW:      3,
-		follow:    true,
+		statW:     len(exec.StatusPending),
+		track:     true,
+		lv:        logView{cur: -1},
 	}
 	if opt.Keys != nil {
 		m.keys = *opt.Keys
@@ -429,6 +449,7 @@ func (m *Model) setStatus(r *stepRow, status string) {
 	}
 	wasActive := isActive(r.status)
 	r.status = status
+	m.statW = max(m.statW, len(status))
 	if isActive(status) && !wasActive {
 		r.activeSince = m.now()
 	}
@@ -534,6 +555,10 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 	if confirm != "" {
 		m.confirm, m.msg = "", ""
 	}
+	if m.lv.typing && k.String() != "ctrl+c" {
+		m.searchKey(k)
+		return nil
+	}
 	switch {
 	case km.Detach.Matches(k) && m.waiting():
 		// The session waits for a decision: q leaves it for later, and
@@ -567,10 +592,16 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 		m.showHelp = !m.showHelp
 		return nil
 	case km.Close.Matches(k):
+		if !m.showHelp && m.clearSearch() {
+			return nil
+		}
 		m.showHelp, m.showLog, m.logOff = false, false, 0
 		return nil
 	}
 	if m.showHelp {
+		return nil
+	}
+	if m.logKey(k) {
 		return nil
 	}
 	page := max(m.listHeight()-2, 1)
@@ -581,13 +612,13 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 	case km.ToggleLog.Matches(k):
 		m.showLog = !m.showLog
 		m.logOff = 0
-	case km.Follow.Matches(k):
-		m.follow = !m.follow
-		if m.follow {
-			m.followActive(nil)
-			m.say("following the running step", false)
+	case km.Track.Matches(k):
+		m.track = !m.track
+		if m.track {
+			m.trackActive(nil)
+			m.say("tracking the running step", false)
 		} else {
-			m.say("stopped following", false)
+			m.say("stopped tracking the running step", false)
 		}
 	case km.Up.Matches(k):
 		if m.showLog {
@@ -740,19 +771,20 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// selectStep moves the selection (by hand: following stops).
+// selectStep moves the selection (by hand: tracking stops).
 func (m *Model) selectStep(i int) {
 	if len(m.steps) == 0 {
 		return
 	}
 	i = min(max(i, 0), len(m.steps)-1)
-	m.follow = false
+	m.track = false
 	m.setSel(i)
 }
 
 func (m *Model) setSel(i int) {
 	if i != m.sel {
 		m.logOff = 0
+		m.lv.cur = -1 // a line number of the other step's log
 	}
 	m.sel = i
 	m.scrollTo()
@@ -772,12 +804,15 @@ func (m *Model) scrollLog(n int) {
 		return
 	}
 	maxOff := max(r.log.len()-m.logBodyHeight(), 0)
+	if m.lv.wrap { // a line may take several rows: down to the oldest one at the bottom
+		maxOff = max(r.log.len()-1, 0)
+	}
 	m.logOff = min(max(m.logOff+n, 0), maxOff)
 }
 
-// followActive selects the most recently started running step, if any
+// trackActive selects the most recently started running step, if any
 // (other than skip).
-func (m *Model) followActive(skip *stepRow) {
+func (m *Model) trackActive(skip *stepRow) {
 	var best *stepRow
 	for _, r := range m.steps {
 		if r == skip || !isActive(r.status) {
@@ -927,6 +962,11 @@ func (m *Model) applyStatus(e exec.Event) {
 	case exec.StatusInProgress:
 		r.started = timeOr(d.StartedAt, e.Time)
 		r.hasDur = false
+		r.classified = "" // a classification is spent once its attempt starts
+		if r.first.IsZero() {
+			r.first = r.started
+		}
+		r.ended = time.Time{}
 	case exec.StatusRemediating:
 		if d.HandlerCommand != "" {
 			r.handler = d.HandlerCommand
@@ -937,13 +977,17 @@ func (m *Model) applyStatus(e exec.Event) {
 	if d.DurationMs != nil && e.Status != exec.StatusInProgress {
 		r.dur, r.hasDur = time.Duration(*d.DurationMs)*time.Millisecond, true
 	}
-	if !m.follow {
+	if exec.Terminal(e.Status) {
+		m.fanEnded(r, e.Time)
+		r.ended = e.Time
+	}
+	if !m.track {
 		return
 	}
 	if e.Status == exec.StatusInProgress && prev != exec.StatusInProgress {
 		m.setSel(r.index)
 	} else if !isActive(e.Status) && m.sel == r.index {
-		m.followActive(r)
+		m.trackActive(r)
 	}
 }
 
@@ -1015,6 +1059,7 @@ func (m *Model) applyChild(r *stepRow, c exec.Event) {
 		cs := m.childStep(cr, c.StepID)
 		prev := cs.status
 		cs.status = c.Status
+		m.statW = max(m.statW, len(c.Status))
 		if c.Attempt > 0 {
 			cs.attempt = c.Attempt
 		}

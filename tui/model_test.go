@@ -241,9 +241,9 @@ func TestSelectionAndLogPane(t *testing.T) {
 		t.Errorf("j did not select c:\n%s", v)
 	}
 	key(m, "k")
-	key(m, "f") // follow again: back on the running step c
-	if v := m.View(); !strings.Contains(rowOf(t, v, "c"), "›") || !strings.Contains(v, "following the running step") {
-		t.Errorf("f did not follow c:\n%s", v)
+	key(m, "f") // track again: back on the running step c
+	if v := m.View(); !strings.Contains(rowOf(t, v, "c"), "›") || !strings.Contains(v, "tracking the running step") {
+		t.Errorf("f did not track c:\n%s", v)
 	}
 }
 
@@ -937,5 +937,31 @@ func TestRendererDeliversChildEvents(t *testing.T) {
 	i := strings.LastIndex(s, "faber demo demo-1 failed")
 	if i < 0 || !strings.Contains(s[i:], "↳ child-1 ✗ bad failure: broken") {
 		t.Errorf("summary lacks the child's failed step:\n%s", s[max(i, 0):])
+	}
+}
+
+// TestSummarySpanOfAttempts: a step fixed by a retry or a handler took from
+// its first attempt's start to its last one's end (issue 34: the summary
+// showed the last attempt's 7ms for a step that took 2s), and a spent
+// classification no longer shows once the retried attempt runs.
+func TestSummarySpanOfAttempts(t *testing.T) {
+	m, _ := newTestModel(t, defs("main", "flaky", "pend")...)
+	at := func(e exec.Event, d time.Duration) exec.Event { e.Time = t0.Add(d); return e }
+	feed(m,
+		at(status("flaky", exec.StatusInProgress, 1, map[string]any{"started_at": t0}), 0),
+		at(status("flaky", exec.StatusRemediating, 1, map[string]any{"duration_ms": int64(5)}), 5*time.Millisecond),
+		at(status("flaky", exec.StatusInProgress, 2, map[string]any{"started_at": t0.Add(1993 * time.Millisecond)}), 1993*time.Millisecond),
+		at(status("flaky", exec.StatusSuccess, 2, map[string]any{"duration_ms": int64(7)}), 2000*time.Millisecond),
+		at(status("pend", exec.StatusInProgress, 1, map[string]any{"started_at": t0}), 0),
+		at(status("pend", exec.StatusPendingFailed, 1, map[string]any{"error": "boom"}), time.Second),
+		evtest.Typed(exec.Event{Type: exec.EvStepClassified, StepID: "pend", Attempt: 1}, map[string]any{"action": "retry", "reason": "try again"}),
+		at(status("pend", exec.StatusInProgress, 2, map[string]any{"started_at": t0.Add(3 * time.Second)}), 3*time.Second),
+		at(status("pend", exec.StatusPendingFailed, 2, map[string]any{"error": "boom again"}), 4*time.Second),
+	)
+	if row := rowOf(t, m.Summary(), "flaky"); !strings.Contains(row, "2.0s") || strings.Contains(row, "7ms") {
+		t.Errorf("flaky's summary row shows its last attempt, not its span: %q", row)
+	}
+	if v := m.View(); strings.Contains(v, "classified: retry") {
+		t.Errorf("a pending_failed row still says classified: retry after the retry failed again:\n%s", v)
 	}
 }

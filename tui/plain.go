@@ -20,7 +20,13 @@ type Plain struct {
 	q      *queue
 	styles Styles
 	output bool
+	// fans are the fan-outs whose items started, by fan-out step id: when
+	// the first started and the last ended (only write touches them).
+	fans map[string]*fanSpan
 }
+
+// fanSpan is when a fan-out's first item started and its last ended.
+type fanSpan struct{ start, end time.Time }
 
 // NewPlain returns a plain renderer writing to w; output selects whether
 // step output lines are shown.
@@ -47,7 +53,7 @@ func (p *Plain) Close() error {
 }
 
 func (p *Plain) write(e exec.Event) {
-	line := PlainLine(e, p.styles)
+	line := plainLine(e, p.styles, p.span(e))
 	if line == "" {
 		return
 	}
@@ -58,9 +64,59 @@ func (p *Plain) write(e exec.Event) {
 	// per line.
 }
 
+// span follows the items of fan-outs (ids <fan>[<key>]) and, on the event
+// that ends a fan-out's join step, is the span of its items (0 otherwise):
+// the join runs nothing, so its own duration is 0 ms.
+func (p *Plain) span(e exec.Event) time.Duration {
+	if e.Type != exec.EvStepStatus {
+		return 0
+	}
+	if fan, ok := itemFan(e.StepID); ok {
+		if p.fans == nil {
+			p.fans = map[string]*fanSpan{}
+		}
+		f := p.fans[fan]
+		if f == nil {
+			f = &fanSpan{}
+			p.fans[fan] = f
+		}
+		if e.Status == exec.StatusInProgress {
+			t := timeOr(data[exec.StepStatus](e).StartedAt, e.Time)
+			if f.start.IsZero() || t.Before(f.start) {
+				f.start = t
+			}
+		} else if exec.Terminal(e.Status) && e.Time.After(f.end) {
+			f.end = e.Time
+		}
+		return 0
+	}
+	f := p.fans[e.StepID]
+	if f == nil || f.start.IsZero() || !exec.Terminal(e.Status) {
+		return 0
+	}
+	end := f.end
+	if end.Before(f.start) {
+		end = e.Time
+	}
+	return end.Sub(f.start)
+}
+
+// itemFan is the fan-out step of an item step id <fan>[<key>].
+func itemFan(id string) (string, bool) {
+	i := strings.IndexByte(id, '[')
+	if i <= 0 || !strings.HasSuffix(id, "]") {
+		return "", false
+	}
+	return id[:i], true
+}
+
 // PlainLine formats one event as a plain progress line ("" for events that
 // are not shown).
-func PlainLine(e exec.Event, s Styles) string {
+func PlainLine(e exec.Event, s Styles) string { return plainLine(e, s, 0) }
+
+// plainLine is PlainLine; span, when not 0, is the duration a fan-out's
+// join step shows (Plain.span).
+func plainLine(e exec.Event, s Styles, span time.Duration) string {
 	ts := e.Time.Local().Format("15:04:05")
 	switch e.Type {
 	case exec.EvChildEvent:
@@ -93,7 +149,10 @@ func PlainLine(e exec.Event, s Styles) string {
 		if e.Status == exec.StatusInProgress || e.Status == exec.StatusRetrying {
 			msg += fmt.Sprintf(" (attempt %d)", e.Attempt)
 		}
-		if d.DurationMs != nil && e.Status == exec.StatusSuccess {
+		switch {
+		case span > 0 && e.Status == exec.StatusSuccess:
+			msg += " " + s.Render(s.Dim, fmtDur(span))
+		case d.DurationMs != nil && e.Status == exec.StatusSuccess:
 			msg += " " + s.Render(s.Dim, fmtDur(time.Duration(*d.DurationMs)*time.Millisecond))
 		}
 		if e.ExitCode != nil && e.Status != exec.StatusSuccess {

@@ -59,15 +59,16 @@ func (m *Model) Summary() string {
 		b.WriteString("\n")
 		for _, r := range rows {
 			dur := ""
-			if r.hasDur {
-				dur = fmtDur(r.dur)
+			if d, ok := r.shownDur(); ok {
+				dur = fmtDur(d)
 			}
 			att := ""
 			if r.attempt > 0 {
 				att = fmt.Sprint(r.attempt)
 			}
-			fmt.Fprintf(&b, "  %s %s  %s  %s  %s  %s\n", s.Glyph(r.status), padRight(truncate(r.def.ID, 40), idW),
-				padRight(truncate(r.def.Phase, 20), phW), s.StatusStyle(r.status).Render(padRight(r.status, stW)),
+			st := m.rowStatus(r)
+			fmt.Fprintf(&b, "  %s %s  %s  %s  %s  %s\n", s.Glyph(st), padRight(truncate(r.def.ID, 40), idW),
+				padRight(truncate(r.def.Phase, 20), phW), s.StatusStyle(st).Render(padRight(st, stW)),
 				padRight(att, 8), dur)
 		}
 		if hidden > 0 {

@@ -197,12 +197,7 @@ func (m *Model) phaseLine(p *phaseRow) string {
 // the handler command, the error, or the newest output line.
 func (m *Model) stepLine(r *stepRow, selected bool) string {
 	s := m.st
-	idW := min(m.idW, max(12, m.width*3/10))
-	if m.width < 64 {
-		// Narrow: the status column stays; the attempt column goes, and the
-		// id gets what a 60-column terminal can spare.
-		idW = min(m.idW, max(12, m.width-2-2-2-len(exec.StatusRemediationFailed)-1-7-2))
-	}
+	idW, statW, attempt := m.columns()
 	mark := "  "
 	if selected {
 		mark = s.Running.Render("›") + " "
@@ -217,16 +212,62 @@ func (m *Model) stepLine(r *stepRow, selected bool) string {
 	b.WriteByte(' ')
 	b.WriteString(id)
 	b.WriteString("  ")
-	b.WriteString(s.StatusStyle(r.status).Render(padRight(r.status, len(exec.StatusRemediationFailed))))
-	b.WriteByte(' ')
-	if m.width >= 64 {
+	if statW > 0 {
+		st := m.rowStatus(r)
+		b.WriteString(s.StatusStyle(st).Render(padRight(truncate(st, statW), statW)))
+		b.WriteByte(' ')
+	}
+	if attempt {
 		b.WriteString(padRight(attemptText(r), m.attW))
 		b.WriteByte(' ')
 	}
 	b.WriteString(padLeft(m.durText(r), 7))
 	b.WriteString("  ")
-	b.WriteString(m.rest(r))
+	b.WriteString(m.rest(r, m.width-ansi.StringWidth(b.String())))
 	return b.String()
+}
+
+// Below these widths a step row gives up room to what follows its columns
+// (the error, the newest line, the handler), which a 60- or 80-column
+// terminal otherwise pushed off the screen.
+const (
+	wideView   = 100 // from here: the columns as wide as they can be
+	attemptMin = 64  // from here: the attempt column
+	statusMin  = 56  // from here: the status word (below, the glyph says it)
+	// narrowStatusW is the status column below wideView: in_progress
+	// whole, longer words cut ("remediatio…"; the glyph tells them apart).
+	narrowStatusW = len(exec.StatusInProgress)
+)
+
+// columns are the widths of a step row's id and status columns (status 0:
+// the glyph alone) and whether it has an attempt column. A wide window has
+// a status column for the longest status there is; a narrower one, for
+// the longest shown so far up to narrowStatusW, and an id column of a
+// quarter of the width.
+func (m *Model) columns() (idW, statW int, attempt bool) {
+	w := m.width
+	idW = min(m.idW, m.idCap())
+	switch {
+	case w >= wideView:
+		return idW, len(exec.StatusRemediationFailed), true
+	case w >= attemptMin:
+		return idW, min(m.statW, narrowStatusW), true
+	case w >= statusMin:
+		return idW, min(m.statW, narrowStatusW), false
+	}
+	return idW, 0, false
+}
+
+// idCap is the most the id column takes of the window's width.
+func (m *Model) idCap() int {
+	switch w := m.width; {
+	case w >= wideView:
+		return max(12, w*3/10)
+	case w >= statusMin:
+		return max(12, w/4)
+	default:
+		return max(10, w/4)
+	}
 }
 
 // childIndent is the space before the ↳ of a child run's lines: under the
@@ -260,7 +301,8 @@ func (m *Model) childStepLine(cr *childRun, cs *childStep) string {
 	s := m.st
 	// The id column ends where the step rows' does, so the status columns
 	// line up, unless the child's ids are longer.
-	idW := max(min(cr.idW, max(12, m.width*3/10)), min(m.idW, max(12, m.width*3/10))-2*(cr.depth+1))
+	stepIDW, statW, attempt := m.columns()
+	idW := max(min(cr.idW, m.idCap()), stepIDW-2*(cr.depth+1))
 	var b strings.Builder
 	b.WriteString(childIndent(cr.depth))
 	b.WriteString(s.Dim.Render("↳"))
@@ -273,9 +315,11 @@ func (m *Model) childStepLine(cr *childRun, cs *childStep) string {
 	if cs.attempt > 0 {
 		att = fmt.Sprintf("#%d", cs.attempt)
 	}
-	if m.width >= 64 {
-		b.WriteString(s.StatusStyle(cs.status).Render(padRight(cs.status, len(exec.StatusRemediationFailed))))
+	if statW > 0 {
+		b.WriteString(s.StatusStyle(cs.status).Render(padRight(truncate(cs.status, statW), statW)))
 		b.WriteByte(' ')
+	}
+	if attempt {
 		b.WriteString(padRight(att, 3))
 		b.WriteByte(' ')
 	}
@@ -303,7 +347,7 @@ func (m *Model) childStepLine(cr *childRun, cs *childStep) string {
 	return b.String()
 }
 
-func (m *Model) glyph(r *stepRow) string { return m.glyphFor(r.status) }
+func (m *Model) glyph(r *stepRow) string { return m.glyphFor(m.rowStatus(r)) }
 
 // glyphFor is a status glyph; a spinner while running or remediating.
 func (m *Model) glyphFor(status string) string {
@@ -330,7 +374,11 @@ func attemptText(r *stepRow) string {
 }
 
 func (m *Model) durText(r *stepRow) string {
-	return m.durFor(r.status, r.started, r.dur, r.hasDur)
+	if st := m.rowStatus(r); st != r.status { // a fan-out whose items run
+		return m.durFor(st, r.fanStart, 0, false)
+	}
+	d, ok := r.shownDur()
+	return m.durFor(r.status, r.started, d, ok)
 }
 
 // durFor is the live time of an active step, else its recorded duration.
@@ -351,10 +399,10 @@ func (m *Model) durFor(status string, started time.Time, dur time.Duration, hasD
 	return ""
 }
 
-// rest is what follows the columns of a row: for a finished attempt its
-// peak memory first, then the state (restText).
-func (m *Model) rest(r *stepRow) string {
-	t := m.restText(r)
+// rest is what follows the columns of a row, in w columns: for a finished
+// attempt its peak memory first, then the state (restText).
+func (m *Model) rest(r *stepRow, w int) string {
+	t := m.restText(r, w)
 	if w := m.waitText(r); w != "" {
 		t = joinText(t, w)
 	}
@@ -364,7 +412,7 @@ func (m *Model) rest(r *stepRow) string {
 	return t
 }
 
-func (m *Model) restText(r *stepRow) string {
+func (m *Model) restText(r *stepRow, w int) string {
 	s := m.st
 	name := ""
 	if r.def.Name != r.def.ID {
@@ -387,7 +435,14 @@ func (m *Model) restText(r *stepRow) string {
 		if r.classified != "" {
 			return s.Warn.Render("classified: "+r.classified) + " " + s.Error.Render(oneLine(errText(r)))
 		}
-		return s.Alert.Render(" awaiting decision: r retry · x x fail ") + " " + s.Error.Render(oneLine(errText(r)))
+		e := oneLine(errText(r))
+		ask := " awaiting decision: r retry · x x fail "
+		if ansi.StringWidth(ask)+1+min(ansi.StringWidth(e), 20) > w {
+			// Narrow: the error first; the footer names the keys when
+			// the step is selected.
+			return s.Error.Render(e) + "  " + s.Alert.Render(" awaiting decision ")
+		}
+		return s.Alert.Render(ask) + " " + s.Error.Render(e)
 	case exec.StatusFailure, exec.StatusRemediationFailed:
 		return s.Error.Render(oneLine(errText(r)))
 	case exec.StatusInterrupted:
@@ -560,55 +615,109 @@ func (m *Model) logPane(h int) []string {
 	n := r.log.len()
 	off := 0
 	if m.showLog {
-		off = min(m.logOff, max(n-body, 0))
+		maxOff := max(n-body, 0)
+		if m.lv.wrap {
+			maxOff = max(n-1, 0)
+		}
+		off = min(m.logOff, maxOff)
 	}
 	end := n - off
-	start := max(end-body, 0)
+	// rows are the screen lines of log lines start..end-1, bottom up when
+	// wrapping (the newest line is the one to see whole).
+	var rows []string
+	start := end
+	first := r.log.total - n
+	for start > 0 && len(rows) < body {
+		start--
+		l := r.log.at(start)
+		rows = append(m.logLineRows(l, first+start == m.lv.cur), rows...)
+	}
+	if len(rows) > body {
+		rows = rows[len(rows)-body:]
+	}
 
 	title := "── " + r.def.ID
 	if r.attempt > 0 {
 		title += fmt.Sprintf(" · attempt %d", r.attempt)
 	}
-	title += " · " + r.status + " "
+	rs := m.rowStatus(r)
+	title += " · " + rs + " "
 	where := "newest output"
 	switch {
 	case off > 0:
 		where = fmt.Sprintf("lines %d–%d of %d kept, ↓/end to follow", start+1, end, n)
-	case isActive(r.status):
+	case isActive(rs):
 		where = "following"
 	}
 	if r.log.total > n {
 		where += fmt.Sprintf(" · last %d of %d lines", n, r.log.total)
 	}
+	where += m.logModes(r)
 	out = append(out, s.Rule.Render(fitLR(title, " "+where+" ──", m.width, '─')))
 	if n == 0 {
 		msg := "(no output)"
 		switch {
-		case r.status == exec.StatusPending:
+		case rs == exec.StatusPending:
 			msg = "(not started)"
-		case isActive(r.status):
+		case isActive(rs):
 			msg = "(no output yet)"
 		}
 		return append(out, s.Dim.Render("  "+msg))
 	}
-	for i := start; i < end; i++ {
-		l := r.log.at(i)
+	return append(out, rows...)
+}
+
+// logModes is what the log pane's title says of wrap, scroll and search.
+func (m *Model) logModes(r *stepRow) string {
+	var b strings.Builder
+	if m.lv.wrap {
+		b.WriteString(" · wrap")
+	} else if m.lv.hOff > 0 {
+		fmt.Fprintf(&b, " · from column %d", m.lv.hOff+1)
+	}
+	if m.lv.query != "" {
+		at, total := m.matchCount(r)
 		switch {
-		case l.mark:
-			out = append(out, s.Rule.Render("  ── "+l.text))
-		case l.child:
-			out = append(out, s.Dim.Render("↳")+" "+l.text)
-		case l.stderr:
-			out = append(out, s.Stderr.Render("! "+l.text))
+		case total == 0:
+			fmt.Fprintf(&b, " · /%s: no match", m.lv.query)
+		case at == 0:
+			fmt.Fprintf(&b, " · /%s: %d %s", m.lv.query, total, plural(total, "match", "matches"))
 		default:
-			out = append(out, s.Dim.Render("│")+" "+s.Stdout.Render(l.text))
+			fmt.Fprintf(&b, " · /%s: %d/%d", m.lv.query, at, total)
 		}
 	}
-	return out
+	return b.String()
+}
+
+// logLineRows draws one log line: its mark, then its text as logRows
+// lays it out (the mark repeated on each row of a wrapped line).
+func (m *Model) logLineRows(l logLine, current bool) []string {
+	s := m.st
+	var mark string
+	base := s.Stdout
+	switch {
+	case l.mark:
+		mark, base = "  ── ", s.Rule
+		mark = s.Rule.Render(mark)
+	case l.child:
+		mark = s.Dim.Render("↳") + " "
+	case l.stderr:
+		mark, base = s.Stderr.Render("! "), s.Stderr
+	default:
+		mark = s.Dim.Render("│") + " "
+	}
+	rows := m.logRows(l.text, m.width-ansi.StringWidth(mark), base, current)
+	for i := range rows {
+		rows[i] = mark + rows[i]
+	}
+	return rows
 }
 
 func (m *Model) footer() string {
 	s := m.st
+	if m.lv.typing {
+		return s.Bold.Render("/") + m.lv.input + s.Select.Render(" ") + s.Dim.Render("  enter search · esc cancel")
+	}
 	if m.msg != "" {
 		if m.msgAlert {
 			return s.Warn.Render(m.msg)
@@ -631,12 +740,16 @@ func (m *Model) footer() string {
 	if len(m.decisionIDs(m.selected())) > 0 {
 		pre = append(pre, s.Alert.Render(m.keys.Retry.Help)+" retry", s.Alert.Render(m.keys.Fail.Help)+" fail")
 	}
-	for _, b := range m.keys.ShortHelp() {
+	help := m.keys.ShortHelp()
+	if m.showLog {
+		help = m.keys.LogHelp()
+	}
+	for _, b := range help {
 		if b.Desc == "log" && m.showLog {
 			b.Desc = "back"
 		}
-		if b.Desc == "follow" && m.follow {
-			b.Desc = "follow (on)"
+		if b.Desc == "track" && m.track {
+			b.Desc = "track (on)"
 		}
 		if b.Desc == "leave" && waiting {
 			// q leaves the decision for later, not the view.
@@ -648,7 +761,7 @@ func (m *Model) footer() string {
 	width := func() int {
 		return ansi.StringWidth(prompt + strings.Join(append(append([]string{}, pre...), parts...), " · "))
 	}
-	// Narrow: drop hints from the middle (log, follow, ...) before the
+	// Narrow: drop hints from the middle (log, track, ...) before the
 	// ones a person needs to get out: help, leave, interrupt; then the
 	// words of the prompt before its keys.
 	for len(pre)+len(parts) > 4 && len(parts) > 3 && width() > m.width {
@@ -656,6 +769,11 @@ func (m *Model) footer() string {
 	}
 	if width() > m.width {
 		prompt = ""
+	}
+	// Narrower still (a 40-column pane): only the ways out, help, leave
+	// and interrupt, rather than cutting them off with "…".
+	for width() > m.width && len(parts) > 3 {
+		parts = parts[1:]
 	}
 	parts = append(pre, parts...)
 	return prompt + strings.Join(parts, s.Dim.Render(" · "))

@@ -621,6 +621,9 @@ func stepNote(st *exec.StepState) string {
 	if st.Status == exec.StatusCached && st.CachedFrom != nil {
 		return fmt.Sprintf("cached: run %s attempt %d exited 0", st.CachedFrom.RunID, st.CachedFrom.Attempt)
 	}
+	if story := run.Story(st); story != "" {
+		return story // a step fixed by a retry or a handler: not just "success 2"
+	}
 	return run.FirstLine(st.Error)
 }
 

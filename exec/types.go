@@ -99,6 +99,10 @@ type StepState struct {
 	// classification set them.
 	Limits *Limits `json:"limits,omitempty"`
 
+	// Story is, in a view read from a run's view table (run.LoadBrief),
+	// how a step that needed more than one attempt got to its status
+	// (run.Story); never in JSON.
+	Story string `json:"-"`
 	// Classified is "fail" or "retry" once `faber classify` decided on the step.
 	Classified string `json:"classified,omitempty"`
 	// Hash is the step definition hash (SPEC §10), for resume --plan.

@@ -3,11 +3,44 @@ package run
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/faber-run/faber/exec"
 	"github.com/faber-run/faber/spec"
 )
+
+// Story is how a step that succeeded after more than one attempt got
+// there, for faber status's ERROR column ("attempt 1 exited 3; handler
+// /fix succeeded; succeeded on attempt 2"): "" for any other step. A view
+// from the view table carries it ready (StepState.Story).
+func Story(st *exec.StepState) string {
+	if st.Story != "" {
+		return st.Story
+	}
+	if st.Attempt <= 1 || !exec.Status(st.Status).Succeeded() || st.Status == exec.StatusCached {
+		return ""
+	}
+	var parts []string
+	for _, a := range st.Attempts {
+		if a == nil || a.Attempt >= st.Attempt {
+			continue
+		}
+		switch {
+		case a.Cause != "":
+			parts = append(parts, fmt.Sprintf("attempt %d ended by %s (exit %d)", a.Attempt, a.Cause, a.ExitCode))
+		case a.ExitCode != 0:
+			parts = append(parts, fmt.Sprintf("attempt %d exited %d", a.Attempt, a.ExitCode))
+		default:
+			parts = append(parts, fmt.Sprintf("attempt %d failed", a.Attempt))
+		}
+	}
+	if r := st.Remediation; r != nil && r.HandlerResult != nil && r.HandlerResult.Status == "success" {
+		parts = append(parts, "on_failure "+FirstLine(r.HandlerCommand)+" succeeded")
+	}
+	parts = append(parts, fmt.Sprintf("succeeded on attempt %d", st.Attempt))
+	return strings.Join(parts, "; ")
+}
 
 // PeakText is a step's last attempt's peak memory for `faber status`:
 // "48.2MiB", "64MiB/64MiB oom" with its limit and cause, or "-".

@@ -200,6 +200,9 @@ func (f *viewFile) brief() (*exec.View, error) {
 			st.ID, st.Phase, st.Status, st.Error, st.FanOut, st.ChildRunID = r.str(), r.str(), r.str(), r.str(), r.str(), r.str()
 			st.Attempt = int(r.varint())
 			st.DurationMs = r.varint()
+			if flags&rowStory != 0 {
+				st.Story = r.str()
+			}
 			if flags&rowExit != 0 {
 				c := int(r.varint())
 				st.ExitCode = &c
@@ -238,6 +241,7 @@ const (
 	rowAttempt   // the last attempt's end
 	rowResources // ... with its resources
 	rowSource    // ... and where they come from (Resources.Source)
+	rowStory     // how it got there, with more than one attempt (Story)
 )
 
 // appendTable appends the table of a view file: the run's id, plan, status,
@@ -281,6 +285,10 @@ func appendTable(b []byte, v *exec.View) []byte {
 				}
 			}
 		}
+		story := Story(st)
+		if story != "" {
+			flags |= rowStory
+		}
 		w.b = append(w.b, flags)
 		w.str(st.ID)
 		w.str(st.Phase)
@@ -290,6 +298,9 @@ func appendTable(b []byte, v *exec.View) []byte {
 		w.str(st.ChildRunID)
 		w.varint(int64(st.Attempt))
 		w.varint(st.DurationMs)
+		if story != "" {
+			w.str(story)
+		}
 		if st.ExitCode != nil {
 			w.varint(int64(*st.ExitCode))
 		}

@@ -3,8 +3,8 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"github.com/faber-run/faber/exec"
 	"slices"
-	"time"
 
 	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/tui"
@@ -114,7 +114,7 @@ func (c *ListCmd) listAll(g *Globals, filter run.ListFilter) error {
 	row = func(it dirItem, indent string, depth int) {
 		dur := "-"
 		if it.FinishedAt != nil {
-			dur = it.FinishedAt.Sub(it.StartedAt).Round(time.Millisecond).String()
+			dur = exec.FormatDuration(it.FinishedAt.Sub(it.StartedAt))
 		}
 		fmt.Fprintf(tw, "%s%s\t%s\t%s %s\t%s\t%s\t%s\n", indent, it.RunID, it.Plan, s.Glyph(it.Status), it.Status,
 			it.StartedAt.Local().Format("2006-01-02 15:04:05"), dur, shortDir(it.StateDir))

@@ -100,7 +100,7 @@ func (c *ListCmd) Run(g *Globals) error {
 	row = func(it run.ListItem, indent string) {
 		dur := "-"
 		if it.FinishedAt != nil {
-			dur = it.FinishedAt.Sub(it.StartedAt).Round(time.Millisecond).String()
+			dur = exec.FormatDuration(it.FinishedAt.Sub(it.StartedAt))
 		}
 		fmt.Fprintf(tw, "%s%s\t%s\t%s %s\t%s\t%s\n", indent, it.RunID, it.Plan, s.Glyph(it.Status), it.Status, it.StartedAt.Local().Format("2006-01-02 15:04:05"), dur)
 		for _, c := range children[it.RunID] {
@@ -240,7 +240,7 @@ func printStatusUsage(g *Globals, v *exec.View, all bool, part string, u *exec.U
 		}
 		dur := "-"
 		if st.FinishedAt != nil {
-			dur = (time.Duration(st.DurationMs) * time.Millisecond).String()
+			dur = exec.FormatDuration(time.Duration(st.DurationMs) * time.Millisecond)
 		}
 		fmt.Fprintf(tw, "%s%s\t%s\t%s %s\t%d\t%s\t%s\t%s\t%s\n", indent, st.ID, st.Phase, s.Glyph(st.Status), st.Status, st.Attempt, exit, dur, run.PeakText(st), errText)
 		if st.ChildRunID != "" {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"syscall"
 	"time"
 
@@ -276,7 +275,8 @@ func runSession(g *Globals, s *run.Session, a sessionArgs) error {
 		return tui.NewPlain(g.stdout, tui.NewStyles(useColor(g, g.stdout)), true), nil
 	}
 	s.Warn = func(msg string) { fmt.Fprintf(g.stderr, "faber: warning: %s\n", msg) }
-	s.Self = []string{selfPath()}
+	self, _ := os.Executable()
+	s.Self = []string{self}
 	s.Interrupt, s.HardStop = trigger, hard
 	s.Jobs, s.FailFast, s.NoCache, s.Force = a.jobs, a.failFast, a.cache.noCache, a.cache.force
 	s.OutputDir = a.outputDir
@@ -363,22 +363,6 @@ func onTerminal(g *Globals) bool {
 	in, ok1 := g.stdin.(*os.File)
 	out, ok2 := g.stdout.(*os.File)
 	return ok1 && ok2 && isatty.IsTerminal(in.Fd()) && isatty.IsTerminal(out.Fd())
-}
-
-// selfPath is this faber's program, for the child runs of sub-plan steps.
-// On Linux it is /proc/PID/exe of this process (which waits for its
-// children): the binary this faber runs even once its file is gone (go
-// run's, removed when the foreground that q left has exited; an upgrade
-// mid-run), and through a wrapper shell too (unlike /proc/self/exe).
-func selfPath() string {
-	if runtime.GOOS == "linux" {
-		p := fmt.Sprintf("/proc/%d/exe", os.Getpid())
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	self, _ := os.Executable()
-	return self
 }
 
 // jsonUI makes --json the --ui json it stands for; another --ui with it is

@@ -3,8 +3,10 @@ package exec
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -280,6 +282,23 @@ func (r *Runner) procFor(sr *stepRun, kind string, argv []string, timeout time.D
 	return ps
 }
 
+// SelfProgram is the program to start faber itself as: self, or on Linux,
+// once self's file is gone (go run's binary removed when the foreground
+// that q left has exited; an upgrade mid-run), /proc/PID/exe of this
+// process, which is still this binary (and unlike /proc/self/exe stays it
+// through a wrapper shell).
+func SelfProgram(self string) string {
+	if _, err := os.Stat(self); err == nil || runtime.GOOS != "linux" {
+		return self
+	}
+	if p := fmt.Sprintf("/proc/%d/exe", os.Getpid()); fileExists(p) {
+		return p
+	}
+	return self
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
 // childSpec runs a sub-plan step: faber itself runs (or, when the child run
 // exists, resumes) the child plan as a linked run sharing this run's state
 // dir and outputs. Its exit code is the child's outcome: 0 success, 1
@@ -289,7 +308,9 @@ func (r *Runner) childSpec(sr *stepRun, vars map[string]string) (procSpec, error
 	if len(r.Self) == 0 {
 		return procSpec{}, fmt.Errorf("step %q: cannot run a sub-plan: faber's own path is unknown", sr.def.ID)
 	}
-	argv := append(append([]string{}, r.Self...), "run", sr.def.PlanPath,
+	self := append([]string{}, r.Self...)
+	self[0] = SelfProgram(self[0])
+	argv := append(self, "run", sr.def.PlanPath,
 		"--run-id", sr.st.ChildRunID, "--parent-run", r.RunID, "--parent-step", sr.def.ID,
 		"--output-dir", r.outDir, "--ui", "json", "--state-dir", r.StateDir)
 	keys, vals, err := ChildContext(sr.def, vars)

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -204,6 +205,28 @@ func lowerHex(s string) bool {
 // FormatSize writes a byte count as faber shows sizes (spec.FormatSize), for
 // the renderers, which know exec's types only.
 func FormatSize(n int64) string { return spec.FormatSize(n) }
+
+// FormatDuration is faber's one human form of a duration (README
+// "Durations and times"): 268ms below a second, 3.7s below a minute,
+// 3m07s below an hour, then 1h02m03s. The machine form is whole
+// milliseconds (duration_ms) in JSON.
+func FormatDuration(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", float64(d.Truncate(100*time.Millisecond))/float64(time.Second))
+	}
+	d = d.Truncate(time.Second)
+	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
+	if h > 0 {
+		return fmt.Sprintf("%dh%02dm%02ds", h, m, s)
+	}
+	return fmt.Sprintf("%dm%02ds", m, s)
+}
 
 // PeakExact reports whether the peak memory is the attempt's own: measured
 // by its cgroup or by Slurm's accounting. From rusage (wait4) it is an

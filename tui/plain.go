@@ -259,15 +259,8 @@ func oneLine(s string) string {
 	return s
 }
 
-func fmtDur(d time.Duration) string {
-	switch {
-	case d < time.Second:
-		return fmt.Sprintf("%dms", d.Milliseconds())
-	case d < time.Minute:
-		return fmt.Sprintf("%.1fs", d.Seconds())
-	}
-	return d.Round(time.Second).String()
-}
+// fmtDur is faber's one human form of a duration (exec.FormatDuration).
+func fmtDur(d time.Duration) string { return exec.FormatDuration(d) }
 
 // JSON writes one JSON object per committed event (SPEC §1 `--ui json`).
 type JSON struct {

@@ -389,10 +389,7 @@ func (m *Model) durFor(status string, started time.Time, dur time.Duration, hasD
 		if d < 0 {
 			d = 0
 		}
-		if d < time.Minute {
-			return fmt.Sprintf("%.1fs", d.Seconds())
-		}
-		return fmtElapsed(d)
+		return fmtDur(d)
 	case hasDur:
 		return fmtDur(dur)
 	}
@@ -865,18 +862,9 @@ func padLeft(s string, w int) string {
 
 func truncate(s string, w int) string { return ansi.Truncate(s, w, "…") }
 
-// fmtElapsed shows whole seconds: 42s, 3m07s, 1h02m03s.
-func fmtElapsed(d time.Duration) string {
-	d = d.Truncate(time.Second)
-	h, mi, sec := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
-	switch {
-	case h > 0:
-		return fmt.Sprintf("%dh%02dm%02ds", h, mi, sec)
-	case mi > 0:
-		return fmt.Sprintf("%dm%02ds", mi, sec)
-	}
-	return fmt.Sprintf("%ds", sec)
-}
+// fmtElapsed is the run's elapsed time in the header: faber's one human
+// form of a duration (exec.FormatDuration).
+func fmtElapsed(d time.Duration) string { return fmtDur(d) }
 
 // sanitize makes a line of a step's output safe to draw: valid UTF-8, no
 // escape sequences (colours, cursor moves), no control characters, tabs as

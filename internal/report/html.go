@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faber-run/faber/exec"
 	"github.com/faber-run/faber/spec"
 )
 
@@ -115,7 +116,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 }
 
 func durText(ms int64) string {
-	return (time.Duration(ms) * time.Millisecond).String()
+	return exec.FormatDuration(time.Duration(ms) * time.Millisecond)
 }
 
 func timeText(v any) string {

@@ -285,7 +285,7 @@ func spanDur(a time.Time, b *time.Time) string {
 	if b == nil {
 		return "still open"
 	}
-	return b.Sub(a).Round(time.Millisecond).String()
+	return exec.FormatDuration(b.Sub(a))
 }
 
 // shortDur is a duration for the axis.

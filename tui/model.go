@@ -156,6 +156,7 @@ type stepRow struct {
 	// memory limit, cause why it ended (oom, timeout) — from attempt_end.
 	peak, limit int64
 	cause       string
+	peakBound   bool // peak is an upper bound (exec.Resources.PeakExact)
 	log         ring
 	lastAttempt int
 	lastKind    string
@@ -957,6 +958,7 @@ func (m *Model) applyStatus(e exec.Event) {
 	r.err = d.Error
 	if ae := d.AttemptEnd; ae != nil && ae.Resources != nil {
 		r.peak, r.limit, r.cause = ae.Resources.PeakRSSBytes, ae.Resources.MemoryLimitBytes, ae.Cause
+		r.peakBound = !ae.Resources.PeakExact()
 	}
 	switch e.Status {
 	case exec.StatusInProgress:

@@ -904,6 +904,9 @@ func memText(r *stepRow) string {
 		return ""
 	}
 	t := exec.FormatSize(r.peak)
+	if r.peakBound {
+		t = "≤" + t // wait4's figure counts faber's pages (README "Resources")
+	}
 	if r.limit > 0 {
 		t += "/" + exec.FormatSize(r.limit)
 	}

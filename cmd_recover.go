@@ -22,6 +22,7 @@ import (
 type RecoverCmd struct {
 	RunRef `embed:""`
 	Agent  string `name:"agent" placeholder:"CMD" help:"Agent command line (default: the plan's agent:, else 'claude -p')."`
+	JSON   bool   `name:"json" help:"The resume's progress as one JSON event per line (--ui json); the agent's output stays on stderr."`
 }
 
 // Help explains recover.
@@ -70,7 +71,11 @@ func (c *RecoverCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	resume := func() error { return resumeSession(g, c.RunID, run.ResumeOptions{}, sessionArgs{ui: "plain"}) }
+	ui := "plain"
+	if c.JSON {
+		ui = "json"
+	}
+	resume := func() error { return resumeSession(g, c.RunID, run.ResumeOptions{}, sessionArgs{ui: ui}) }
 	if len(ps) == 0 {
 		if v.Run.Status != exec.RunSuccess {
 			fmt.Fprintf(g.stderr, "faber: run %s has no pending_failed steps; resuming it without an agent\n", c.RunID)

@@ -153,6 +153,8 @@ type Runner struct {
 	// for them, so that no file is made after it returns (a failed commit
 	// tells them not to start and does not wait for their processes).
 	gated sync.WaitGroup
+	// gates are the approval gates open in this session, by key (gate.go).
+	gates map[string]*openGate
 	// later is what commitLater holds for the next commit.
 	later struct {
 		steps []*StepState
@@ -189,7 +191,10 @@ type stepRun struct {
 	group   *stepRun
 	counted bool
 	removed bool // an item its dynamic fan-out no longer has
-	cache   stepCache
+	// gateRetry: it waits at a gate with a retry reserved (its attempt
+	// number is taken): approved, it goes back to retrying.
+	gateRetry bool
+	cache     stepCache
 	// aheadMade is set once the step's log directory was asked for ahead of
 	// its start (logDirsAhead), and closed once that directory and its files
 	// are made, or will not be (aheadDir).
@@ -419,11 +424,16 @@ type ControlReq struct {
 	Reason string
 	// Limits are the next attempt's limits of a retry (zero: the step's).
 	Limits Limits
-	Reply  chan error
+	// Gate, when set, is a decision on an approval gate instead.
+	Gate  *GateReq
+	Reply chan error
 }
 
 // classify applies a classification inside the running session.
 func (r *Runner) classify(req ControlReq) error {
+	if req.Gate != nil {
+		return r.decideReq(*req.Gate)
+	}
 	states := make(map[string]*StepState, len(r.steps))
 	for _, sr := range r.steps {
 		states[sr.def.ID] = sr.st

@@ -53,9 +53,11 @@ func EndHints(runID string, states []*exec.StepState) []string {
 			joins[st.FanOut] = true
 		}
 	}
-	var hints, pending []string
+	var hints, pending, gates []string
 	for _, st := range states {
 		switch {
+		case exec.AwaitsGate(st):
+			gates = append(gates, st.ID)
 		case isBad(st.Status) && !joins[st.ID] && len(hints) == 0:
 			hints = append(hints, LogHint(runID, st.ID))
 		case st.Status == exec.StatusPendingFailed:
@@ -64,6 +66,9 @@ func EndHints(runID string, states []*exec.StepState) []string {
 	}
 	if h := ClassifyHint(runID, pending); h != "" {
 		hints = append(hints, h)
+	}
+	if len(gates) > 0 {
+		hints = append(hints, fmt.Sprintf("approve with: faber approve %s %s (or: faber reject %s %s --reason '...')", runID, ShellQuote(gates[0]), runID, ShellQuote(gates[0])))
 	}
 	return hints
 }

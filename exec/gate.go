@@ -120,7 +120,7 @@ func (r *Runner) open(sr *stepRun, g gateRef, rec *Gate) {
 	og.members = append(og.members, sr)
 	gt := og.gate
 	*g.rec = &gt
-	sr.gateRetry = st.Status == StatusRetrying
+	st.AttemptReserved = st.AttemptReserved || st.Status == StatusRetrying
 	st.Status = StatusAwaitingApproval
 	st.Error = ""
 	evs = append(evs, r.statusEvent(sr))
@@ -233,7 +233,7 @@ func (r *Runner) decide(key string, approve bool, text, by string) {
 		}
 		if approve {
 			m.st.Status = StatusPending
-			if m.gateRetry {
+			if m.st.AttemptReserved {
 				m.st.Status = StatusRetrying
 			}
 			changed = append(changed, m.st)
@@ -281,10 +281,10 @@ func (r *Runner) holds(sr *stepRun, g gateRef) bool {
 // [rejected]; then on_failure).
 func (r *Runner) rejectStep(sr *stepRun, reason string) {
 	st := sr.st
-	if !sr.gateRetry {
+	if !st.AttemptReserved {
 		st.Attempt++
 	}
-	sr.gateRetry = false
+	st.AttemptReserved = false
 	now := r.now()
 	st.StartedAt = timep(now)
 	msg := "rejected"

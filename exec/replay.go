@@ -231,6 +231,14 @@ func (p *Replayer) apply(e *Event) {
 		if e.Status == StatusAwaitingApproval {
 			p.joinGate(st)
 		}
+		if e.Status == StatusInProgress || d.AttemptEnd != nil && d.AttemptEnd.Cause == "rejected" {
+			// A decision recorded for later is applied.
+			for _, g := range []*Gate{st.Gate, st.PhaseGate} {
+				if g != nil {
+					g.Recorded = false
+				}
+			}
+		}
 		if d.Reason == "reset" {
 			st.Gate, st.PhaseGate = nil, nil // its gates ask again
 		}

@@ -191,9 +191,6 @@ type stepRun struct {
 	group   *stepRun
 	counted bool
 	removed bool // an item its dynamic fan-out no longer has
-	// gateRetry: it waits at a gate with a retry reserved (its attempt
-	// number is taken): approved, it goes back to retrying.
-	gateRetry bool
 	cache     stepCache
 	// aheadMade is set once the step's log directory was asked for ahead of
 	// its start (logDirsAhead), and closed once that directory and its files

@@ -256,9 +256,10 @@ func (r *Runner) startAttempt(sr *stepRun) {
 	// from an earlier process: every start is committed before its
 	// process runs, so a step whose record has no attempt ran none.
 	fresh := st.Status != StatusRetrying && st.Attempt == 0
-	if st.Status != StatusRetrying {
+	if st.Status != StatusRetrying && !st.AttemptReserved {
 		st.Attempt++
 	}
+	st.AttemptReserved = false
 	now := r.now()
 	st.Status = StatusInProgress
 	st.StartedAt = timep(now)

@@ -130,6 +130,10 @@ type StepState struct {
 	// its phase's; nil until the step first reaches it.
 	Gate      *Gate `json:"gate,omitempty"`
 	PhaseGate *Gate `json:"phase_gate,omitempty"`
+	// AttemptReserved: the step came to a gate with a retry reserved (its
+	// Attempt is the retry's number, not run yet): approved, that attempt
+	// runs, in this session or a later one.
+	AttemptReserved bool `json:"attempt_reserved,omitempty"`
 }
 
 // Gate is where an approval gate stands for a step (README "Approval

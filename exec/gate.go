@@ -85,6 +85,16 @@ func (r *Runner) atGate(sr *stepRun) bool {
 			r.rejectStep(sr, rec.Note)
 			return true
 		}
+		if r.stopping {
+			// A reserved retry that comes to its gate after a stop (drain):
+			// like a pending step, it does not start.
+			sr.st.AttemptReserved = sr.st.AttemptReserved || sr.st.Status == StatusRetrying
+			*g.rec = &Gate{State: GateOpen, Prompt: g.a.Prompt}
+			sr.st.Status = StatusCanceled
+			sr.st.Error = "the run stopped"
+			r.commit([]*StepState{sr.st}, r.statusEvent(sr))
+			return true
+		}
 		r.open(sr, g, rec)
 		return true
 	}

@@ -41,6 +41,7 @@ type KeyMap struct {
 	Quit      Binding
 	Retry     Binding
 	Fail      Binding
+	Approve   Binding
 }
 
 // DefaultKeyMap returns faber's key bindings.
@@ -59,7 +60,8 @@ func DefaultKeyMap() KeyMap {
 		Detach:    Binding{Keys: []string{"q"}, Help: "q", Desc: "leave (the run goes on; if it waits for a decision, leave that for later)"},
 		Quit:      Binding{Keys: []string{"ctrl+c"}, Help: "ctrl+c", Desc: "interrupt (twice: kill now)"},
 		Retry:     Binding{Keys: []string{"r"}, Help: "r", Desc: "retry pending_failed"},
-		Fail:      Binding{Keys: []string{"x"}, Help: "x x", Desc: "fail pending_failed (press twice)"},
+		Fail:      Binding{Keys: []string{"x"}, Help: "x x", Desc: "fail pending_failed, or reject awaiting_approval (press twice)"},
+		Approve:   Binding{Keys: []string{"a"}, Help: "a", Desc: "approve awaiting_approval"},
 	}
 }
 
@@ -78,7 +80,7 @@ func (k KeyMap) ShortHelp() []Binding {
 // FullHelp is every binding, for the help screen.
 func (k KeyMap) FullHelp() []Binding {
 	return bound([]Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.ToggleLog,
-		k.Follow, k.Retry, k.Fail, k.Help, k.Close, k.Detach, k.Quit})
+		k.Follow, k.Retry, k.Fail, k.Approve, k.Help, k.Close, k.Detach, k.Quit})
 }
 
 // bound drops the bindings that have no key (Quit in an attached view).

@@ -388,6 +388,8 @@ func (m *Model) restText(r *stepRow) string {
 			return s.Warn.Render("classified: "+r.classified) + " " + s.Error.Render(oneLine(errText(r)))
 		}
 		return s.Alert.Render(" awaiting decision: r retry · x x fail ") + " " + s.Error.Render(oneLine(errText(r)))
+	case exec.StatusAwaitingApproval:
+		return joinText(name, s.Alert.Render(" awaiting approval: a approve · x x reject "))
 	case exec.StatusFailure, exec.StatusRemediationFailed:
 		return s.Error.Render(oneLine(errText(r)))
 	case exec.StatusInterrupted:
@@ -489,6 +491,7 @@ func (m *Model) countGroups() []countGroup {
 		{c[exec.StatusInProgress] + c[exec.StatusRemediating] + c[exec.StatusRetrying], exec.StatusInProgress, "running"},
 		{c[exec.StatusFailure] + c[exec.StatusRemediationFailed], exec.StatusFailure, "failed"},
 		{c[exec.StatusPendingFailed], exec.StatusPendingFailed, "pending_failed"},
+		{c[exec.StatusAwaitingApproval], exec.StatusAwaitingApproval, "awaiting_approval"},
 		{c[exec.StatusInterrupted], exec.StatusInterrupted, "interrupted"},
 		{c[exec.StatusCanceled], exec.StatusCanceled, "canceled"},
 		{c[exec.StatusPending], exec.StatusPending, "pending"},

@@ -371,6 +371,7 @@ func withoutOutputs(c *Case) *Case {
 			d.Phases[pi].Steps[si].CPUs = 0 // requests: their own stream too
 			d.Phases[pi].Steps[si].Pool = false
 			d.Phases[pi].Steps[si].When = GWhen{} // conditions: their own stream too
+			d.Phases[pi].Steps[si].Gate = ""      // approval gates: their own stream too
 			if s := &d.Phases[pi].Steps[si]; s.From != "" {
 				delete(d.Codes, s.fromItem()) // and fan-outs over a published value
 				delete(d.HCodes, s.fromItem())

@@ -8,6 +8,7 @@ import (
 	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/spec"
 	"github.com/faber-run/faber/state"
+	"github.com/faber-run/faber/tui"
 )
 
 // PendingCmd lists pending_failed steps.
@@ -88,6 +89,7 @@ func (c *PendingCmd) printGates(g *Globals, gates []run.GateStep) {
 			fmt.Fprintf(g.stdout, "  %s; the next resume applies it: faber resume %s\n", p.Decided, c.RunID)
 			continue
 		}
+		name = tui.ShellQuote(name)
 		fmt.Fprintf(g.stdout, "  decide: faber approve %s %s [--note '...'] | faber reject %s %s --reason '...'\n", c.RunID, name, c.RunID, name)
 	}
 }

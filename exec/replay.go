@@ -260,6 +260,9 @@ func (p *Replayer) apply(e *Event) {
 			st.PhaseGate = g
 		} else {
 			st.Gate = g
+			if st.PhaseGate != nil {
+				st.PhaseGate.Recorded = false // passed: its own gate asks now
+			}
 		}
 	case *StepApproved:
 		p.decided(e, d.Phase, d.Steps, GateApproved, d.Note, d.By, d.Recorded)

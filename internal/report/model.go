@@ -96,6 +96,8 @@ const (
 	KindBackoff  = "backoff"
 	KindHandler  = "handler"
 	KindDecision = "decision"
+	// KindApproval: a wait at an approval gate (README "Approval gates").
+	KindApproval = "approval"
 	KindCached   = "cached"
 	KindSkipped  = "skipped"
 )

@@ -763,8 +763,11 @@ func (m *Model) offerDecision() {
 	if len(m.decisionIDs(m.selected())) > 0 {
 		return
 	}
+	if r := m.selected(); r != nil && r.status == exec.StatusAwaitingApproval {
+		return
+	}
 	for _, r := range m.steps {
-		if len(m.decisionIDs(r)) > 0 {
+		if len(m.decisionIDs(r)) > 0 || r.status == exec.StatusAwaitingApproval {
 			m.setSel(r.index)
 			return
 		}

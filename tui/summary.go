@@ -158,6 +158,17 @@ func (m *Model) pendingIDs() []string {
 	return ids
 }
 
+// gateIDs are the steps that wait at an approval gate, in plan order.
+func (m *Model) gateIDs() []string {
+	var ids []string
+	for _, r := range m.steps {
+		if r.status == exec.StatusAwaitingApproval {
+			ids = append(ids, r.def.ID)
+		}
+	}
+	return ids
+}
+
 // childFailures lists, under a failed sub-plan step, the steps of its child
 // runs (and theirs) that did not succeed.
 func (m *Model) childFailures(b *strings.Builder, runs []*childRun, w int) {

@@ -599,7 +599,7 @@ func (m *Model) footer() string {
 	var pre, parts []string
 	waiting := m.waiting()
 	if waiting {
-		ids := m.pendingIDs()
+		ids := append(m.pendingIDs(), m.gateIDs()...)
 		what := ids[0] + " waits"
 		if len(ids) > 1 {
 			what = fmt.Sprintf("%d steps wait", len(ids))
@@ -608,6 +608,9 @@ func (m *Model) footer() string {
 	}
 	if len(m.decisionIDs(m.selected())) > 0 {
 		pre = append(pre, s.Alert.Render(m.keys.Retry.Help)+" retry", s.Alert.Render(m.keys.Fail.Help)+" fail")
+	}
+	if r := m.selected(); r != nil && r.status == exec.StatusAwaitingApproval {
+		pre = append(pre, s.Alert.Render(m.keys.Approve.Help)+" approve", s.Alert.Render(m.keys.Fail.Help)+" reject")
 	}
 	for _, b := range m.keys.ShortHelp() {
 		if b.Desc == "log" && m.showLog {

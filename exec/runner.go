@@ -191,7 +191,7 @@ type stepRun struct {
 	group   *stepRun
 	counted bool
 	removed bool // an item its dynamic fan-out no longer has
-	cache     stepCache
+	cache   stepCache
 	// aheadMade is set once the step's log directory was asked for ahead of
 	// its start (logDirsAhead), and closed once that directory and its files
 	// are made, or will not be (aheadDir).

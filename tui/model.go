@@ -88,9 +88,9 @@ type (
 		events  []exec.Event
 		dropped map[string]int // output lines dropped per step before delivery
 	}
-	tickMsg       time.Time
-	endMsg        struct{}
-	leaveMsg      struct{} // leave the view, as q does (faber attach on a signal)
+	tickMsg  time.Time
+	endMsg   struct{}
+	leaveMsg struct{} // leave the view, as q does (faber attach on a signal)
 	// decidedMsg: a / x x on a step at its approval gate was applied.
 	decidedMsg struct {
 		step    string

@@ -68,9 +68,14 @@ func EndHints(runID string, states []*exec.StepState) []string {
 		hints = append(hints, h)
 	}
 	if len(gates) > 0 {
-		hints = append(hints, fmt.Sprintf("approve with: faber approve %s %s (or: faber reject %s %s --reason '...')", runID, ShellQuote(gates[0]), runID, ShellQuote(gates[0])))
+		hints = append(hints, ApproveHint(runID, gates[0]))
 	}
 	return hints
+}
+
+// ApproveHint says how to decide on a step that waits at its approval gate.
+func ApproveHint(runID, step string) string {
+	return fmt.Sprintf("approve with: faber approve %s %s (or: faber reject %s %s --reason '...')", runID, ShellQuote(step), runID, ShellQuote(step))
 }
 
 // ShellQuote quotes s for a POSIX shell when it needs it: an item step

@@ -106,6 +106,9 @@ func (m *Model) Summary() string {
 	if h := ClassifyHint(m.opt.RunID, m.pendingIDs()); h != "" {
 		hints = append(hints, h)
 	}
+	if ids := m.gateIDs(); len(ids) > 0 {
+		hints = append(hints, ApproveHint(m.opt.RunID, ids[0]))
+	}
 	if m.opt.ResumeHint && status != exec.RunSuccess {
 		hints = append(hints, "resume with: faber resume "+m.opt.RunID)
 	}

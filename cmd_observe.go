@@ -393,24 +393,10 @@ func stepNote(st *exec.StepState) string {
 	if st.Status == exec.StatusCached && st.CachedFrom != nil {
 		return fmt.Sprintf("cached: run %s attempt %d exited 0", st.CachedFrom.RunID, st.CachedFrom.Attempt)
 	}
-	if st.Status == exec.StatusAwaitingApproval {
-		// What it waits for: the prompt, or the decision the next resume
-		// applies (README "Approval gates").
-		for _, g := range []*exec.Gate{st.PhaseGate, st.Gate} {
-			switch {
-			case g == nil:
-			case g.State == exec.GateOpen && g.Prompt != "":
-				return "approval: " + run.FirstLine(g.Prompt)
-			case g.State == exec.GateOpen:
-				return "awaiting approval"
-			case g.Recorded:
-				return g.State + ", applied on resume"
-			}
-		}
-		if st.Gate == nil && st.PhaseGate == nil {
-			// The status table's brief view keeps no gates.
-			return "awaiting approval (faber pending shows it)"
-		}
+	if st.Status == exec.StatusAwaitingApproval && st.Error == "" {
+		// Only what the brief view keeps (no gate, no prompt): the table
+		// must read the same from a view and from a replay of the log.
+		return "awaiting approval (faber pending shows the prompt)"
 	}
 	return run.FirstLine(st.Error)
 }

@@ -211,7 +211,7 @@ func (r *Runner) decide(key string, approve bool, text, by string) {
 	}
 	// The steps the gate holds that have not reached it: the decision
 	// waits for them in their records.
-	if g.phase != "" || r.byID[key] == nil {
+	if g.phase != "" || og.members[0].def.FanOutOf == key {
 		for _, sr := range r.steps {
 			if held[sr] || sr.join != nil || !r.holds(sr, g) || Status(sr.st.Status).Succeeded() {
 				continue

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"slices"
 	"time"
+
+	"github.com/faber-run/faber/spec"
 )
 
 // StepInfo is the static description of a step carried by run_started and
@@ -231,7 +233,7 @@ func (p *Replayer) apply(e *Event) {
 		if e.Status == StatusAwaitingApproval {
 			p.joinGate(st)
 		}
-		if e.Status == StatusInProgress || d.AttemptEnd != nil && d.AttemptEnd.Cause == "rejected" {
+		if e.Status == StatusInProgress || d.AttemptEnd != nil && d.AttemptEnd.Cause == spec.CauseRejected {
 			// A decision recorded for later is applied.
 			for _, g := range []*Gate{st.Gate, st.PhaseGate} {
 				if g != nil {

@@ -69,7 +69,7 @@ func (c *AttachCmd) Run(g *Globals) error {
 		steps = stepDefs(plan)
 	}
 	opt := tui.Options{Plan: meta.Plan, RunID: id, Steps: steps, Styles: tui.NewStyles(useColor(g, g.stdout)),
-		Attached: true, ResumeHint: true, OnClassify: classifier(g, id), Usage: usageAsker(g, id),
+		Attached: true, ResumeHint: true, OnClassify: classifier(g, id), OnDecide: gateDecider(g, id), Usage: usageAsker(g, id),
 		Estimate: estimator(g, plan)}
 
 	// The owner is looked at before the log is read: once it is gone, that

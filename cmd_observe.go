@@ -621,6 +621,11 @@ func stepNote(st *exec.StepState) string {
 	if st.Status == exec.StatusCached && st.CachedFrom != nil {
 		return fmt.Sprintf("cached: run %s attempt %d exited 0", st.CachedFrom.RunID, st.CachedFrom.Attempt)
 	}
+	if st.Status == exec.StatusAwaitingApproval && st.Error == "" {
+		// Only what the brief view keeps (no gate, no prompt): the table
+		// must read the same from a view and from a replay of the log.
+		return "awaiting approval (faber pending shows the prompt)"
+	}
 	if story := run.Story(st); story != "" {
 		return story // a step fixed by a retry or a handler: not just "success 2"
 	}

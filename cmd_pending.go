@@ -8,6 +8,7 @@ import (
 	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/spec"
 	"github.com/faber-run/faber/state"
+	"github.com/faber-run/faber/tui"
 )
 
 // PendingCmd lists pending_failed steps.
@@ -34,13 +35,23 @@ func (c *PendingCmd) Run(g *Globals) error {
 		return err
 	}
 	ps := run.PendingOf(g.StateDir, c.RunID, v)
+	gates := run.GatesOf(v)
 	if c.JSON {
-		return printJSON(g.stdout, ps)
+		// Steps awaiting approval follow, with kind approval.
+		all := make([]any, 0, len(ps)+len(gates))
+		for _, p := range ps {
+			all = append(all, p)
+		}
+		for _, p := range gates {
+			all = append(all, p)
+		}
+		return printJSON(g.stdout, all)
 	}
-	if len(ps) == 0 {
+	if len(ps) == 0 && len(gates) == 0 {
 		fmt.Fprintf(g.stdout, "run %s has no pending_failed steps\n", c.RunID)
 		return nil
 	}
+	defer c.printGates(g, gates)
 	for _, p := range ps {
 		code := "-"
 		if p.ExitCode != nil {
@@ -70,6 +81,32 @@ func (c *PendingCmd) Run(g *Globals) error {
 		fmt.Fprintf(g.stdout, "  decide: faber classify %s %s --retry|--fail --reason '...'\n", c.RunID, p.StepID)
 	}
 	return nil
+}
+
+// printGates lists the steps awaiting approval, and how to decide.
+func (c *PendingCmd) printGates(g *Globals, gates []run.GateStep) {
+	for _, p := range gates {
+		prompt := p.Prompt
+		if prompt == "" {
+			prompt = "(no prompt)"
+		}
+		name := p.StepID
+		if p.Gate != "" {
+			name = p.Gate
+			fmt.Fprintf(g.stdout, "step %s (phase %s): awaiting approval of phase %s: %s\n", p.StepID, p.Phase, p.Gate, prompt)
+		} else {
+			fmt.Fprintf(g.stdout, "step %s (phase %s): awaiting approval: %s\n", p.StepID, p.Phase, prompt)
+		}
+		if p.Deadline != nil {
+			fmt.Fprintf(g.stdout, "  deadline: %s\n", p.Deadline.Local().Format(time.RFC3339))
+		}
+		if p.Decided != "" {
+			fmt.Fprintf(g.stdout, "  %s; the next resume applies it: faber resume %s\n", p.Decided, c.RunID)
+			continue
+		}
+		name = tui.ShellQuote(name)
+		fmt.Fprintf(g.stdout, "  decide: faber approve %s %s [--note '...'] | faber reject %s %s --reason '...'\n", c.RunID, name, c.RunID, name)
+	}
 }
 
 // ClassifyCmd classifies a pending_failed step.

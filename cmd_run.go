@@ -342,7 +342,7 @@ func exitCodeFor(status string) int {
 	switch status {
 	case exec.RunSuccess:
 		return exitOK
-	case exec.RunPendingFailed:
+	case exec.RunPendingFailed, exec.RunAwaitingApproval:
 		return exitPending
 	case exec.RunInterrupted:
 		return exitInterrupted

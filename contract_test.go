@@ -269,6 +269,20 @@ func checkCase(t *testing.T, self string, c *model.Case, allowed map[string]mode
 				return err.Error()
 			}
 			for _, s := range st.Steps {
+				if s.Status != "awaiting_approval" {
+					continue
+				}
+				how := []string{"approve", runID, s.ID}
+				if !c.Approve(s.ID, session+1) {
+					how = []string{"reject", runID, s.ID, "--reason", "contract test"}
+				}
+				ccode, cout := faber(0, how...)
+				fmt.Fprintf(&transcript, "$ faber %s -> exit %d\n", strings.Join(how, " "), ccode)
+				if ccode != 0 {
+					return fmt.Sprintf("faber %s exited %d:\n%s", strings.Join(how, " "), ccode, cout)
+				}
+			}
+			for _, s := range st.Steps {
 				if s.Status != "pending_failed" {
 					continue
 				}

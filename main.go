@@ -82,6 +82,8 @@ type CLI struct {
 	Logs       LogsCmd       `cmd:"" help:"Print the output of a step's attempt, handler or recovery script."`
 	Pending    PendingCmd    `cmd:"" help:"List steps that wait for a decision (pending_failed), with their stderr."`
 	Classify   ClassifyCmd   `cmd:"" help:"Decide on a pending_failed step: --retry it or --fail it."`
+	Approve    ApproveCmd    `cmd:"" help:"Approve a step (or phase) that awaits approval: it starts (now, or on resume)."`
+	Reject     RejectCmd     `cmd:"" help:"Reject a step (or phase) that awaits approval: it fails with --reason."`
 	Reset      ResetCmd      `cmd:"" help:"Put steps of a finished run back to pending, so resume runs them again."`
 	Prune      PruneCmd      `cmd:"" help:"Remove old finished runs (--keep N, --older-than AGE), never an active one."`
 	Cache      CacheCmd      `cmd:"" help:"List or clear the cached step results (steps with inputs: that a run may skip)."`
@@ -110,7 +112,7 @@ Examples:
   faber resume --last                      continue the newest run
 
 Exit codes: 0 success, 1 run failed, 2 usage error or invalid plan,
-3 steps await a decision (pending_failed), 4 state problem, 130 interrupted.`
+3 steps await a decision (pending_failed, awaiting_approval), 4 state problem, 130 interrupted.`
 
 // exitError carries an exit code through the command's error.
 type exitError struct {

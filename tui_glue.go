@@ -50,6 +50,7 @@ func liveOptions(g *Globals, plan *spec.Plan, runID string, decide bool, prior .
 			}
 		},
 		OnClassify:    classifier(g, runID),
+		OnDecide:      gateDecider(g, runID),
 		WaitDecisions: decide,
 		Usage:         usageAsker(g, runID),
 		Estimate:      estimator(g, plan),
@@ -120,6 +121,19 @@ func classifier(g *Globals, runID string) func(stepID string, retry bool) error 
 			action = exec.ClassifiedRetry
 		}
 		return run.Classify(g.StateDir, runID, stepID, action, "classified in the live view", storeOptions(g))
+	}
+}
+
+// gateDecider is what a / x x on a step awaiting approval do in a live
+// view: the decision faber approve / reject make, by: view.
+func gateDecider(g *Globals, runID string) func(stepID string, approve bool) error {
+	return func(stepID string, approve bool) error {
+		req := exec.GateReq{Step: stepID, Approve: approve, By: "view"}
+		if !approve {
+			req.Text = "rejected in the live view"
+		}
+		_, err := run.Decide(g.StateDir, runID, req, storeOptions(g))
+		return err
 	}
 }
 

@@ -15,6 +15,9 @@ func (r *Runner) awaitDecisions(wait <-chan struct{}) bool {
 	if wait == nil || r.Control == nil || r.intr || r.fatal != nil || r.stopping || r.endStatus != "" {
 		return false
 	}
+	if len(r.gates) > 0 {
+		return true // an approval gate is open
+	}
 	for _, sr := range r.steps {
 		if sr.st.Status == StatusPendingFailed && sr.def.PlanPath == "" {
 			return true

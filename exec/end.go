@@ -10,7 +10,7 @@ import (
 // failed step ids in plan order. The end step is not counted.
 func (r *Runner) evaluate() (string, []string) {
 	var failed []string
-	var remFailed, pendFailed, anyFailed bool
+	var remFailed, pendFailed, awaiting, anyFailed bool
 	for _, sr := range r.steps {
 		s := Status(sr.st.Status)
 		if s.Failed() {
@@ -21,6 +21,8 @@ func (r *Runner) evaluate() (string, []string) {
 			remFailed = true
 		case s == StatusPendingFailed:
 			pendFailed = true
+		case s == StatusAwaitingApproval:
+			awaiting = true
 		case !s.Satisfies():
 			// failure, canceled, interrupted; pending (a step left
 			// waiting on a pending_failed one makes the run
@@ -35,6 +37,8 @@ func (r *Runner) evaluate() (string, []string) {
 		return RunRemediationFailed, failed
 	case pendFailed:
 		return RunPendingFailed, failed
+	case awaiting:
+		return RunAwaitingApproval, failed
 	case anyFailed:
 		return RunFailed, failed
 	}

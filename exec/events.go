@@ -191,28 +191,62 @@ type FanOutExpanded struct {
 	Unfinished []string `json:"unfinished"`
 }
 
+// ApprovalRequested is the payload of approval_requested: a gate opened
+// (or opened again on resume) and the steps it holds.
+type ApprovalRequested struct {
+	Deadline *time.Time `json:"deadline,omitempty"`
+	OpenedAt time.Time  `json:"opened_at"`
+	Phase    string     `json:"phase,omitempty"`
+	Prompt   string     `json:"prompt"`
+}
+
+// StepApproved is the payload of step_approved: who decided (cli, view,
+// mcp, timeout) and the note. Phase is set when the decision is a phase's
+// gate, and Steps are then the steps it applies to; Recorded when no
+// session applied it yet (no owner was alive).
+type StepApproved struct {
+	By       string   `json:"by"`
+	Note     string   `json:"note"`
+	Phase    string   `json:"phase,omitempty"`
+	Recorded bool     `json:"recorded,omitempty"`
+	Steps    []string `json:"steps,omitempty"`
+}
+
+// StepRejected is the payload of step_rejected, as StepApproved with the
+// reason.
+type StepRejected struct {
+	By       string   `json:"by"`
+	Phase    string   `json:"phase,omitempty"`
+	Reason   string   `json:"reason"`
+	Recorded bool     `json:"recorded,omitempty"`
+	Steps    []string `json:"steps,omitempty"`
+}
+
 // Other holds the fields of an event type this version does not know (a
 // newer faber's child run), kept as they were.
 type Other map[string]json.RawMessage
 
-func (*RunStarted) eventType() string       { return EvRunStarted }
-func (*RunResumed) eventType() string       { return EvRunResumed }
-func (*StepStatus) eventType() string       { return EvStepStatus }
-func (*StepOutput) eventType() string       { return EvStepOutput }
-func (*RetryReserved) eventType() string    { return EvRetryReserved }
-func (*RecoveryFinished) eventType() string { return EvRecoveryFinished }
-func (*HandlerInvoked) eventType() string   { return EvHandlerInvoked }
-func (*StepOrphaned) eventType() string     { return EvStepOrphaned }
-func (*StepReattached) eventType() string   { return EvStepReattached }
-func (*StepSubmitted) eventType() string    { return EvStepSubmitted }
-func (*StepClassified) eventType() string   { return EvStepClassified }
-func (*Warning) eventType() string          { return EvWarning }
-func (*WorkflowEnded) eventType() string    { return EvWorkflowCompleted }
-func (*StepsReset) eventType() string       { return EvStepsReset }
-func (*CacheHit) eventType() string         { return EvStepCacheHit }
-func (*CacheMiss) eventType() string        { return EvStepCacheMiss }
-func (*FanOutExpanded) eventType() string   { return EvFanOutExpanded }
-func (Other) eventType() string             { return "" }
+func (*RunStarted) eventType() string        { return EvRunStarted }
+func (*RunResumed) eventType() string        { return EvRunResumed }
+func (*StepStatus) eventType() string        { return EvStepStatus }
+func (*StepOutput) eventType() string        { return EvStepOutput }
+func (*RetryReserved) eventType() string     { return EvRetryReserved }
+func (*RecoveryFinished) eventType() string  { return EvRecoveryFinished }
+func (*HandlerInvoked) eventType() string    { return EvHandlerInvoked }
+func (*StepOrphaned) eventType() string      { return EvStepOrphaned }
+func (*StepReattached) eventType() string    { return EvStepReattached }
+func (*StepSubmitted) eventType() string     { return EvStepSubmitted }
+func (*StepClassified) eventType() string    { return EvStepClassified }
+func (*Warning) eventType() string           { return EvWarning }
+func (*WorkflowEnded) eventType() string     { return EvWorkflowCompleted }
+func (*StepsReset) eventType() string        { return EvStepsReset }
+func (*CacheHit) eventType() string          { return EvStepCacheHit }
+func (*CacheMiss) eventType() string         { return EvStepCacheMiss }
+func (*FanOutExpanded) eventType() string    { return EvFanOutExpanded }
+func (Other) eventType() string              { return "" }
+func (*ApprovalRequested) eventType() string { return EvApprovalRequested }
+func (*StepApproved) eventType() string      { return EvStepApproved }
+func (*StepRejected) eventType() string      { return EvStepRejected }
 
 // newPayload returns an empty payload for an event type, nil for a type
 // without one or unknown.
@@ -254,6 +288,12 @@ func newPayload(typ string) Payload {
 		return &FanOutExpanded{}
 	case EvNotifyFailed:
 		return &NotifyFailed{}
+	case EvApprovalRequested:
+		return &ApprovalRequested{}
+	case EvStepApproved:
+		return &StepApproved{}
+	case EvStepRejected:
+		return &StepRejected{}
 	}
 	return nil
 }

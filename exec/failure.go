@@ -21,7 +21,12 @@ func (r *Runner) failure(sr *stepRun, out outcome) {
 	matched := false
 	if def.FailureHandler != "" {
 		fh := r.Plan.FailureHandlers[def.FailureHandler]
-		if rule := MatchRuleCause(fh, out.exitCode, out.resultStatus == "failure" && out.exitCode == 0, out.stderrTail, attemptCause(&out)); rule != nil {
+		rule := MatchRuleCause(fh, out.exitCode, out.resultStatus == "failure" && out.exitCode == 0, out.stderrTail, attemptCause(&out))
+		if out.cause == spec.CauseRejected {
+			// A rejection is no exit code: only on: [rejected] matches it.
+			rule = matchRejected(fh)
+		}
+		if rule != nil {
 			matched = true
 			if sr.ruleUsed[rule.Index] < rule.MaxRetries {
 				if r.canceling(sr) {
@@ -110,6 +115,9 @@ func (r *Runner) stop() {
 		return
 	}
 	r.stopping = true
+	// Steps at a gate would start once decided: like pending steps, they
+	// do not after a stop (README "Approval gates").
+	r.cancelGates()
 	if !r.cancel {
 		return
 	}
@@ -459,6 +467,16 @@ func MatchRuleCause(fh *spec.FailureHandler, code int, resultOnly bool, stderr [
 	}
 	for _, rule := range fh.Rules {
 		if rule.MatchAll && ok(rule) {
+			return rule
+		}
+	}
+	return nil
+}
+
+// matchRejected is the first rule of fh whose on: lists rejected.
+func matchRejected(fh *spec.FailureHandler) *spec.Rule {
+	for _, rule := range fh.Rules {
+		if ruleMatchesCause(rule, spec.CauseRejected) {
 			return rule
 		}
 	}

@@ -357,7 +357,7 @@ func gated(sr *stepRun) bool {
 
 // itemSettled reports whether an item lets its join be decided.
 func itemSettled(status string) bool {
-	return Terminal(status) && status != StatusPendingFailed
+	return Terminal(status) && status != StatusPendingFailed && status != StatusAwaitingApproval
 }
 
 // wireFanOuts links items and joins; before the session's first commit.

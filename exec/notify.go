@@ -74,7 +74,7 @@ func NotifyKindsOf(e *Event) []string {
 		switch e.Status {
 		case StatusFailure, StatusRemediationFailed:
 			return []string{spec.NotifyStepFailed}
-		case StatusPendingFailed, statusAwaitingApproval:
+		case StatusPendingFailed, StatusAwaitingApproval:
 			return []string{spec.NotifyAwaitingDecision}
 		}
 	case EvWorkflowCompleted, EvWorkflowFailed:
@@ -89,10 +89,6 @@ func NotifyKindsOf(e *Event) []string {
 	}
 	return nil
 }
-
-// statusAwaitingApproval is the status of a step waiting at an approval
-// gate: a decision awaited, as pending_failed is.
-const statusAwaitingApproval = "awaiting_approval"
 
 // notify starts the plan's notifications of committed events evs. It runs
 // on the runner's goroutine, right after the commit.

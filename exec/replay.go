@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"slices"
 	"time"
+
+	"github.com/faber-run/faber/spec"
 )
 
 // StepInfo is the static description of a step carried by run_started and
@@ -228,6 +230,20 @@ func (p *Replayer) apply(e *Event) {
 		if d.AttemptEnd != nil {
 			st.Attempts = append(st.Attempts, d.AttemptEnd)
 		}
+		if e.Status == StatusAwaitingApproval {
+			p.joinGate(st)
+		}
+		if e.Status == StatusInProgress || d.AttemptEnd != nil && d.AttemptEnd.Cause == spec.CauseRejected {
+			// A decision recorded for later is applied.
+			for _, g := range []*Gate{st.Gate, st.PhaseGate} {
+				if g != nil {
+					g.Recorded = false
+				}
+			}
+		}
+		if d.Reason == "reset" {
+			st.Gate, st.PhaseGate = nil, nil // its gates ask again
+		}
 	case *HandlerInvoked:
 		t := e.Time
 		p.get(e.StepID).Remediation = &Remediation{
@@ -238,6 +254,22 @@ func (p *Replayer) apply(e *Event) {
 			RetryCount:       d.RetryCount,
 			MaxRetries:       d.MaxRetries,
 		}
+	case *ApprovalRequested:
+		st := p.get(e.StepID)
+		at := d.OpenedAt
+		g := &Gate{State: GateOpen, Prompt: d.Prompt, OpenedAt: &at, Deadline: d.Deadline}
+		if d.Phase != "" {
+			st.PhaseGate = g
+		} else {
+			st.Gate = g
+			if st.PhaseGate != nil {
+				st.PhaseGate.Recorded = false // passed: its own gate asks now
+			}
+		}
+	case *StepApproved:
+		p.decided(e, d.Phase, d.Steps, GateApproved, d.Note, d.By, d.Recorded)
+	case *StepRejected:
+		p.decided(e, d.Phase, d.Steps, GateRejected, d.Reason, d.By, d.Recorded)
 	case *CacheHit:
 		p.get(e.StepID).CachedFrom = &CachedFrom{RunID: d.CachedRunID, Attempt: d.CachedAttempt, Seq: d.CachedSeq}
 	case *StepSubmitted:
@@ -343,10 +375,58 @@ func normalized(e *Event) Event {
 		n.Data = &StepSubmitted{Job: validUTF8(d.Job)}
 	case *StepReattached:
 		n.Data = &StepReattached{Job: validUTF8(d.Job), Message: validUTF8(d.Message)}
+	case *ApprovalRequested:
+		n.Data = &ApprovalRequested{Prompt: validUTF8(d.Prompt), Phase: validUTF8(d.Phase), OpenedAt: normTime(d.OpenedAt), Deadline: normTimep(d.Deadline)}
+	case *StepApproved:
+		n.Data = &StepApproved{By: validUTF8(d.By), Note: validUTF8(d.Note), Phase: validUTF8(d.Phase), Recorded: d.Recorded, Steps: normStrings(d.Steps)}
+	case *StepRejected:
+		n.Data = &StepRejected{By: validUTF8(d.By), Reason: validUTF8(d.Reason), Phase: validUTF8(d.Phase), Recorded: d.Recorded, Steps: normStrings(d.Steps)}
 	default:
 		n.Data = e.Data // a payload Replayer does not read
 	}
 	return n
+}
+
+// decided records a gate's decision on the steps it applies to.
+func (p *Replayer) decided(e *Event, phase string, steps []string, state, note, by string, recorded bool) {
+	if len(steps) == 0 {
+		steps = []string{e.StepID}
+	}
+	for _, id := range steps {
+		st := p.get(id)
+		rec := &st.Gate
+		if phase != "" {
+			rec = &st.PhaseGate
+		}
+		g := &Gate{State: state, Note: note, By: by, Recorded: recorded}
+		if old := *rec; old != nil {
+			g.Prompt, g.OpenedAt, g.Deadline = old.Prompt, old.OpenedAt, old.Deadline
+		}
+		*rec = g
+	}
+}
+
+// joinGate gives a step that came to an open gate of several (its phase's,
+// its fan-out's) that gate, as another step's approval_requested opened it.
+func (p *Replayer) joinGate(st *StepState) {
+	open := func(g *Gate) bool { return g != nil && g.State == GateOpen }
+	if open(st.Gate) || open(st.PhaseGate) {
+		return
+	}
+	for _, id := range p.order {
+		o := p.byID[id]
+		switch {
+		case o == nil || o == st:
+		case open(o.PhaseGate) && o.Phase == st.Phase:
+			g := *o.PhaseGate
+			st.PhaseGate = &g
+			return
+		case open(o.Gate) && st.FanOut != "" && o.FanOut == st.FanOut:
+			g := *o.Gate
+			st.Gate = &g
+			return
+		}
+	}
 }
 
 // roundTrip is e read back from its JSON; an event that does not marshal

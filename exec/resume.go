@@ -372,12 +372,13 @@ func ResetSteps(p *spec.Plan, prior *Prior, failedOnly bool, ids []string) ([]*S
 	var evs []Event
 	for _, id := range targets {
 		st := prior.Steps[id]
-		if st == nil || (st.Status == StatusPending && st.Classified == "" && !forgot[id]) {
+		if st == nil || (st.Status == StatusPending && st.Classified == "" && st.Gate == nil && st.PhaseGate == nil && !forgot[id]) {
 			continue
 		}
 		st.Status = StatusPending
 		st.Classified = ""
 		st.Error = ""
+		st.Gate, st.PhaseGate = nil, nil // its gates ask again
 		changed = append(changed, st)
 		evs = append(evs, statusOnly(st, "reset"))
 	}

@@ -155,6 +155,8 @@ type Runner struct {
 	gated sync.WaitGroup
 	// notes are the session's notifications (notify.go).
 	notes notifier
+	// gates are the approval gates open in this session, by key (gate.go).
+	gates map[string]*openGate
 	// later is what commitLater holds for the next commit.
 	later struct {
 		steps []*StepState
@@ -427,11 +429,16 @@ type ControlReq struct {
 	Reason string
 	// Limits are the next attempt's limits of a retry (zero: the step's).
 	Limits Limits
-	Reply  chan error
+	// Gate, when set, is a decision on an approval gate instead.
+	Gate  *GateReq
+	Reply chan error
 }
 
 // classify applies a classification inside the running session.
 func (r *Runner) classify(req ControlReq) error {
+	if req.Gate != nil {
+		return r.decideReq(*req.Gate)
+	}
 	states := make(map[string]*StepState, len(r.steps))
 	for _, sr := range r.steps {
 		states[sr.def.ID] = sr.st

@@ -46,10 +46,20 @@ func (r *Runner) loop(ctx context.Context) {
 		if r.flushLater() {
 			continue // a join may have become ready
 		}
-		if r.inflight == 0 && !r.awaitDecisions(wait) {
+		deadline, timed := r.nextDeadline()
+		if r.inflight == 0 && !r.awaitDecisions(wait) && !timed {
 			return
 		}
+		var gateTimer <-chan time.Time
+		var t *time.Timer
+		if timed {
+			// The earliest deadline of an open approval gate (gate.go).
+			t = time.NewTimer(time.Until(deadline))
+			gateTimer = t.C
+		}
 		select {
+		case <-gateTimer:
+			r.timeouts()
 		case m := <-r.msgs:
 			r.handle(m)
 			r.drain()
@@ -62,11 +72,14 @@ func (r *Runner) loop(ctx context.Context) {
 		case req := <-r.Control:
 			if req.Usage != nil {
 				req.Usage <- r.usage() // buffered by the asker
-				continue
+			} else {
+				req.Reply <- r.classify(req)
 			}
-			req.Reply <- r.classify(req)
 		case <-wait:
 			wait = nil // decisions left for later (awaitDecisions)
+		}
+		if t != nil {
+			t.Stop()
 		}
 	}
 }
@@ -138,6 +151,10 @@ func (r *Runner) fill() {
 				continue
 			}
 			whenErr = err
+		}
+		if whenErr == nil && r.atGate(sr) {
+			again()
+			continue
 		}
 		if whenErr == nil && r.holdItem(sr) {
 			continue
@@ -239,9 +256,10 @@ func (r *Runner) startAttempt(sr *stepRun) {
 	// from an earlier process: every start is committed before its
 	// process runs, so a step whose record has no attempt ran none.
 	fresh := st.Status != StatusRetrying && st.Attempt == 0
-	if st.Status != StatusRetrying {
+	if st.Status != StatusRetrying && !st.AttemptReserved {
 		st.Attempt++
 	}
+	st.AttemptReserved = false
 	now := r.now()
 	st.Status = StatusInProgress
 	st.StartedAt = timep(now)
@@ -611,7 +629,7 @@ func (r *Runner) settlePending() {
 		}
 		blockedByPF[sr] = false
 		for _, d := range sr.deps {
-			if d.st.Status == StatusPendingFailed || (d.st.Status == StatusPending && visit(d)) {
+			if d.st.Status == StatusPendingFailed || d.st.Status == StatusAwaitingApproval || (d.st.Status == StatusPending && visit(d)) {
 				blockedByPF[sr] = true
 				return true
 			}

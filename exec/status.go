@@ -29,6 +29,10 @@ const (
 	// StatusSkipped: its condition (when:) was false; it ran nothing. Never
 	// success, never a failure (README "Conditions").
 	StatusSkipped = "skipped"
+	// StatusAwaitingApproval: its approval gate is open (README "Approval
+	// gates"): it waits for faber approve or reject, or its timeout.
+	// Never success, never a failure; it holds no job slot.
+	StatusAwaitingApproval = "awaiting_approval"
 )
 
 // AllStatuses returns every step status, in the order of SPEC §3's table
@@ -36,7 +40,7 @@ const (
 func AllStatuses() []Status {
 	return []Status{StatusPending, StatusInProgress, StatusSuccess, StatusCached, StatusFailure,
 		StatusRemediating, StatusRetrying, StatusRemediationFailed, StatusPendingFailed,
-		StatusCanceled, StatusInterrupted, StatusSkipped}
+		StatusCanceled, StatusInterrupted, StatusSkipped, StatusAwaitingApproval}
 }
 
 // Known reports whether s is one of AllStatuses (a record written by a
@@ -63,7 +67,7 @@ func (s Status) Active() bool {
 // was canceled or interrupted. Neither pending nor Active.
 func (s Status) Terminal() bool {
 	switch s {
-	case StatusSuccess, StatusCached, StatusFailure, StatusRemediationFailed, StatusPendingFailed, StatusCanceled, StatusInterrupted, StatusSkipped:
+	case StatusSuccess, StatusCached, StatusFailure, StatusRemediationFailed, StatusPendingFailed, StatusCanceled, StatusInterrupted, StatusSkipped, StatusAwaitingApproval:
 		return true
 	}
 	return false
@@ -102,7 +106,7 @@ func (s Status) Failed() bool {
 // steps are orphans, made interrupted first (SPEC §10).
 func (s Status) Resumable() bool {
 	switch s {
-	case StatusFailure, StatusRemediationFailed, StatusCanceled, StatusInterrupted, StatusSkipped:
+	case StatusFailure, StatusRemediationFailed, StatusCanceled, StatusInterrupted, StatusSkipped, StatusAwaitingApproval:
 		return true
 	}
 	return false

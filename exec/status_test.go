@@ -28,6 +28,7 @@ func TestStatusClassified(t *testing.T) {
 		StatusPendingFailed:     {terminal: true, failed: true},
 		StatusCanceled:          {terminal: true, resumable: true},
 		StatusInterrupted:       {terminal: true, resumable: true},
+		StatusAwaitingApproval:  {terminal: true, resumable: true},
 	}
 	all := AllStatuses()
 	seen := map[Status]bool{}

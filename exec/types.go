@@ -15,6 +15,9 @@ const (
 	RunRemediationFailed = "remediation_failed"
 	RunPendingFailed     = "pending_failed"
 	RunInterrupted       = "interrupted"
+	// RunAwaitingApproval: the session ended with approval gates open and
+	// nothing else to run (README "Approval gates"); exit 3.
+	RunAwaitingApproval = "awaiting_approval"
 )
 
 // Event types.
@@ -40,6 +43,10 @@ const (
 	EvStepsReset        = "steps_reset"
 	EvStepCacheHit      = "step_cache_hit"
 	EvStepCacheMiss     = "step_cache_miss"
+	// Approval gates (README "Approval gates").
+	EvApprovalRequested = "approval_requested"
+	EvStepApproved      = "step_approved"
+	EvStepRejected      = "step_rejected"
 )
 
 // CachedFrom names the earlier attempt a cached step reuses.
@@ -122,7 +129,43 @@ type StepState struct {
 	// "Step outputs"), or a cached step's restored: byte-exact in the
 	// owner's record, with secrets masked in a view replayed from events.
 	Outputs []Output `json:"outputs,omitempty"`
+
+	// Gate is the step's own approval gate (or its fan-out's), PhaseGate
+	// its phase's; nil until the step first reaches it.
+	Gate      *Gate `json:"gate,omitempty"`
+	PhaseGate *Gate `json:"phase_gate,omitempty"`
+	// AttemptReserved: the step came to a gate with a retry reserved (its
+	// Attempt is the retry's number, not run yet): approved, that attempt
+	// runs, in this session or a later one.
+	AttemptReserved bool `json:"attempt_reserved,omitempty"`
 }
+
+// Gate is where an approval gate stands for a step (README "Approval
+// gates").
+type Gate struct {
+	// State is GateOpen, GateApproved or GateRejected.
+	State  string `json:"state"`
+	Prompt string `json:"prompt,omitempty"`
+	// OpenedAt is when the gate opened; Deadline, with a timeout, when
+	// on_timeout decides (it survives restarts).
+	OpenedAt *time.Time `json:"opened_at,omitempty"`
+	Deadline *time.Time `json:"deadline,omitempty"`
+	// Note is the approval's note or the rejection's reason; By who
+	// decided: cli, view, mcp or timeout.
+	Note string `json:"note,omitempty"`
+	By   string `json:"by,omitempty"`
+	// Recorded: decided, not yet applied to the step (a decision recorded
+	// with no owner, or for a member of a phase gate that has not reached
+	// it): the next session applies it when the step reaches its gate.
+	Recorded bool `json:"recorded,omitempty"`
+}
+
+// Gate states.
+const (
+	GateOpen     = "open"
+	GateApproved = "approved"
+	GateRejected = "rejected"
+)
 
 // RunState is the persisted run record.
 type RunState struct {

@@ -46,7 +46,7 @@ func runPlan(t *testing.T, text string) (stateDir, runID string) {
 	if cerr := store.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil || status != exec.RunPendingFailed {
+	if err != nil || status != exec.RunPendingFailed && status != exec.RunAwaitingApproval {
 		t.Fatalf("run: %s, %v", status, err)
 	}
 	return stateDir, runID
@@ -229,5 +229,44 @@ func TestServeAnswersEveryCall(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `"version":"test"`) || !strings.Contains(out.String(), `"name":"classify_and_resolve_failures"`) {
 		t.Errorf("no server version or tools in:\n%s", out.String())
+	}
+}
+
+// TestApproveTool: list_pending_failed_jobs lists a step at its approval
+// gate (kind approval, its prompt); approve refuses a bad decision, a
+// rejection without a reason and a step at no gate, then records an
+// approval (by: mcp) that the next resume applies.
+func TestApproveTool(t *testing.T) {
+	stateDir, runID := runPlan(t, "name: mcpgate\nsteps:\n  - id: ship\n    approval: Ship it?\n    run: \"true\"\n  - id: other\n    needs: []\n    run: \"true\"\n")
+	call := client(t, stateDir)
+	got, isErr := call("list_pending_failed_jobs", map[string]any{"run_id": runID})
+	for _, w := range []string{"1 step(s) wait as awaiting_approval", "- step ship (phase main): awaiting approval: Ship it?", `"kind": "approval"`, `"prompt": "Ship it?"`} {
+		if isErr || !strings.Contains(got, w) {
+			t.Errorf("list_pending_failed_jobs: no %q in:\n%s", w, got)
+		}
+	}
+	for _, c := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"run_id": runID, "step_id": "ship", "decision": "maybe"}, `decision "maybe": want approve or reject`},
+		{map[string]any{"run_id": runID, "step_id": "ship", "decision": "reject"}, "reject needs a reason"},
+		{map[string]any{"run_id": runID, "step_id": "other", "decision": "approve"}, `step "other" is success, not awaiting_approval`},
+	} {
+		if got, isErr := call("approve", c.args); !isErr || !strings.Contains(got, c.want) {
+			t.Errorf("approve %v: %v %q, want an error with %q", c.args, isErr, got, c.want)
+		}
+	}
+	if got, isErr := call("approve", map[string]any{"run_id": runID, "step_id": "ship", "decision": "approve", "note": "fine"}); isErr || !strings.Contains(got, "recorded") {
+		t.Fatalf("approve: %v %s", isErr, got)
+	}
+	v, err := run.View(stateDir, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range v.Steps {
+		if st.ID == "ship" && (st.Gate == nil || st.Gate.State != exec.GateApproved || st.Gate.By != "mcp" || st.Gate.Note != "fine" || !st.Gate.Recorded) {
+			t.Errorf("ship's gate after approve: %+v", st.Gate)
+		}
 	}
 }

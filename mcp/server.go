@@ -48,11 +48,27 @@ Decide on each with classify_and_resolve_failures: retry for transient-looking
 failures (network, timeouts, rate limits, preemption), fail for code or
 configuration errors that would recur unchanged.`,
 	}, func(ctx context.Context, req *sdk.CallToolRequest, in runInput) (*sdk.CallToolResult, any, error) {
-		ps, err := run.Pending(t.stateDir, in.RunID)
+		v, err := run.View(t.stateDir, in.RunID)
 		if err != nil {
 			return nil, nil, err
 		}
-		return textResult(pendingText(in.RunID, ps)), nil, nil
+		return textResult(pendingText(in.RunID, run.PendingOf(t.stateDir, in.RunID, v), run.GatesOf(v))), nil, nil
+	})
+
+	sdk.AddTool(server, &sdk.Tool{
+		Name:        "approve",
+		Title:       "Approve or reject a step at its approval gate",
+		Annotations: &sdk.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
+		Description: `Decide on a step of a faber run that waits as awaiting_approval at its
+approval gate (list_pending_failed_jobs lists them with kind approval and
+their prompt): decision "approve" lets it start (now, if the run is active,
+else when it resumes), with an optional note; decision "reject" fails it with
+the error "rejected: <reason>" (reason required), and its on_failure decides
+what follows. A step_id that names a gated phase decides that phase's gate.
+Decide only what you were asked to: the decision is recorded in the run's
+audit trail with by: mcp.`,
+	}, func(ctx context.Context, req *sdk.CallToolRequest, in approveInput) (*sdk.CallToolResult, any, error) {
+		return t.approve(in), nil, nil
 	})
 
 	sdk.AddTool(server, &sdk.Tool{
@@ -133,6 +149,42 @@ type classification struct {
 	Timeout string `json:"timeout,omitempty" jsonschema:"with retry: the next attempt's timeout as a Go duration, e.g. 2h"`
 }
 
+type approveInput struct {
+	RunID    string `json:"run_id" jsonschema:"the run id"`
+	StepID   string `json:"step_id" jsonschema:"a step awaiting approval, or a gated phase's name"`
+	Decision string `json:"decision" jsonschema:"approve or reject"`
+	Note     string `json:"note,omitempty" jsonschema:"with approve: a note for the audit trail"`
+	Reason   string `json:"reason,omitempty" jsonschema:"with reject: why, in one sentence (required)"`
+}
+
+// approve applies one decision on an approval gate.
+func (t tools) approve(in approveInput) *sdk.CallToolResult {
+	fail := func(msg string) *sdk.CallToolResult {
+		res := textResult(msg)
+		res.IsError = true
+		return res
+	}
+	req := exec.GateReq{Step: in.StepID, Approve: in.Decision == "approve", Text: in.Note, By: "mcp"}
+	switch in.Decision {
+	case "approve":
+	case "reject":
+		if strings.TrimSpace(in.Reason) == "" {
+			return fail("reject needs a reason")
+		}
+		req.Text = in.Reason
+	default:
+		return fail(fmt.Sprintf("decision %q: want approve or reject", in.Decision))
+	}
+	live, err := run.Decide(t.stateDir, in.RunID, req, t.opt)
+	if err != nil {
+		return fail(err.Error())
+	}
+	if live {
+		return textResult(fmt.Sprintf("step %s: %s; the running faber applies it now.", in.StepID, in.Decision))
+	}
+	return textResult(fmt.Sprintf("step %s: %s, recorded; the run continues with 'faber resume %s'.", in.StepID, in.Decision, in.RunID))
+}
+
 type classifyInput struct {
 	RunID           string           `json:"run_id" jsonschema:"the run id"`
 	Classifications []classification `json:"classifications" jsonschema:"one decision per pending_failed step"`
@@ -168,7 +220,7 @@ func textResult(s string) *sdk.CallToolResult {
 
 // pendingText is a summary line per step for a model to read, then the same
 // JSON as 'faber pending --json'.
-func pendingText(runID string, ps []run.PendingStep) string {
+func pendingText(runID string, ps []run.PendingStep, gates []run.GateStep) string {
 	var b strings.Builder
 	if len(ps) == 0 {
 		fmt.Fprintf(&b, "run %s has no pending_failed steps: nothing to decide.\n", runID)
@@ -185,7 +237,18 @@ func pendingText(runID string, ps []run.PendingStep) string {
 			fmt.Fprintf(&b, "  hint: %s\n", p.Hint)
 		}
 	}
-	j, _ := json.MarshalIndent(ps, "", "  ")
+	if len(gates) > 0 {
+		fmt.Fprintf(&b, "%d step(s) wait as awaiting_approval (kind approval); decide each with the approve tool, only if you were asked to.\n", len(gates))
+	}
+	all := make([]any, 0, len(ps)+len(gates))
+	for _, p := range ps {
+		all = append(all, p)
+	}
+	for _, g := range gates {
+		all = append(all, g)
+		fmt.Fprintf(&b, "- step %s (phase %s): awaiting approval: %s\n", g.StepID, g.Phase, g.Prompt)
+	}
+	j, _ := json.MarshalIndent(all, "", "  ")
 	b.WriteString("\nJSON:\n")
 	b.Write(j)
 	return b.String()

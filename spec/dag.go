@@ -39,6 +39,26 @@ func (b *builder) resolveDeps() {
 		}
 		prevPhase = stepIDs(ph.Steps)
 	}
+	// A phase's gate holds its entry steps: those that need no step of
+	// the phase (README "Approval gates").
+	for _, ph := range pl.Phases {
+		if ph.Approval == nil {
+			continue
+		}
+		in := make(map[string]bool, len(ph.Steps))
+		for _, s := range ph.Steps {
+			in[s.ID] = true
+		}
+		for _, s := range ph.Steps {
+			s.PhaseGate = true
+			for _, d := range s.Deps {
+				if in[d] {
+					s.PhaseGate = false
+					break
+				}
+			}
+		}
+	}
 }
 
 // maxSuggested is how many unknown needs get a "did you mean" hint.

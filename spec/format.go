@@ -100,9 +100,10 @@ type rawResources struct {
 
 type rawPhase struct {
 	rawMeta
-	Name     str      `yaml:"name" required:"true" ident:"phase" doc:"Name of the phase."`
-	Parallel boolv    `yaml:"parallel" doc:"Steps of a parallel phase all depend on the previous phase only; otherwise each step needs the previous one."`
-	Steps    stepList `yaml:"steps" required:"true" doc:"The steps of the phase."`
+	Name     str       `yaml:"name" required:"true" ident:"phase" doc:"Name of the phase."`
+	Parallel boolv     `yaml:"parallel" doc:"Steps of a parallel phase all depend on the previous phase only; otherwise each step needs the previous one."`
+	Steps    stepList  `yaml:"steps" required:"true" doc:"The steps of the phase."`
+	Approval approvalv `yaml:"approval" doc:"A gate decided once for the phase: its entry steps (those with no needs inside the phase) wait, awaiting_approval, until faber approve RUN PHASE (true, a prompt, or {prompt, timeout, on_timeout})."`
 }
 
 // rawStepBody holds the fields shared by steps and the end step.
@@ -140,6 +141,7 @@ type rawStep struct {
 	GPUs        intv       `yaml:"gpus" min:"0" doc:"GPU devices the step requests (default 0): while it runs it holds that many of the run's, named in CUDA_VISIBLE_DEVICES and FABER_GPUS."`
 	Pool        str        `yaml:"pool" doc:"A pool of the plan's pools: that the step holds one unit of while it runs (or pools:, not both)."`
 	Pools       list[str]  `yaml:"pools" doc:"Pools of the plan's pools: that the step holds one unit of each while it runs (or pool:, not both)."`
+	Approval    approvalv  `yaml:"approval" doc:"A gate: the step waits, awaiting_approval, before it starts until faber approve or reject decides (true, a prompt, or {prompt, timeout, on_timeout}); on a fan-out, one gate before its first item."`
 	rawCache    `yaml:",inline"`
 }
 
@@ -179,7 +181,7 @@ type rawRule struct {
 	Delay          durv       `yaml:"delay" doc:"Wait before the retry (Go duration)."`
 	Backoff        str        `yaml:"backoff" enum:"fixed,exponential" doc:"fixed (default) or exponential (the delay doubles on each retry)."`
 	MaxDelay       durv       `yaml:"max_delay" doc:"Cap of an exponential delay (Go duration)."`
-	On             list[str]  `yaml:"on" doc:"Causes this rule matches besides exit_codes: oom (killed for memory), timeout (a time limit)."`
+	On             list[str]  `yaml:"on" doc:"Causes this rule matches besides exit_codes: oom (killed for memory), timeout (a time limit), rejected (an approval gate rejected the step)."`
 	MemoryFactor   factorv    `yaml:"memory_factor" doc:"The retry gets the failed attempt's memory limit times this (1 to 100)."`
 	MaxMemory      sizev      `yaml:"max_memory" doc:"Cap of the memory that memory_factor grows to."`
 	TimeoutFactor  factorv    `yaml:"timeout_factor" doc:"The retry gets the failed attempt's timeout times this (1 to 100)."`

@@ -172,6 +172,9 @@ type Phase struct {
 	Parallel bool
 	Steps    []*Step
 	Pos      Pos
+	// Approval is the phase's gate (approval:), or nil: decided once, it
+	// holds the phase's entry steps (Step.PhaseGate).
+	Approval *Approval
 }
 
 // Step is one unit of work.
@@ -250,6 +253,11 @@ type Step struct {
 	// When is the step's condition (when:), or nil; items of a fan-out
 	// share their fan-out step's.
 	When *When
+	// Approval is the step's own gate (approval:), or nil. PhaseGate is
+	// set on an entry step of a phase with a gate (a step with no needs
+	// inside its phase): it waits for the phase's decision first.
+	Approval  *Approval
+	PhaseGate bool
 
 	// src is what the step was built from, while the plan is built.
 	src *stepSrc

@@ -475,6 +475,7 @@ func (b *builder) steps(raw *rawPlan) {
 // phase builds one phase.
 func (b *builder) phase(rp *rawPhase) {
 	ph := &Phase{Name: rp.Name.V, Parallel: rp.Parallel.V, Pos: rp.Pos}
+	ph.Approval = b.approval(&rp.Approval, orPlan(rp.Where))
 	if rp.Name.Set && strings.TrimSpace(rp.Name.V) == "" {
 		b.errorf(rp.Name.Pos, "%s: name: must not be empty", rp.Where)
 	}
@@ -511,6 +512,7 @@ func (b *builder) phase(rp *rawPhase) {
 		}
 		s.PlanContext, s.PlanContextKeys = b.omap(&rs.Context)
 		b.requests(s, rs)
+		s.Approval = b.approval(&rs.Approval, rs.Where)
 		s.src.extra = rs
 		b.fanOut(s, rs)
 		b.cache(s, rs)

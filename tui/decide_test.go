@@ -266,3 +266,36 @@ func TestWaitingHeader(t *testing.T) {
 		t.Errorf("header while the run waits: %q", h)
 	}
 }
+
+// TestApprovalKeys: a step at its approval gate is all that is left: the
+// view says it waits and offers a / x x; a approves it at once, x asks
+// first and x again rejects it.
+func TestApprovalKeys(t *testing.T) {
+	var calls []string
+	m := NewModel(Options{Plan: "demo", RunID: "r1", Steps: defs("main", "a", "b"), Styles: NewStyles(false), WaitDecisions: true,
+		OnDecide: func(id string, approve bool) error {
+			calls = append(calls, fmt.Sprintf("%s %v", id, approve))
+			return nil
+		}})
+	m.decideLater = func() {}
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	feed(m, status("a", exec.StatusAwaitingApproval, 0, nil))
+	v := m.View()
+	if !strings.Contains(v, "a waits for a decision") || !strings.Contains(v, "a approve") || !strings.Contains(v, "awaiting approval: a approve · x x reject") {
+		t.Errorf("no approval prompt:\n%s", v)
+	}
+	m.Update(key(m, "a")())
+	if fmt.Sprint(calls) != "[a true]" {
+		t.Errorf("a: calls %v", calls)
+	}
+	if v := m.View(); !strings.Contains(v, "a approved: it starts") {
+		t.Errorf("after a:\n%s", v)
+	}
+	if cmd := key(m, "x"); cmd != nil || len(calls) != 1 {
+		t.Errorf("a first x decided at once: %v", calls)
+	}
+	m.Update(key(m, "x")())
+	if fmt.Sprint(calls) != "[a true a false]" {
+		t.Errorf("x x: calls %v", calls)
+	}
+}

@@ -53,9 +53,11 @@ func EndHints(runID string, states []*exec.StepState) []string {
 			joins[st.FanOut] = true
 		}
 	}
-	var hints, pending []string
+	var hints, pending, gates []string
 	for _, st := range states {
 		switch {
+		case exec.AwaitsGate(st):
+			gates = append(gates, st.ID)
 		case isBad(st.Status) && !joins[st.ID] && len(hints) == 0:
 			hints = append(hints, LogHint(runID, st.ID))
 		case st.Status == exec.StatusPendingFailed:
@@ -65,7 +67,15 @@ func EndHints(runID string, states []*exec.StepState) []string {
 	if h := ClassifyHint(runID, pending); h != "" {
 		hints = append(hints, h)
 	}
+	if len(gates) > 0 {
+		hints = append(hints, ApproveHint(runID, gates[0]))
+	}
 	return hints
+}
+
+// ApproveHint says how to decide on a step that waits at its approval gate.
+func ApproveHint(runID, step string) string {
+	return fmt.Sprintf("approve with: faber approve %s %s (or: faber reject %s %s --reason '...')", runID, ShellQuote(step), runID, ShellQuote(step))
 }
 
 // ShellQuote quotes s for a POSIX shell when it needs it: an item step

@@ -49,6 +49,7 @@ type KeyMap struct {
 	Search Binding
 	Next   Binding
 	Prev   Binding
+	Approve   Binding
 }
 
 // DefaultKeyMap returns faber's key bindings.
@@ -67,13 +68,14 @@ func DefaultKeyMap() KeyMap {
 		Detach:    Binding{Keys: []string{"q"}, Help: "q", Desc: "leave (the run goes on; if it waits for a decision, leave that for later)"},
 		Quit:      Binding{Keys: []string{"ctrl+c"}, Help: "ctrl+c", Desc: "interrupt (twice: kill now)"},
 		Retry:     Binding{Keys: []string{"r"}, Help: "r", Desc: "retry pending_failed"},
-		Fail:      Binding{Keys: []string{"x"}, Help: "x x", Desc: "fail pending_failed (press twice)"},
+		Fail:      Binding{Keys: []string{"x"}, Help: "x x", Desc: "fail pending_failed, or reject awaiting_approval (press twice)"},
 		Wrap:      Binding{Keys: []string{"w"}, Help: "w", Desc: "log: wrap long lines (on/off)"},
 		Left:      Binding{Keys: []string{"left", "h"}, Help: "←/h", Desc: "log: scroll left"},
 		Right:     Binding{Keys: []string{"right", "l"}, Help: "→/l", Desc: "log: scroll right (when not wrapping)"},
 		Search:    Binding{Keys: []string{"/"}, Help: "/", Desc: "log: search (type, enter)"},
 		Next:      Binding{Keys: []string{"n"}, Help: "n", Desc: "log: next match"},
 		Prev:      Binding{Keys: []string{"N"}, Help: "N", Desc: "log: previous match"},
+		Approve:   Binding{Keys: []string{"a"}, Help: "a", Desc: "approve awaiting_approval"},
 	}
 }
 
@@ -92,7 +94,7 @@ func (k KeyMap) ShortHelp() []Binding {
 // FullHelp is every binding, for the help screen.
 func (k KeyMap) FullHelp() []Binding {
 	return bound([]Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.ToggleLog,
-		k.Track, k.Wrap, k.Left, k.Right, k.Search, k.Next, k.Prev, k.Retry, k.Fail, k.Help, k.Close, k.Detach, k.Quit})
+		k.Track, k.Wrap, k.Left, k.Right, k.Search, k.Next, k.Prev, k.Retry, k.Fail, k.Approve, k.Help, k.Close, k.Detach, k.Quit})
 }
 
 // LogHelp is the footer of the full-height log: its own keys, then the

@@ -56,6 +56,9 @@ type Options struct {
 	// view tells how to do it with `faber classify`. It is called off the
 	// program's goroutine, so it may block.
 	OnClassify func(stepID string, retry bool) error
+	// OnDecide, when set, approves or rejects a step at its approval gate
+	// (a / x x), as faber approve / reject do.
+	OnDecide func(stepID string, approve bool) error
 	// WaitDecisions says the session waits, while this view is open, for a
 	// decision on pending_failed steps once nothing else can run
 	// (exec.Runner.WaitDecisions, fed by TUI.Decisions): the view then
@@ -91,9 +94,15 @@ type (
 		events  []exec.Event
 		dropped map[string]int // output lines dropped per step before delivery
 	}
-	tickMsg       time.Time
-	endMsg        struct{}
-	leaveMsg      struct{} // leave the view, as q does (faber attach on a signal)
+	tickMsg  time.Time
+	endMsg   struct{}
+	leaveMsg struct{} // leave the view, as q does (faber attach on a signal)
+	// decidedMsg: a / x x on a step at its approval gate was applied.
+	decidedMsg struct {
+		step    string
+		approve bool
+		err     error
+	}
 	classifiedMsg struct {
 		step  string
 		retry bool
@@ -525,6 +534,15 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.scrollTo()
 	case tea.KeyMsg:
 		return m, m.key(msg)
+	case decidedMsg:
+		switch {
+		case msg.err != nil:
+			m.say(fmt.Sprintf("decide %s: %v", msg.step, msg.err), true)
+		case msg.approve:
+			m.say(fmt.Sprintf("%s approved: it starts", msg.step), false)
+		default:
+			m.say(fmt.Sprintf("%s rejected: it fails; its on_failure decides what follows", msg.step), false)
+		}
 	case classifiedMsg:
 		verb := "fail"
 		if msg.retry {
@@ -657,10 +675,40 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 		} else {
 			m.selectStep(len(m.steps) - 1)
 		}
+	case km.Approve.Matches(k):
+		return m.decide(true, confirm)
+	case km.Fail.Matches(k) && m.selected() != nil && m.selected().status == exec.StatusAwaitingApproval:
+		return m.decide(false, confirm)
 	case km.Retry.Matches(k), km.Fail.Matches(k):
 		return m.classify(km.Retry.Matches(k), confirm)
 	}
 	return nil
+}
+
+// decide handles a / x x on a step at its approval gate (README "Approval
+// gates"): a approves it at once; x asks first, and rejects it when the
+// next key is x again on the same step.
+func (m *Model) decide(approve bool, confirmed string) tea.Cmd {
+	r := m.selected()
+	if r == nil || r.status != exec.StatusAwaitingApproval {
+		m.say("a / x x decide a step awaiting approval; select one first", false)
+		return nil
+	}
+	id := r.def.ID
+	if m.opt.OnDecide == nil || m.runStatus != "" {
+		m.say(fmt.Sprintf("faber approve %s %s (or faber reject ... --reason '...'), then faber resume %s", m.opt.RunID, ShellQuote(id), m.opt.RunID), true)
+		return nil
+	}
+	if !approve && confirmed != id {
+		m.confirm = id
+		m.msg, m.msgAlert, m.msgUntil = fmt.Sprintf("x again to reject %s (it fails; its on_failure decides); any other key keeps it waiting", id), true, time.Time{}
+		return nil
+	}
+	fn := m.opt.OnDecide
+	m.say(fmt.Sprintf("deciding %s…", id), false)
+	return func() tea.Msg {
+		return decidedMsg{step: id, approve: approve, err: fn(id, approve)}
+	}
 }
 
 // classify handles r / x on the selected step: r retries it at once; x asks
@@ -728,7 +776,7 @@ func (m *Model) waiting() bool {
 	if m.decideLater == nil || m.leftLater || m.runStatus != "" || m.interrupts > 0 {
 		return false
 	}
-	if m.counts[exec.StatusPendingFailed] == 0 && m.pendingItems == 0 {
+	if m.counts[exec.StatusPendingFailed] == 0 && m.pendingItems == 0 && m.counts[exec.StatusAwaitingApproval] == 0 {
 		return false
 	}
 	if m.counts[exec.StatusInProgress]+m.counts[exec.StatusRemediating]+m.counts[exec.StatusRetrying] > 0 {
@@ -757,8 +805,11 @@ func (m *Model) offerDecision() {
 	if len(m.decisionIDs(m.selected())) > 0 {
 		return
 	}
+	if r := m.selected(); r != nil && r.status == exec.StatusAwaitingApproval {
+		return
+	}
 	for _, r := range m.steps {
-		if len(m.decisionIDs(r)) > 0 {
+		if len(m.decisionIDs(r)) > 0 || r.status == exec.StatusAwaitingApproval {
 			m.setSel(r.index)
 			return
 		}

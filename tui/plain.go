@@ -225,6 +225,23 @@ func plainLine(e exec.Event, s Styles, span time.Duration) string {
 			code = fmt.Sprintf(" (exit %d)", *e.ExitCode)
 		}
 		return fmt.Sprintf("%s %s warning: notification %d on %s failed%s: %s", ts, s.Render(s.Warn, "!"), d.Index, d.Kind, code, oneLine(d.Error))
+	case exec.EvApprovalRequested:
+		d := data[exec.ApprovalRequested](e)
+		what := e.StepID
+		if d.Phase != "" {
+			what = "phase " + d.Phase
+		}
+		return fmt.Sprintf("%s %s %s asks for approval: %s", ts, s.Glyph(exec.StatusAwaitingApproval), what, d.Prompt)
+	case exec.EvStepApproved:
+		d := data[exec.StepApproved](e)
+		note := ""
+		if d.Note != "" {
+			note = ": " + d.Note
+		}
+		return fmt.Sprintf("%s %s %s approved by %s%s", ts, s.Glyph(exec.StatusAwaitingApproval), e.StepID, d.By, note)
+	case exec.EvStepRejected:
+		d := data[exec.StepRejected](e)
+		return fmt.Sprintf("%s %s %s rejected by %s: %s", ts, s.Glyph(exec.StatusAwaitingApproval), e.StepID, d.By, d.Reason)
 	case exec.EvWorkflowCompleted, exec.EvWorkflowFailed:
 		d := data[exec.WorkflowEnded](e)
 		failed := ""

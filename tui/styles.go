@@ -115,6 +115,8 @@ func (s Styles) Glyph(status string) string {
 		return s.Render(s.Warn, "⚕")
 	case exec.StatusPendingFailed:
 		return s.Render(s.Alert, "?")
+	case exec.StatusAwaitingApproval:
+		return s.Render(s.Alert, "⏸")
 	case exec.StatusCanceled:
 		return s.Render(s.Dim, "⊘")
 	case exec.StatusSkipped:
@@ -141,7 +143,7 @@ func (s Styles) StatusStyle(status string) lipgloss.Style {
 		return s.Running
 	case exec.StatusRetrying, exec.StatusRemediating, exec.StatusInterrupted:
 		return s.Warn
-	case exec.StatusPendingFailed:
+	case exec.StatusPendingFailed, exec.StatusAwaitingApproval:
 		return s.Alert
 	case exec.StatusCanceled, exec.StatusSkipped:
 		return s.Dim

@@ -107,6 +107,9 @@ func (m *Model) Summary() string {
 	if h := ClassifyHint(m.opt.RunID, m.pendingIDs()); h != "" {
 		hints = append(hints, h)
 	}
+	if ids := m.gateIDs(); len(ids) > 0 {
+		hints = append(hints, ApproveHint(m.opt.RunID, ids[0]))
+	}
 	if m.opt.ResumeHint && status != exec.RunSuccess {
 		hints = append(hints, "resume with: faber resume "+m.opt.RunID)
 	}
@@ -154,6 +157,17 @@ func (m *Model) pendingIDs() []string {
 					ids = append(ids, it.id)
 				}
 			}
+		}
+	}
+	return ids
+}
+
+// gateIDs are the steps that wait at an approval gate, in plan order.
+func (m *Model) gateIDs() []string {
+	var ids []string
+	for _, r := range m.steps {
+		if r.status == exec.StatusAwaitingApproval {
+			ids = append(ids, r.def.ID)
 		}
 	}
 	return ids

@@ -440,6 +440,8 @@ func (m *Model) restText(r *stepRow, w int) string {
 			return s.Error.Render(e) + "  " + s.Alert.Render(" awaiting decision ")
 		}
 		return s.Alert.Render(ask) + " " + s.Error.Render(e)
+	case exec.StatusAwaitingApproval:
+		return joinText(name, s.Alert.Render(" awaiting approval: a approve · x x reject "))
 	case exec.StatusFailure, exec.StatusRemediationFailed:
 		return s.Error.Render(oneLine(errText(r)))
 	case exec.StatusInterrupted:
@@ -566,6 +568,7 @@ func (m *Model) countGroups() []countGroup {
 		{c[exec.StatusInProgress] + c[exec.StatusRemediating] + c[exec.StatusRetrying], exec.StatusInProgress, "running"},
 		{c[exec.StatusFailure] + c[exec.StatusRemediationFailed], exec.StatusFailure, "failed"},
 		{c[exec.StatusPendingFailed], exec.StatusPendingFailed, "pending_failed"},
+		{c[exec.StatusAwaitingApproval], exec.StatusAwaitingApproval, "awaiting_approval"},
 		{c[exec.StatusInterrupted], exec.StatusInterrupted, "interrupted"},
 		{c[exec.StatusCanceled], exec.StatusCanceled, "canceled"},
 		{c[exec.StatusPending], exec.StatusPending, "pending"},
@@ -727,7 +730,7 @@ func (m *Model) footer() string {
 	var pre, parts []string
 	waiting := m.waiting()
 	if waiting {
-		ids := m.pendingIDs()
+		ids := append(m.pendingIDs(), m.gateIDs()...)
 		what := ids[0] + " waits"
 		if len(ids) > 1 {
 			what = fmt.Sprintf("%d steps wait", len(ids))
@@ -736,6 +739,9 @@ func (m *Model) footer() string {
 	}
 	if len(m.decisionIDs(m.selected())) > 0 {
 		pre = append(pre, s.Alert.Render(m.keys.Retry.Help)+" retry", s.Alert.Render(m.keys.Fail.Help)+" fail")
+	}
+	if r := m.selected(); r != nil && r.status == exec.StatusAwaitingApproval {
+		pre = append(pre, s.Alert.Render(m.keys.Approve.Help)+" approve", s.Alert.Render(m.keys.Fail.Help)+" reject")
 	}
 	help := m.keys.ShortHelp()
 	if m.showLog {

@@ -47,6 +47,10 @@ type Msg struct {
 	MemoryBytes int64 `json:"memory_bytes,omitempty"`
 	TimeoutMs   int64 `json:"timeout_ms,omitempty"`
 	Hard        bool  `json:"hard,omitempty"` // stop: terminate at once
+	// Op "approve": Action approve or reject, Reason the note or reason,
+	// Phase the step names a phase's gate, By who decides (cli, view, mcp).
+	Phase bool   `json:"phase,omitempty"`
+	By    string `json:"by,omitempty"`
 }
 
 // Reply is the owner's answer. Usage marks a request the owner refused as a
@@ -157,11 +161,14 @@ func (s *Server) serve(token string) {
 					rep.Error = "the run's owner is busy"
 				}
 				t.Stop()
-			case m.Op != "classify":
+			case m.Op != "classify" && m.Op != "approve":
 				rep.Error = "unknown request " + m.Op
 			default:
 				req := exec.ControlReq{StepID: m.Step, Action: m.Action, Reason: m.Reason,
 					Limits: exec.Limits{MemoryBytes: m.MemoryBytes, TimeoutMs: m.TimeoutMs}, Reply: make(chan error, 1)}
+				if m.Op == "approve" {
+					req.Gate = &exec.GateReq{Step: m.Step, Phase: m.Phase, Approve: m.Action == "approve", Text: m.Reason, By: m.By}
+				}
 				select {
 				case s.reqs <- req:
 					err := <-req.Reply
@@ -169,7 +176,8 @@ func (s *Server) serve(token string) {
 					if err != nil {
 						rep.Error = err.Error()
 						var ce *exec.ClassifyError
-						rep.Usage = errors.As(err, &ce)
+						var ge *exec.GateError
+						rep.Usage = errors.As(err, &ce) || errors.As(err, &ge)
 					}
 				case <-s.done:
 					rep.Ending = true

@@ -141,6 +141,11 @@ type GStep struct {
 	// command references (an argument of h.sh, which records it); a
 	// missing one means the handler cannot start (remediation_failed).
 	HUses []string
+	// Gate is its approval: (README "Approval gates"): "" none; "wait"
+	// (approval: true: the user decides between sessions, Case.Approve);
+	// "approve" or "reject" ({timeout: 1ms, on_timeout: ...}: the timeout
+	// decides at once).
+	Gate string
 }
 
 // fromItem is the item step of a From fan-out.
@@ -320,6 +325,8 @@ func Gen(seed uint64) *Case {
 	c.genResources(rand.New(rand.NewPCG(seed^0x7c90, seed)))
 	// And notifications that fail or hang, drawn last.
 	c.genNotify(rand.New(rand.NewPCG(seed^0x0717, seed)))
+	// And approval gates.
+	c.genGates(rand.New(rand.NewPCG(seed^0x6a7e, seed)))
 	return c
 }
 
@@ -338,6 +345,30 @@ func (c *Case) genNotify(rng *rand.Rand) {
 		}
 		c.Notify = append(c.Notify, n)
 	}
+}
+
+
+// genGates puts an approval gate on about a quarter of the plain steps:
+// one the user decides between sessions, or one whose 1ms timeout approves
+// or rejects.
+func (c *Case) genGates(rng *rand.Rand) {
+	for pi := range c.Phases {
+		for si := range c.Phases[pi].Steps {
+			s := &c.Phases[pi].Steps[si]
+			if !s.plain() || rng.Float64() >= 0.25 {
+				continue
+			}
+			s.Gate = []string{"wait", "approve", "reject"}[rng.IntN(3)]
+		}
+	}
+}
+
+// Approve is the user's decision on a step waiting at its gate after a
+// session (faber approve, else faber reject), drawn from the seed.
+func (c *Case) Approve(stepID string, session int) bool {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/gate/%s/%d", c.Seed, stepID, session)
+	return h.Sum64()%3 != 0
 }
 
 // genResources gives about a third of the plans a CPU capacity of 1–3
@@ -1138,6 +1169,12 @@ func (c *Case) YAML() string {
 			if w := s.When.expr(); w != "" {
 				fmt.Fprintf(&b, "        when: '%s'\n", w)
 			}
+			switch s.Gate {
+			case "wait":
+				b.WriteString("        approval: true\n")
+			case "approve", "reject":
+				fmt.Fprintf(&b, "        approval: {timeout: 1ms, on_timeout: %s}\n", s.Gate)
+			}
 			writeOn(&b, s.On, s.HUses)
 		}
 	}
@@ -1211,7 +1248,7 @@ func (c *Case) Model() *Plan {
 	if c.JobsFlag > 0 {
 		p.Jobs = c.JobsFlag
 	}
-	p.Policy = Policy{Sessions: c.Sessions, ResumeFailed: c.ResumeFailed, ClassifyRetry: c.ClassifyRetry, Rerun: c.Rerun, Grow: c.Grow}
+	p.Policy = Policy{Sessions: c.Sessions, ResumeFailed: c.ResumeFailed, ClassifyRetry: c.ClassifyRetry, Approve: c.Approve, Rerun: c.Rerun, Grow: c.Grow}
 	handlers := map[string][]Rule{}
 	for _, h := range c.Handlers {
 		for _, r := range h.Rules {
@@ -1250,6 +1287,7 @@ func (c *Case) Model() *Plan {
 			st.Uses = c.idx(index, s.Uses)
 			st.HUses = c.idx(index, s.HUses)
 			st.CPUs, st.Pools = c.localCPUs(s), s.pools()
+			st.Gate = map[string]GateKind{"wait": GateWait, "approve": GateApprove, "reject": GateReject}[s.Gate]
 		}
 		st.When = c.cond(s, s.ID, s.Items != nil || s.Glob, index)
 		if s.Items != nil || s.Glob {
@@ -1408,6 +1446,13 @@ func (c *Case) Shrinks() []*Case {
 	}
 	if c.StopDead {
 		variant(func(d *Case) { d.StopDead = false })
+	}
+	for pi, ph := range c.Phases {
+		for si, st := range ph.Steps {
+			if st.Gate != "" {
+				variant(func(d *Case) { d.Phases[pi].Steps[si].Gate = "" })
+			}
+		}
 	}
 	if c.Rerun {
 		variant(func(d *Case) { d.Rerun = false })

@@ -143,7 +143,26 @@ type Step struct {
 	// step published v; when it did not, the items cannot be read and the
 	// join fails (README "Fan-out").
 	From int
+	// Gate is its approval gate (README "Approval gates").
+	Gate GateKind
 }
+
+// GateKind is a step's approval gate as the model sees it.
+type GateKind uint8
+
+// The gates the model knows.
+const (
+	// GateNone: no approval:.
+	GateNone GateKind = iota
+	// GateWait: approval: true; the user decides between sessions
+	// (Policy.Approve); a session with nothing else to do ends with it
+	// open (exit 3).
+	GateWait
+	// GateApprove, GateReject: a timeout of 1ms decides, at once, but as
+	// an event of its own among the processes that end meanwhile.
+	GateApprove
+	GateReject
+)
 
 // CondKind is what a step's condition reads.
 type CondKind uint8
@@ -211,6 +230,9 @@ type Policy struct {
 	// ClassifyRetry says, for a pending_failed step, whether the user
 	// classifies it --retry (else --fail) before resuming.
 	ClassifyRetry func(stepID string, session int) bool
+	// Approve says, for a step awaiting approval at the end of a session,
+	// whether the user approves it (else rejects it) before resuming.
+	Approve func(stepID string, session int) bool
 	// Rerun: once the run is over, the plan is run again (a new run, one
 	// session), which finds the first run's cache entries.
 	Rerun bool
@@ -247,19 +269,26 @@ const (
 	// Skipped: its condition was false (README "Conditions"): settled,
 	// satisfies its dependents, neither success nor a failure.
 	Skipped
+	// Awaiting: at its approval gate, waiting for the user (settled: the
+	// session may end with it); AwaitTimed: at a gate whose timeout
+	// decides (active, with no job slot).
+	Awaiting
+	AwaitTimed
 )
 
 // Name is the status as faber reports it.
 func (s Status) Name() string {
 	return [...]string{"pending", "in_progress", "remediating", "retrying", "retrying",
 		"success", "failure", "remediation_failed", "pending_failed", "canceled", "interrupted",
-		"cached", "pending", "(missing)", "skipped"}[s]
+		"cached", "pending", "(missing)", "skipped", "awaiting_approval", "awaiting_approval"}[s]
 }
 
-func (s Status) active() bool { return (s >= Running && s <= Queued) || s == Probing }
+func (s Status) active() bool {
+	return (s >= Running && s <= Queued) || s == Probing || s == AwaitTimed
+}
 
 // settled: no more work this session.
-func (s Status) settled() bool { return s >= Success && s != Probing && s != Absent }
+func (s Status) settled() bool { return s >= Success && s != Probing && s != Absent && s != AwaitTimed }
 
 // succeeded: success, or cached (it counts as success for dependents and
 // the run).
@@ -293,7 +322,27 @@ type St struct {
 	// the step is a success (resume keeps it); cleared when it starts
 	// again.
 	Published bool
+	// Gate is where its approval gate stands (the run keeps it); Reserved:
+	// it came to its gate with a retry reserved, whose attempt number is
+	// taken.
+	Gate     GateState
+	Reserved bool
 }
+
+// GateState is where a step's approval gate stands.
+type GateState uint8
+
+// The gate states.
+const (
+	GateUnasked GateState = iota
+	GateOpen
+	GateApproved
+	// GateRejectedRecorded: rejected between sessions, applied when the
+	// step reaches its gate; GateRejected: a rejection applied (the gate
+	// asks again when the step runs again).
+	GateRejectedRecorded
+	GateRejected
+)
 
 // World is the state of a run between events.
 type World struct {
@@ -465,6 +514,18 @@ func (e *explorer) resume(w *World, sessions int) *World {
 	r := w.clone()
 	switch {
 	case code == 3:
+		// Decide every gate that waits (README "Approval gates"): recorded,
+		// applied when the step reaches it.
+		for i := range r.S {
+			if r.S[i].Status != Awaiting {
+				continue
+			}
+			if e.p.Policy.Approve != nil && e.p.Policy.Approve(e.p.Steps[i].ID, len(w.Codes)) {
+				r.S[i].Gate = GateApproved
+			} else {
+				r.S[i].Gate = GateRejectedRecorded
+			}
+		}
 		// Classify every pending_failed step (SPEC §6), then resume.
 		for i := range r.S {
 			if r.S[i].Status != PendFailed {
@@ -488,7 +549,7 @@ func (e *explorer) resume(w *World, sessions int) *World {
 	for i := range r.S {
 		s := &r.S[i]
 		switch s.Status {
-		case Failure, RemFailed, Canceled, Interrupted, Skipped:
+		case Failure, RemFailed, Canceled, Interrupted, Skipped, Awaiting:
 			if !s.Classified {
 				s.Status = Pending
 			}
@@ -790,6 +851,9 @@ func (e *explorer) fillOne(w *World) bool {
 		}
 		switch {
 		case s.Status == Queued:
+			if e.atGate(w, i) {
+				return true
+			}
 			if !e.fits(def, free, &head) {
 				continue
 			}
@@ -799,6 +863,9 @@ func (e *explorer) fillOne(w *World) bool {
 				// Its condition is false: skipped, with no slot taken.
 				s.Status = Skipped
 				s.Published = false
+				return true
+			}
+			if !bad && e.atGate(w, i) {
 				return true
 			}
 			if !e.fits(def, free, &head) {
@@ -813,12 +880,16 @@ func (e *explorer) fillOne(w *World) bool {
 				w.Running++
 				return true
 			}
-			s.Attempt++
+			if !s.Reserved {
+				s.Attempt++
+			}
+			s.Reserved = false
 			s.Published = false
 			e.made(w, i)
 		default:
 			continue
 		}
+		s.Reserved = false
 		s.Status = Running
 		s.Slot = true
 		w.Running++
@@ -1030,10 +1101,70 @@ func (e *explorer) complete(w *World, i int) {
 			s.Published = w.Pub[i] // the outputs of the success it names
 		default:
 			s.Status = Running
-			s.Attempt++
+			if !s.Reserved {
+				s.Attempt++
+			}
+			s.Reserved = false
 			e.made(w, i)
 		}
+	case AwaitTimed:
+		// The timeout decides.
+		if def.Gate == GateApprove {
+			s.Gate = GateApproved
+			s.Status = Pending
+			if s.Reserved {
+				s.Status = Queued
+			}
+			return
+		}
+		e.reject(w, i)
 	}
+}
+
+// atGate: step i, about to start, stops at its approval gate (README
+// "Approval gates"): it waits there (after a stop: canceled, as a pending
+// step would be), or a rejection decided between sessions is applied. An
+// approval holds for its later attempts; after a rejection, a new
+// attempt asks again.
+func (e *explorer) atGate(w *World, i int) bool {
+	def, s := &e.p.Steps[i], &w.S[i]
+	switch {
+	case def.Gate == GateNone || s.Gate == GateApproved:
+		return false
+	case s.Gate == GateRejectedRecorded:
+		e.reject(w, i)
+		return true
+	}
+	s.Gate = GateOpen
+	if s.Status == Queued {
+		s.Reserved = true
+	}
+	switch {
+	case w.Stopping:
+		s.Status = Canceled
+	case def.Gate == GateWait:
+		s.Status = Awaiting
+	default:
+		s.Status = AwaitTimed
+	}
+	return true
+}
+
+// reject fails step i for a rejection: an attempt that runs nothing, which
+// no exit-code rule matches; on_failure decides.
+func (e *explorer) reject(w *World, i int) {
+	def, s := &e.p.Steps[i], &w.S[i]
+	if !s.Reserved {
+		s.Attempt++
+	}
+	s.Reserved = false
+	s.Gate = GateRejected
+	s.FailedN = s.Attempt
+	if def.Cacheable {
+		w.Entry[i] = "" // a failure drops the entry
+		w.Pub[i] = false
+	}
+	e.onFailure(w, i, false, w.Stopping && e.p.Cancel)
 }
 
 // failure is the failure pipeline (SPEC §4, §5) of failed attempt x. late:
@@ -1057,8 +1188,15 @@ func (e *explorer) failure(w *World, i int, x Exit, late bool) {
 		}
 		return
 	}
+	e.onFailure(w, i, rule >= 0, late)
+}
+
+// onFailure is what follows when the rules decline a failure of step i
+// (matched: a rule matched, its retries used up).
+func (e *explorer) onFailure(w *World, i int, matched, late bool) {
+	def, s := &e.p.Steps[i], &w.S[i]
 	of := def.OnFailure
-	if e.p.UsePendingFailed && rule < 0 && !of.Explicit {
+	if e.p.UsePendingFailed && !matched && !of.Explicit {
 		e.free(w, s)
 		s.Status = PendFailed
 		return
@@ -1152,6 +1290,12 @@ func (e *explorer) stop(w *World) {
 		return
 	}
 	w.Stopping = true
+	// Steps at a gate do not start after a stop (README "Approval gates").
+	for j := range w.S {
+		if s := &w.S[j]; s.Status == Awaiting || s.Status == AwaitTimed {
+			s.Status = Canceled
+		}
+	}
 	if !e.p.Cancel {
 		return
 	}
@@ -1182,7 +1326,7 @@ func (e *explorer) finish(w *World) {
 			deps = append(append([]int{}, deps...), e.p.Steps[i].Items...)
 		}
 		for _, d := range deps {
-			if w.S[d].Status == PendFailed || (w.S[d].Status == Pending && byPF(d)) {
+			if w.S[d].Status == PendFailed || w.S[d].Status == Awaiting || (w.S[d].Status == Pending && byPF(d)) {
 				blocked[i] = true
 				return true
 			}
@@ -1227,13 +1371,15 @@ func (e *explorer) finish(w *World) {
 }
 
 func (e *explorer) evaluate(w *World) string {
-	var rem, pf, failed bool
+	var rem, pf, aw, failed bool
 	for _, s := range w.S {
 		switch s.Status {
 		case RemFailed:
 			rem = true
 		case PendFailed:
 			pf = true
+		case Awaiting:
+			aw = true
 		case Failure, Canceled, Interrupted, Pending, Probing:
 			failed = true
 		}
@@ -1243,6 +1389,8 @@ func (e *explorer) evaluate(w *World) string {
 		return "remediation_failed"
 	case pf:
 		return "pending_failed"
+	case aw:
+		return "awaiting_approval"
 	case failed:
 		return "failed"
 	}
@@ -1253,7 +1401,7 @@ func exitCode(status string) int {
 	switch status {
 	case "success":
 		return 0
-	case "pending_failed":
+	case "pending_failed", "awaiting_approval":
 		return 3
 	}
 	return 1

@@ -191,6 +191,27 @@ func TestOutcomes(t *testing.T) {
 		{"outputs: the end step fails when the producer was canceled",
 			Plan{Jobs: 1, End: &Step{ID: "end", Uses: []int{1}}, Steps: []Step{{ID: "x", Attempts: exits(1)}, {ID: "a", Attempts: pub}}},
 			[]string{line("a", "canceled", 0, 0, 0), line("end", "failure", 1, 0, 0)}, "[1]", 1},
+		{"gate: a step waiting for approval holds its dependent; the session ends awaiting_approval, exit 3",
+			Plan{Jobs: 2, Steps: []Step{{ID: "a", Gate: GateWait}, {ID: "b", Deps: []int{0}}, {ID: "c"}}},
+			[]string{line("a", "awaiting_approval", 0, 0, 0), line("b", "pending", 0, 0, 0), line("c", "success", 1, 0, 0)}, "[3]", 1},
+		{"gate: approved between sessions, the resume runs it once",
+			Plan{Jobs: 1, Policy: Policy{Sessions: 2, Approve: func(string, int) bool { return true }}, Steps: []Step{{ID: "a", Gate: GateWait}, {ID: "b", Deps: []int{0}}}},
+			[]string{line("a", "success", 1, 0, 0), line("b", "success", 1, 0, 0)}, "[3 0]", 1},
+		{"gate: rejected between sessions, the resume fails it (on_failure stop)",
+			Plan{Jobs: 1, Policy: Policy{Sessions: 2, Approve: func(string, int) bool { return false }}, Steps: []Step{{ID: "a", Gate: GateWait}, {ID: "b", Deps: []int{0}}}},
+			[]string{line("a", "failure", 1, 0, 0), line("b", "canceled", 0, 0, 0)}, "[3 1]", 1},
+		{"gate: a rejection by timeout goes through the handler, whose re-run asks again: the loop ends remediation_failed",
+			Plan{Jobs: 1, Steps: []Step{{ID: "a", Gate: GateReject, OnFailure: OnFailure{Kind: OnCommand, Explicit: true, MaxRetries: 1, RetryOnSuccess: true}}}},
+			[]string{line("a", "remediation_failed", 2, 1, 0)}, "[1]", 1},
+		{"gate: an approval holds for the retries of its step",
+			Plan{Jobs: 1, Steps: []Step{{ID: "a", Gate: GateApprove, OnFailure: OnFailure{Kind: OnRetry, Explicit: true, MaxRetries: 2}, Attempts: exits(1, 1, 0)}}},
+			[]string{line("a", "success", 3, 0, 0)}, "[0]", 1},
+		{"gate: rules never match a rejection; use_pending_failed makes it pending_failed",
+			Plan{Jobs: 1, UsePendingFailed: true, Steps: []Step{{ID: "a", Gate: GateReject, Rules: []Rule{{MatchAll: true, MaxRetries: 3}}}}},
+			[]string{line("a", "pending_failed", 1, 0, 0)}, "[3]", 1},
+		{"gate: a stop cancels a step at its gate",
+			Plan{Jobs: 2, Steps: []Step{{ID: "x", Attempts: exits(1)}, {ID: "a", Gate: GateWait}}},
+			[]string{line("x", "failure", 1, 0, 0), line("a", "canceled", 0, 0, 0)}, "[1]", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -371,6 +392,7 @@ func withoutOutputs(c *Case) *Case {
 			d.Phases[pi].Steps[si].CPUs = 0 // requests: their own stream too
 			d.Phases[pi].Steps[si].Pool = false
 			d.Phases[pi].Steps[si].When = GWhen{} // conditions: their own stream too
+			d.Phases[pi].Steps[si].Gate = ""      // approval gates: their own stream too
 			if s := &d.Phases[pi].Steps[si]; s.From != "" {
 				delete(d.Codes, s.fromItem()) // and fan-outs over a published value
 				delete(d.HCodes, s.fromItem())

@@ -227,6 +227,10 @@ func (l *stepLog) read(e *exec.Event, in *Input, mask *exec.Masker) {
 			l.decision = &Span{Kind: KindDecision, Attempt: e.Attempt, StartedAt: t, Text: "waiting for a decision (faber classify)"}
 			s.Spans = append(s.Spans, l.decision)
 			s.Trail = append(s.Trail, fmt.Sprintf("attempt %d was left pending_failed, awaiting a decision", e.Attempt))
+		case exec.StatusAwaitingApproval:
+			l.closeDecision(t)
+			l.decision = &Span{Kind: KindApproval, Attempt: e.Attempt, StartedAt: t, Text: "waiting for approval"}
+			s.Spans = append(s.Spans, l.decision)
 		case exec.StatusCached:
 			l.closeDecision(t)
 			s.Spans = append(s.Spans, &Span{Kind: KindCached, StartedAt: t, FinishedAt: &t, Text: "cached"})
@@ -335,6 +339,25 @@ func (l *stepLog) read(e *exec.Event, in *Input, mask *exec.Masker) {
 			w += " with " + limitsText(d.MemoryBytes, d.TimeoutMs)
 		}
 		s.Trail = append(s.Trail, w)
+	case *exec.ApprovalRequested:
+		w := "asked for approval"
+		if d.Prompt != "" {
+			w += ": " + d.Prompt
+		}
+		if d.Phase != "" {
+			w = "its phase " + d.Phase + " " + w
+		}
+		s.Trail = append(s.Trail, w)
+	case *exec.StepApproved:
+		l.closeDecision(t)
+		w := "approved by " + d.By
+		if d.Note != "" {
+			w += " (" + d.Note + ")"
+		}
+		s.Trail = append(s.Trail, w)
+	case *exec.StepRejected:
+		l.closeDecision(t)
+		s.Trail = append(s.Trail, "rejected by "+d.By+": "+d.Reason)
 	case *exec.StepOrphaned:
 		l.closeOpen(t, exec.StatusInterrupted)
 		s.Trail = append(s.Trail, "its faber died while it ran (orphaned, found by resume)")

@@ -75,6 +75,7 @@ var legend = []legendItem{
 	{"backoff", "backoff wait (rule delay)"},
 	{"handler", "on_failure handler"},
 	{"decision", "pending decision (pending_failed)"},
+	{"approval", "waiting for approval (approval gate)"},
 	{"cached", "cached step"},
 	{"skipped", "skipped step (when: false)"},
 	{"fanout", "fan-out (the span of its items)"},

@@ -99,6 +99,8 @@ const (
 	KindBackoff  = "backoff"
 	KindHandler  = "handler"
 	KindDecision = "decision"
+	// KindApproval: a wait at an approval gate (README "Approval gates").
+	KindApproval = "approval"
 	KindCached   = "cached"
 	KindSkipped  = "skipped"
 )

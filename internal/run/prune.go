@@ -190,7 +190,7 @@ func unchanged(stateDir string, fam []*PruneRun) error {
 
 // RunStatuses are every run status, in the README's order.
 func RunStatuses() []string {
-	return []string{exec.RunInProgress, exec.RunSuccess, exec.RunFailed, exec.RunRemediationFailed, exec.RunPendingFailed, exec.RunInterrupted}
+	return []string{exec.RunInProgress, exec.RunSuccess, exec.RunFailed, exec.RunRemediationFailed, exec.RunPendingFailed, exec.RunAwaitingApproval, exec.RunInterrupted}
 }
 
 // ParseStatuses checks --status values (kong splits comma lists) against the

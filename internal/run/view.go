@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/faber-run/faber/exec"
 	"github.com/faber-run/faber/state"
@@ -202,6 +203,48 @@ type PendingStep struct {
 	// PeakUpperBound: the peak is not the attempt's own (no cgroup, no
 	// accounting) but an upper bound of it (Resources.PeakExact).
 	PeakUpperBound bool `json:"peak_upper_bound,omitempty"`
+}
+
+// GateStep is one step awaiting approval (README "Approval gates"), as
+// `pending --json` and the MCP tool list_pending_failed_jobs give it
+// (kind approval).
+type GateStep struct {
+	Kind   string `json:"kind"` // approval
+	StepID string `json:"step_id"`
+	Name   string `json:"name"`
+	Phase  string `json:"phase"`
+	// Gate is the phase's name when the gate is its phase's (decide it
+	// with faber approve RUN PHASE), else "".
+	Gate     string     `json:"gate,omitempty"`
+	Prompt   string     `json:"prompt"`
+	OpenedAt *time.Time `json:"opened_at"`
+	Deadline *time.Time `json:"deadline,omitempty"`
+	// Decided is approved or rejected when a decision is recorded and the
+	// next resume applies it; "" while it waits for one.
+	Decided string `json:"decided,omitempty"`
+}
+
+// GatesOf lists the steps of a run's view that await approval.
+func GatesOf(v *exec.View) []GateStep {
+	out := []GateStep{}
+	for _, st := range v.Steps {
+		if st.Status != exec.StatusAwaitingApproval {
+			continue
+		}
+		g, gate := st.Gate, ""
+		if pg := st.PhaseGate; pg != nil && (g == nil || pg.State == exec.GateOpen || pg.Recorded) {
+			g, gate = pg, st.Phase
+		}
+		p := GateStep{Kind: "approval", StepID: st.ID, Name: st.Name, Phase: st.Phase, Gate: gate}
+		if g != nil {
+			p.Prompt, p.OpenedAt, p.Deadline = g.Prompt, g.OpenedAt, g.Deadline
+			if g.State != exec.GateOpen {
+				p.Decided = g.State
+			}
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // Pending lists a run's pending_failed steps with their stderr tails.

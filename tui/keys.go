@@ -43,13 +43,13 @@ type KeyMap struct {
 	Fail      Binding
 	// The log views' keys, as less and k9s have them: wrap, scroll
 	// sideways, search and go from match to match.
-	Wrap   Binding
-	Left   Binding
-	Right  Binding
-	Search Binding
-	Next   Binding
-	Prev   Binding
-	Approve   Binding
+	Wrap    Binding
+	Left    Binding
+	Right   Binding
+	Search  Binding
+	Next    Binding
+	Prev    Binding
+	Approve Binding
 }
 
 // DefaultKeyMap returns faber's key bindings.

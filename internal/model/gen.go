@@ -347,7 +347,6 @@ func (c *Case) genNotify(rng *rand.Rand) {
 	}
 }
 
-
 // genGates puts an approval gate on about a quarter of the plain steps:
 // one the user decides between sessions, or one whose 1ms timeout approves
 // or rejects.

@@ -769,7 +769,7 @@ func checkNotified(c *model.Case, stateDir, runID string) []string {
 		switch {
 		case e.Type == "step_status" && (e.Status == "failure" || e.Status == "remediation_failed"):
 			kinds = []string{"step_failed"}
-		case e.Type == "step_status" && e.Status == "pending_failed":
+		case e.Type == "step_status" && (e.Status == "pending_failed" || e.Status == "awaiting_approval"):
 			kinds = []string{"awaiting_decision"}
 		case e.Type == "workflow_completed" || e.Type == "workflow_failed":
 			kinds = []string{"run_finished"}

@@ -65,8 +65,19 @@ func openInBrowser(file string, timeout time.Duration) (*pageCheck, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Chromium writes its profile, caches and crash reports under HOME
+	// (and XDG_*): a directory of its own, removed after, so that it never
+	// creates a test's made-up HOME (testscript's /no-home), which other
+	// scripts rely on not existing.
+	home, err := os.MkdirTemp("", "faber-browser-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(home)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(browserPath()),
+		chromedp.UserDataDir(filepath.Join(home, "profile")),
+		chromedp.Env("HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_CACHE_HOME="+filepath.Join(home, ".cache"), "XDG_DATA_HOME="+filepath.Join(home, ".local", "share")),
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("no-first-run", true),
 		chromedp.WindowSize(1366, 900))

@@ -394,6 +394,21 @@ func (c *EventsCmd) Run(g *Globals) error {
 	}
 }
 
+// Help explains logs.
+func (c *LogsCmd) Help() string {
+	return `Prints the output of a step's attempt (the latest by default), or of its
+on_failure handler or recovery script. When an earlier attempt failed, a
+line on stderr names it; a step that never ran says why. A sub-plan step's
+output is its child run's progress, as faber run --ui plain shows it.
+
+Examples:
+  faber logs --last build --stderr
+  faber logs build-20260501T100000-1a2b test --attempt 1 --stderr
+  faber logs --last deploy --handler              what the on_failure command printed
+  faber logs --last train -f                      as it runs
+  faber logs --last build --json | jq -r .text`
+}
+
 // LogsCmd prints a step's logs.
 type LogsCmd struct {
 	RunRef   `embed:""`

@@ -39,7 +39,12 @@ run (q comes back), the status of one that ended; l shows the log of the
 run's failing step (or its last); x x stops an active run as faber stop
 does (resumable); ? shows every key; q quits, and the runs go on.
 
-Needs a terminal: without one, faber list --all prints the same runs.`
+Needs a terminal: without one, faber list --all prints the same runs.
+
+Examples:
+  faber ui
+  FABER_REGISTRY=off faber ui        only this state dir's runs
+  faber prune --forget ~/old/.faber  one dir less on the board`
 }
 
 // Run shows the board until q.

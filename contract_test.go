@@ -761,13 +761,14 @@ func checkNotified(c *model.Case, stateDir, runID string) []string {
 			Kind       string `json:"kind"`
 			Index      int    `json:"index"`
 			TriggerSeq int64  `json:"trigger_seq"`
+			Reason     string `json:"reason"`
 		}
 		if err := json.Unmarshal(l, &e); err != nil {
 			return []string{err.Error()}
 		}
 		var kinds []string
 		switch {
-		case e.Type == "step_status" && (e.Status == "failure" || e.Status == "remediation_failed"):
+		case e.Type == "step_status" && (e.Status == "failure" || e.Status == "remediation_failed") && !strings.HasPrefix(e.Reason, "classified"):
 			kinds = []string{"step_failed"}
 		case e.Type == "step_status" && (e.Status == "pending_failed" || e.Status == "awaiting_approval"):
 			kinds = []string{"awaiting_decision"}

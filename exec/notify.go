@@ -73,6 +73,12 @@ func NotifyKindsOf(e *Event) []string {
 	case EvStepStatus:
 		switch e.Status {
 		case StatusFailure, StatusRemediationFailed:
+			if d, ok := e.Data.(*StepStatus); ok && strings.HasPrefix(d.Reason, "classified") {
+				// faber classify --fail: a person's decision, not a
+				// failure faber found (offline, no faber runs the run to
+				// notify anyway): no step_failed.
+				return nil
+			}
 			return []string{spec.NotifyStepFailed}
 		case StatusPendingFailed, StatusAwaitingApproval:
 			return []string{spec.NotifyAwaitingDecision}

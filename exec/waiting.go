@@ -205,7 +205,11 @@ func (res *Usage) CapacityText() string {
 	}
 	if c.MemoryBytes > 0 {
 		capParts = append(capParts, spec.FormatSize(c.MemoryBytes))
-		useParts = append(useParts, spec.FormatSize(u.MemoryBytes))
+		if u.MemoryBytes > 0 {
+			useParts = append(useParts, spec.FormatSize(u.MemoryBytes))
+		} else {
+			useParts = append(useParts, "no memory") // not "0B"
+		}
 	}
 	if c.GPUs > 0 {
 		capParts = append(capParts, count(c.GPUs, "GPU"))

@@ -62,7 +62,7 @@ func TestCapacityText(t *testing.T) {
 			"capacity: 4 CPUs, 8GiB; in use: 3 CPUs, 6GiB"},
 		{Usage{Capacity: Amounts{CPUs: 1, MemoryBytes: 8 * gib, GPUs: 2, Pools: map[string]int{"db": 2, "api": 5}},
 			InUse: Amounts{CPUs: 1, GPUs: 1, Pools: map[string]int{"db": 2}}},
-			"capacity: 1 CPU, 8GiB, 2 GPUs; in use: 1 CPU, 0B, 1 GPU; pools api 0/5, db 2/2"},
+			"capacity: 1 CPU, 8GiB, 2 GPUs; in use: 1 CPU, no memory, 1 GPU; pools api 0/5, db 2/2"},
 		{Usage{}, "capacity: no limit; in use: nothing"},
 	}
 	for _, c := range cases {

@@ -61,13 +61,14 @@ func (s *Server) Cmd(args ...string) string {
 
 // Start runs command in a new w×h session named name, in dir; its exit code
 // goes to dir/<name>.exit, and the session stays a while so that the screen
-// can be read. The registry of state dirs is off (FABER_REGISTRY=off), so
+// can be read. CI is unset there, as in a person's terminal: under CI=true
+// (.ci/run) faber's --ui auto would print plain lines instead of the live view. The registry of state dirs is off (FABER_REGISTRY=off), so
 // that a test never registers its temporary dirs in the real home, unless
 // command turns it on (env FABER_REGISTRY=on XDG_STATE_HOME=... faber ...).
 func (s *Server) Start(name, dir, command string, w, h int) {
 	s.t.Helper()
 	s.Cmd("new-session", "-d", "-s", name, "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), "-c", dir,
-		fmt.Sprintf("FABER_REGISTRY=off; export FABER_REGISTRY; %s; echo $? > %s.exit; sleep 60", command, name))
+		fmt.Sprintf("unset CI; FABER_REGISTRY=off; export FABER_REGISTRY; %s; echo $? > %s.exit; sleep 60", command, name))
 }
 
 // Capture is the session's screen.

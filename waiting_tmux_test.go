@@ -40,7 +40,7 @@ steps:
 	waits := func(s string) bool {
 		for _, l := range strings.Split(s, "\n") {
 			if strings.Contains(l, "next") && strings.Contains(l, "pending") && strings.Contains(l, "waiting: 1 CPU, 0 free") {
-				return strings.Contains(s, "capacity: 1 CPU, ") && strings.Contains(s, "in use: 1 CPU, 0B")
+				return strings.Contains(s, "capacity: 1 CPU, ") && strings.Contains(s, "in use: 1 CPU, no memory")
 			}
 		}
 		return false

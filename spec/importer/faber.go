@@ -31,11 +31,26 @@ type faberPlan struct {
 	stepToRunN   *yaml.Node
 	agent        []string
 	needPrompt   bool // a step runs a bare prompt: the /prompt command is needed
+	// Approval gates (README "FABER plans"): what asks for each, by phase
+	// name and by "phase:step-id"; the autonomy levels read (the plan's
+	// wins over the workflow's) and the require_approval_for entries.
+	phaseGates  map[string][]faberGate
+	stepGates   map[string][]faberGate
+	planLevel   *yaml.Node
+	wfLevel     *yaml.Node
+	approvalFor []*yaml.Node
+}
+
+// faberGate is one reason for an approval gate: the FABER setting that
+// asks for it (why) and where it is written (at).
+type faberGate struct {
+	why string
+	at  *yaml.Node
 }
 
 func (c *conv) faber(root *yaml.Node) *yaml.Node {
 	out := newMap(root)
-	fp := &faberPlan{agent: c.opts.Agent}
+	fp := &faberPlan{agent: c.opts.Agent, phaseGates: map[string][]faberGate{}, stepGates: map[string][]faberGate{}}
 	var nameF, wfN, agentF *yaml.Node
 	var nameK, instrN *yaml.Node
 	for _, f := range c.fields(root, "plan") {
@@ -49,7 +64,7 @@ func (c *conv) faber(root *yaml.Node) *yaml.Node {
 		case "agent":
 			agentF = f.v
 		case "autonomy":
-			c.warnf(f.k, "autonomy: dropped (faber asks for no approvals: every step runs as planned)")
+			fp.planLevel = c.faberAutonomy(f, "autonomy", fp)
 		case "phases_to_run":
 			fp.phasesToRun = map[string]bool{}
 			for _, p := range c.strList(f.v, "phases_to_run") {
@@ -128,7 +143,7 @@ func (c *conv) faber(root *yaml.Node) *yaml.Node {
 				}
 			}
 		case "autonomy":
-			c.warnf(f.k, "workflow: autonomy: dropped (faber asks for no approvals: every step runs as planned)")
+			fp.wfLevel = c.faberAutonomy(f, "workflow: autonomy", fp)
 		case "extends", "skip_steps":
 			c.errorf(f.k, "workflow: %s: not supported: import a resolved plan (the planner's plan.json has the whole workflow)", f.key)
 		case "resolved_at", "inheritance_chain", "$schema", "integrations", "logging", "name":
@@ -161,6 +176,7 @@ func (c *conv) faber(root *yaml.Node) *yaml.Node {
 			c.errorf(root, "phases_to_run: unknown phase %q", p)
 		}
 	}
+	c.faberGates(fp, phaseMap)
 	phases := newSeq(wfN, false)
 	stepFound := false
 	for _, name := range faberPhases() {
@@ -417,6 +433,7 @@ func (c *conv) faberPhase(name string, pf field, fp *faberPlan, stepFound *bool)
 	set(ph, pf.k, "name", newStr(pf.k, name))
 	steps := newSeq(pf.v, false)
 	lists := map[string]field{}
+	var gates []faberGate
 	for _, f := range c.fields(pf.v, "phase "+name) {
 		switch f.key {
 		case "enabled":
@@ -433,10 +450,17 @@ func (c *conv) faberPhase(name string, pf field, fp *faberPlan, stepFound *bool)
 		case "max_retries":
 			c.warnf(f.k, "phase %s: max_retries: dropped (faber has no phase retry loop; use result_handling or failure_handlers on a step)", name)
 		case "require_approval":
-			c.warnf(f.k, "phase %s: require_approval: dropped (faber does not pause for approval)", name)
+			if f.v.Kind != yaml.ScalarNode || f.v.ShortTag() != "!!bool" {
+				c.errorf(f.v, "phase %s: require_approval: must be true or false, not %s", name, kindName(f.v))
+			} else if f.v.Value == "true" {
+				gates = append(gates, faberGate{why: "require_approval", at: f.k})
+			}
 		default:
 			c.errorf(f.k, "phase %s: unknown FABER field %q: no faber equivalent", name, f.key)
 		}
+	}
+	if g := append(gates, fp.phaseGates[name]...); len(g) > 0 {
+		set(ph, g[0].at, "approval", newStr(g[0].at, gatePrompt("phase "+name, "Start it?", g)))
 	}
 	for _, key := range []string{"pre_steps", "steps", "post_steps"} {
 		f, ok := lists[key]
@@ -564,10 +588,15 @@ func (c *conv) faberStep(phase string, sn *yaml.Node, fp *faberPlan, stepFound *
 			set(s, fp.maxParallel, "max_parallel", newScalar(fp.maxParallel, fp.maxParallel.Value))
 		}
 	}
+	if g := fp.stepGates[phase+":"+idF.v.Value]; len(g) > 0 {
+		set(s, g[0].at, "approval", newStr(g[0].at, gatePrompt("step "+phase+":"+idF.v.Value, "Run it?", g)))
+	}
 	for _, key := range order {
 		f := fs[key]
 		switch key {
 		case "id", "name", "description", "prompt", "skill", "config":
+		case "max_budget_usd", "max_turns":
+			c.warnf(f.k, "%s: %s: dropped (budgets are not built in faber yet: the step runs with no cost or turn ceiling)", where, key)
 		case "result_handling":
 			rh := newMap(f.v)
 			for _, r := range c.fields(f.v, where+": result_handling") {

@@ -478,7 +478,7 @@ func (b *Board) View() string {
 			title += "▏"
 		}
 	}
-	out.WriteString(s.Render(s.Header, cut(title, b.width)))
+	out.WriteString(s.Render(s.Header, truncate(title, b.width)))
 	out.WriteByte('\n')
 
 	now := b.opt.Now()
@@ -491,7 +491,7 @@ func (b *Board) View() string {
 	// colour too).
 	tw := max(b.width-2, 1)
 	widths := fitColumns(heads, cells, tw)
-	out.WriteString(s.Render(s.Dim, cut("  "+joinCells(heads, widths), b.width)))
+	out.WriteString(s.Render(s.Dim, truncate("  "+joinCells(heads, widths), b.width)))
 	out.WriteByte('\n')
 
 	h := b.listHeight()
@@ -504,12 +504,12 @@ func (b *Board) View() string {
 		case len(b.rows) > 0:
 			text = "no run matches (esc clears the filter, a shows all)"
 		}
-		out.WriteString(cut(text, b.width))
+		out.WriteString(truncate(text, b.width))
 		out.WriteByte('\n')
 		lines++
 	}
 	for i := b.offset; i < len(b.shown) && i < b.offset+h; i++ {
-		line := cut(joinCells(cells[i], widths), tw)
+		line := truncate(joinCells(cells[i], widths), tw)
 		mark := "  "
 		switch {
 		case i == b.cursor:
@@ -537,7 +537,7 @@ func (b *Board) View() string {
 			msg += fmt.Sprintf(" (and %d more)", len(b.warnings)-1)
 		}
 	}
-	out.WriteString(s.Render(s.Warn, cut(msg, b.width)))
+	out.WriteString(s.Render(s.Warn, truncate(msg, b.width)))
 	out.WriteByte('\n')
 	out.WriteString(s.Render(s.Dim, b.footer()))
 	return out.String()
@@ -546,7 +546,7 @@ func (b *Board) View() string {
 // footer is the key hints that fit the width; ? and q always do.
 func (b *Board) footer() string {
 	if b.filtering {
-		return cut("type to filter · enter keep · esc clear", b.width)
+		return truncate("type to filter · enter keep · esc clear", b.width)
 	}
 	hints := []string{"↑↓ move", "/ filter", "s sort", "a active", "enter open", "l logs", "x x stop"}
 	end := "? help · q quit"
@@ -558,7 +558,7 @@ func (b *Board) footer() string {
 		}
 		line = next
 	}
-	return cut(line+end, b.width)
+	return truncate(line+end, b.width)
 }
 
 func (b *Board) helpView() string {
@@ -579,10 +579,10 @@ func (b *Board) helpView() string {
 	}
 	lines := make([]string, 0, len(entries)+1)
 	for _, e := range entries {
-		lines = append(lines, cut(fmt.Sprintf("  %-10s %s", e[0], e[1]), b.width))
+		lines = append(lines, truncate(fmt.Sprintf("  %-10s %s", e[0], e[1]), b.width))
 	}
 	if b.opt.Recent != "" {
-		lines = append(lines, cut("shown: "+b.opt.Recent, b.width))
+		lines = append(lines, truncate("shown: "+b.opt.Recent, b.width))
 	}
 	// A title and the footer around the lines; on a terminal too short
 	// for them, what does not fit is left out (the footer stays).
@@ -596,19 +596,19 @@ func (b *Board) helpView() string {
 		out.WriteString(l)
 		out.WriteByte('\n')
 	}
-	out.WriteString(s.Render(s.Dim, cut("? / esc / q back", b.width)))
+	out.WriteString(s.Render(s.Dim, truncate("? / esc / q back", b.width)))
 	return out.String()
 }
 
 func (b *Board) paneView() string {
 	s := b.opt.Styles
 	var out strings.Builder
-	out.WriteString(s.Render(s.Header, cut(b.paneTitle, b.width)))
+	out.WriteString(s.Render(s.Header, truncate(b.paneTitle, b.width)))
 	out.WriteByte('\n')
 	h := b.paneHeight()
 	for i := b.paneTop; i < b.paneTop+h; i++ {
 		if i < len(b.paneLines) {
-			out.WriteString(cut(strings.ReplaceAll(b.paneLines[i], "\t", "    "), b.width))
+			out.WriteString(truncate(strings.ReplaceAll(b.paneLines[i], "\t", "    "), b.width))
 		}
 		out.WriteByte('\n')
 	}
@@ -616,7 +616,7 @@ func (b *Board) paneView() string {
 	if len(b.paneLines) > h {
 		pos = fmt.Sprintf("lines %d-%d of %d · ", b.paneTop+1, min(b.paneTop+h, len(b.paneLines)), len(b.paneLines))
 	}
-	out.WriteString(s.Render(s.Dim, cut(pos+"↑↓ scroll · g/G top/end · q/esc back", b.width)))
+	out.WriteString(s.Render(s.Dim, truncate(pos+"↑↓ scroll · g/G top/end · q/esc back", b.width)))
 	return out.String()
 }
 
@@ -721,25 +721,10 @@ func joinCells(cells []string, widths []int) string {
 		if i == 3 { // DIR: its end says most
 			b.WriteString(padTo(cutLeft(c, widths[i]), widths[i]))
 		} else {
-			b.WriteString(padTo(cut(c, widths[i]), widths[i]))
+			b.WriteString(padTo(truncate(c, widths[i]), widths[i]))
 		}
 	}
 	return strings.TrimRight(b.String(), " ")
-}
-
-// cut shortens s to at most w columns, ending it with … when cut.
-func cut(s string, w int) string {
-	if lipgloss.Width(s) <= w {
-		return s
-	}
-	if w <= 0 {
-		return ""
-	}
-	r := []rune(s)
-	for len(r) > 0 && lipgloss.Width(string(r))+1 > w {
-		r = r[:len(r)-1]
-	}
-	return string(r) + "…"
 }
 
 // cutLeft shortens s to at most w columns from the left: …/end.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sync"
 
@@ -217,16 +216,7 @@ func tail(path string, n int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if fi.Size() > n {
-		if _, err := f.Seek(fi.Size()-n, io.SeekStart); err != nil {
-			return nil, err
-		}
-	}
-	return io.ReadAll(io.LimitReader(f, n))
+	return exec.FileTail(f, n), nil
 }
 
 // uiStop is x x: what faber stop --no-wait does to a run whose owner is

@@ -246,7 +246,7 @@ func runBatch(ps procSpec, ctrl *procCtrl, logs procLogs, b batchExecutor) (o ou
 			fmt.Fprintf(errF, "faber: cannot submit the job: %v\n", err)
 			o.cannotStart(err)
 		}
-		o.stderrTail = fileTail(errF, tailSize)
+		o.stderrTail = FileTail(errF, tailSize)
 		return o
 	}
 	if ps.afterStart != nil {
@@ -338,7 +338,7 @@ wait:
 	if fe != nil {
 		fe.read(true)
 	}
-	o.stderrTail = fileTail(errF, tailSize)
+	o.stderrTail = FileTail(errF, tailSize)
 	o.exitCode, o.signal = js.exitCode, js.signal
 	if o.timedOut {
 		o.exitCode, o.signal = 124, 0

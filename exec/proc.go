@@ -522,7 +522,7 @@ func runProcLogs(ps procSpec, ctrl *procCtrl, logs procLogs) (o outcome) {
 		if fe != nil {
 			fe.read(true)
 		}
-		o.stderrTail = fileTail(errF, tailSize)
+		o.stderrTail = FileTail(errF, tailSize)
 	} else {
 		// Output pipes close when the last writer dies. A process that left
 		// the group (setsid) could hold them open: do not wait for it forever.
@@ -718,8 +718,8 @@ func pump(r io.Reader, w io.Writer, stream string, onLine func(string, []byte), 
 	return werr
 }
 
-// fileTail reads the last n bytes of a log file (opened for reading too).
-func fileTail(f *os.File, n int64) []byte {
+// FileTail reads the last n bytes of a log file (opened for reading too).
+func FileTail(f *os.File, n int64) []byte {
 	fi, err := f.Stat()
 	if err != nil || fi.Size() == 0 {
 		return nil

@@ -163,13 +163,13 @@ func (r *Runner) shortOf(q *request, c spec.Capacity, head *request) string {
 		hc, hm, hg = head.cpus, head.memory, head.gpus
 	}
 	if free := c.CPUs - r.use.cpus - hc; q.cpus > 0 && c.CPUs > 0 && q.cpus > free {
-		return fmt.Sprintf("%s, %d free", count(q.cpus, "CPU"), max(free, 0))
+		return fmt.Sprintf("%s, %d free", Count(q.cpus, "CPU"), max(free, 0))
 	}
 	if free := c.Memory - r.use.memory - hm; q.memory > 0 && c.Memory > 0 && q.memory > free {
 		return fmt.Sprintf("%s memory, %s free", spec.FormatSize(q.memory), spec.FormatSize(max(free, 0)))
 	}
 	if free := c.GPUs - r.use.ngpus - hg; q.gpus > 0 && c.GPUs > 0 && q.gpus > free {
-		return fmt.Sprintf("%s, %d free", count(q.gpus, "GPU"), max(free, 0))
+		return fmt.Sprintf("%s, %d free", Count(q.gpus, "GPU"), max(free, 0))
 	}
 	for _, i := range q.pools {
 		used := r.use.pools[i]
@@ -186,8 +186,8 @@ func (r *Runner) shortOf(q *request, c spec.Capacity, head *request) string {
 	return ""
 }
 
-// count is "1 CPU", "2 CPUs".
-func count(n int, unit string) string {
+// Count is "1 CPU", "2 CPUs": n of unit, plural when n is not 1.
+func Count(n int, unit string) string {
 	if n == 1 {
 		return "1 " + unit
 	}
@@ -200,8 +200,8 @@ func (res *Usage) CapacityText() string {
 	c, u := res.Capacity, res.InUse
 	var capParts, useParts []string
 	if c.CPUs > 0 {
-		capParts = append(capParts, count(c.CPUs, "CPU"))
-		useParts = append(useParts, count(u.CPUs, "CPU"))
+		capParts = append(capParts, Count(c.CPUs, "CPU"))
+		useParts = append(useParts, Count(u.CPUs, "CPU"))
 	}
 	if c.MemoryBytes > 0 {
 		capParts = append(capParts, spec.FormatSize(c.MemoryBytes))
@@ -212,8 +212,8 @@ func (res *Usage) CapacityText() string {
 		}
 	}
 	if c.GPUs > 0 {
-		capParts = append(capParts, count(c.GPUs, "GPU"))
-		useParts = append(useParts, count(u.GPUs, "GPU"))
+		capParts = append(capParts, Count(c.GPUs, "GPU"))
+		useParts = append(useParts, Count(u.GPUs, "GPU"))
 	}
 	if len(capParts) == 0 {
 		capParts = append(capParts, "no limit")

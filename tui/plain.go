@@ -142,7 +142,7 @@ func plainLine(e exec.Event, s Styles, span time.Duration) string {
 		return fmt.Sprintf("%s %s resumed run %s", ts, s.Glyph(exec.RunInProgress), e.RunID)
 	case exec.EvRunStarted:
 		d := data[exec.RunStarted](e)
-		return fmt.Sprintf("%s %s run %s (plan %s, %s)", ts, s.Glyph(exec.RunInProgress), e.RunID, d.Plan, steps(d.TotalSteps))
+		return fmt.Sprintf("%s %s run %s (plan %s, %s)", ts, s.Glyph(exec.RunInProgress), e.RunID, d.Plan, exec.Count(d.TotalSteps, "step"))
 	case exec.EvStepStatus:
 		d := data[exec.StepStatus](e)
 		msg := fmt.Sprintf("%s %s %s %s", ts, s.Glyph(e.Status), e.StepID, s.Status(e.Status))
@@ -249,17 +249,9 @@ func plainLine(e exec.Event, s Styles, span time.Duration) string {
 			failed = " — failed: " + strings.Join(d.FailedSteps, ", ")
 		}
 		return fmt.Sprintf("%s %s run %s %s (%s, %d failed)%s", ts, s.Glyph(e.Status), e.RunID, s.Status(e.Status),
-			steps(d.TotalSteps), d.FailedStepsCount, failed)
+			exec.Count(d.TotalSteps, "step"), d.FailedStepsCount, failed)
 	}
 	return ""
-}
-
-// steps is "1 step", "5 steps".
-func steps(n int) string {
-	if n == 1 {
-		return "1 step"
-	}
-	return fmt.Sprintf("%d steps", n)
 }
 
 func delayText(ms int64) string {

@@ -291,13 +291,12 @@ func SelfProgram(self string) string {
 	if _, err := os.Stat(self); err == nil || runtime.GOOS != "linux" {
 		return self
 	}
-	if p := fmt.Sprintf("/proc/%d/exe", os.Getpid()); fileExists(p) {
+	p := fmt.Sprintf("/proc/%d/exe", os.Getpid())
+	if _, err := os.Stat(p); err == nil {
 		return p
 	}
 	return self
 }
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // childSpec runs a sub-plan step: faber itself runs (or, when the child run
 // exists, resumes) the child plan as a linked run sharing this run's state

@@ -348,7 +348,7 @@ wait:
 	}
 	o.execReason = b.ended(id, js, o)
 	if ps.resultPath != "" {
-		o.resultStatus, o.resultMessage = readResult(ps.resultPath)
+		o.resultStatus, o.resultMessage, o.spent, o.spentBad = readResult(ps.resultPath)
 	}
 }
 

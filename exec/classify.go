@@ -48,6 +48,7 @@ func ClassifyWith(p *spec.Plan, steps map[string]*StepState, stepID, action, rea
 	st.Classified = action
 	if action == ClassifiedRetry {
 		st.Status = StatusPending
+		st.BudgetWaived = true // a person decided: it starts once whatever its budget
 		evs = append(evs, statusOnly(st, "classified retry"))
 		return changed, evs, nil
 	}

@@ -53,7 +53,10 @@ type StepStatus struct {
 	Reason  string   `json:"reason,omitempty"` // why a reader set it (reset, classified ...)
 	// Reserved, on an attempt's start (in_progress), is what the step
 	// reserved with its job slot; nil when nothing.
-	Reserved  *Reserved  `json:"reserved,omitempty"`
+	Reserved *Reserved `json:"reserved,omitempty"`
+	// Spent is what the step has spent over the run, so far (README
+	// "Budgets"); nil when nothing.
+	Spent     *Spent     `json:"spent,omitempty"`
 	StartedAt *time.Time `json:"started_at,omitempty"`
 	// When, on skipped, is the condition that was false.
 	When string `json:"when,omitempty"`

@@ -18,17 +18,29 @@ import (
 func (r *Runner) failure(sr *stepRun, out outcome) {
 	st, def := sr.st, sr.def
 	sr.failed, sr.failedN = &out, st.Attempt
+	// A failure when a budget of the step is spent (README "Budgets") has
+	// cause budget: no rule retries it, no handler runs.
+	budget := out.cause == spec.CauseBudget
+	if why := r.budgetCheck(sr); why != "" && !budget {
+		budget = true
+		st.Error = budgetError(why, st.Error)
+		out.cause = spec.CauseBudget
+		if sr.ended != nil {
+			sr.ended.Cause = spec.CauseBudget
+		}
+	}
 	matched := false
 	if def.FailureHandler != "" {
 		fh := r.Plan.FailureHandlers[def.FailureHandler]
 		rule := MatchRuleCause(fh, out.exitCode, out.resultStatus == "failure" && out.exitCode == 0, out.stderrTail, attemptCause(&out))
-		if out.cause == spec.CauseRejected {
-			// A rejection is no exit code: only on: [rejected] matches it.
-			rule = matchRejected(fh)
+		if out.cause == spec.CauseRejected || budget {
+			// A rejection is no exit code, nor a spent budget: only
+			// on: [rejected] (on: [budget]) matches it.
+			rule = matchOnly(fh, out.cause)
 		}
 		if rule != nil {
 			matched = true
-			if sr.ruleUsed[rule.Index] < rule.MaxRetries {
+			if !budget && sr.ruleUsed[rule.Index] < rule.MaxRetries {
 				if r.canceling(sr) {
 					r.cancelLate(sr, fmt.Sprintf("its retry under failure handler %q (rule %d)", fh.Name, rule.Index+1))
 					return
@@ -45,7 +57,11 @@ func (r *Runner) failure(sr *stepRun, out outcome) {
 		r.commit([]*StepState{st}, r.statusEvent(sr))
 		return
 	}
-	switch of.Kind {
+	kind := of.Kind
+	if budget && kind != spec.OnContinue {
+		kind = spec.OnStop // no retry, no handler
+	}
+	switch kind {
 	case spec.OnContinue:
 		r.freeSlot(sr)
 		st.Status = StatusFailure
@@ -342,6 +358,7 @@ func (r *Runner) handlerDone(sr *stepRun, m msg) {
 		if err := r.stateProblem(sr, "handler", out); err != nil {
 			r.halt(err) // the step ends interrupted below
 		}
+		r.addSpent(sr, out.spent)
 	}
 	ok := m.err == nil && !out.failed()
 	msgText := ""
@@ -358,8 +375,18 @@ func (r *Runner) handlerDone(sr *stepRun, m msg) {
 	if !ok {
 		res.Status = "failure"
 	}
+	if !out.spent.IsZero() {
+		sp := out.spent
+		res.Spent = &sp
+	}
 	reason := sr.ctrl.Reason()
 	retry := ok && of.RetryOnSuccess && sr.remRetries < of.MaxRetries && reason == "" && !r.intr && !r.canceling(sr)
+	if why := r.budgetCheck(sr); retry && why != "" {
+		// The handler's success would re-run the step: not once a budget
+		// is spent (README "Budgets").
+		retry = false
+		st.Error = budgetError(why, st.Error)
+	}
 	if retry {
 		sr.remRetries++
 		res.ActionTaken = "retry_step"
@@ -473,10 +500,11 @@ func MatchRuleCause(fh *spec.FailureHandler, code int, resultOnly bool, stderr [
 	return nil
 }
 
-// matchRejected is the first rule of fh whose on: lists rejected.
-func matchRejected(fh *spec.FailureHandler) *spec.Rule {
+// matchOnly is the first rule of fh whose on: lists cause (rejected,
+// budget): such a failure matches no exit code and no catch-all.
+func matchOnly(fh *spec.FailureHandler, cause string) *spec.Rule {
 	for _, rule := range fh.Rules {
-		if ruleMatchesCause(rule, spec.CauseRejected) {
+		if ruleMatchesCause(rule, cause) {
 			return rule
 		}
 	}

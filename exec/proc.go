@@ -86,10 +86,14 @@ type outcome struct {
 	sysErr        error
 	resultStatus  string // from $FABER_RESULT: "", "success" or "failure"
 	resultMessage string
-	stderrTail    []byte
-	timeout       time.Duration
-	started       time.Time
-	finished      time.Time
+	// spent is what the process reported spending in $FABER_RESULT;
+	// spentBad names the usage fields it wrote wrong (README "Budgets").
+	spent      Spent
+	spentBad   string
+	stderrTail []byte
+	timeout    time.Duration
+	started    time.Time
+	finished   time.Time
 	// exec is the executor that ran the attempt: {error} skips its own
 	// stderr lines, and execReason, when set, says how the executor ended
 	// the attempt.
@@ -550,7 +554,7 @@ func runProcLogs(ps procSpec, ctrl *procCtrl, logs procLogs) (o outcome) {
 	}
 	o.execReason = ex.finish(ps.argv, &o, ctrl.kill)
 	if ps.resultPath != "" {
-		o.resultStatus, o.resultMessage = readResult(ps.resultPath)
+		o.resultStatus, o.resultMessage, o.spent, o.spentBad = readResult(ps.resultPath)
 	}
 	return o
 }
@@ -638,28 +642,31 @@ func stopGracefully(ex processExecutor, grp procGroup, grace time.Duration, done
 const maxResult = 1 << 20
 
 // readResult reads {"status": ..., "message": ...} from a result file, and
+// what its process spent (cost_usd, turns, tokens: parseSpent), and
 // makes the file private (0600) like every file of the run: the step wrote
 // it with its own umask. Only a regular file of at most maxResult bytes is
 // read (opened without blocking: a FIFO would block faber forever, a
 // device never end); anything else, or what is not such JSON, counts as no
 // result file: the exit code decides.
-func readResult(path string) (status, message string) {
+func readResult(path string) (status, message string, sp Spent, spentBad string) {
 	f, fi, err := regfile.Open(path)
 	if err != nil {
-		return "", ""
+		return
 	}
 	defer f.Close()
 	if fi.Mode().Perm()&0o077 != 0 {
 		privateResult(f, fi, path)
 	}
 	if fi.Size() > maxResult {
-		return "", ""
+		return
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxResult+1))
 	if err != nil || len(b) > maxResult {
-		return "", ""
+		return
 	}
-	return parseResult(b)
+	status, message = parseResult(b)
+	sp, spentBad = parseSpent(b)
+	return
 }
 
 // parseResult is readResult on the file's bytes. Invalid UTF-8 in the

@@ -33,6 +33,10 @@ func (r *Runner) statusEvent(sr *stepRun) Event {
 // the attempt's end (finished_at, duration_ms) when it has one.
 func statusPayload(st *StepState, withEnd bool) *StepStatus {
 	d := &StepStatus{Phase: st.Phase, Error: st.Error, ChildRunID: st.ChildRunID}
+	if st.Spent != nil {
+		sp := *st.Spent // a held event (commitLater) is marshaled later
+		d.Spent = &sp
+	}
 	if Status(st.Status).Succeeded() {
 		d.CacheKey = st.CacheKey
 		d.Outputs = st.Outputs

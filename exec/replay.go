@@ -230,6 +230,12 @@ func (p *Replayer) apply(e *Event) {
 		if d.AttemptEnd != nil {
 			st.Attempts = append(st.Attempts, d.AttemptEnd)
 		}
+		if d.Spent != nil {
+			st.Spent = copySpent(d.Spent)
+		}
+		if e.Status != StatusPending {
+			st.BudgetWaived = false // the start it was for came
+		}
 		if e.Status == StatusAwaitingApproval {
 			p.joinGate(st)
 		}
@@ -278,6 +284,9 @@ func (p *Replayer) apply(e *Event) {
 		p.get(e.StepID).Job = d.Job
 	case *StepClassified:
 		p.get(e.StepID).Classified = d.Action
+		if d.Action == ClassifiedRetry {
+			p.get(e.StepID).BudgetWaived = true
+		}
 		setLimits(p.get(e.StepID), d.MemoryBytes, d.TimeoutMs)
 	case *RetryReserved:
 		setLimits(p.get(e.StepID), d.MemoryBytes, d.TimeoutMs)
@@ -350,19 +359,20 @@ func normalized(e *Event) Event {
 		// Keys are ASCII; a value reads back byte-exact (Output's JSON).
 		c.Outputs = slices.Clone(d.Outputs)
 		if a := d.AttemptEnd; a != nil {
-			c.AttemptEnd = &AttemptEnd{Attempt: a.Attempt, Cause: validUTF8(a.Cause), ExitCode: a.ExitCode}
+			c.AttemptEnd = &AttemptEnd{Attempt: a.Attempt, Cause: validUTF8(a.Cause), ExitCode: a.ExitCode, Spent: copySpent(a.Spent)}
 			if r := a.Resources; r != nil {
 				rc := *r
 				rc.Source = validUTF8(r.Source)
 				c.AttemptEnd.Resources = &rc
 			}
 		}
+		c.Spent = copySpent(d.Spent)
 		n.Data = c
 	case *HandlerInvoked:
 		c := &HandlerInvoked{HandlerType: validUTF8(d.HandlerType), HandlerCommand: validUTF8(d.HandlerCommand),
 			RetryCount: d.RetryCount, MaxRetries: d.MaxRetries}
 		if r := d.HandlerResult; r != nil {
-			c.HandlerResult = &HandlerResult{Status: validUTF8(r.Status), Message: validUTF8(r.Message), ExitCode: r.ExitCode, ActionTaken: validUTF8(r.ActionTaken)}
+			c.HandlerResult = &HandlerResult{Status: validUTF8(r.Status), Message: validUTF8(r.Message), ExitCode: r.ExitCode, ActionTaken: validUTF8(r.ActionTaken), Spent: copySpent(r.Spent)}
 		}
 		n.Data = c
 	case *CacheHit:

@@ -32,9 +32,12 @@ type Resources struct {
 // `status --json` and the attempt_end of the step_status event that ends it.
 type AttemptEnd struct {
 	Attempt   int        `json:"attempt"`
-	Cause     string     `json:"cause,omitempty"` // oom | timeout
+	Cause     string     `json:"cause,omitempty"` // oom | timeout | rejected | budget
 	ExitCode  int        `json:"exit_code"`
 	Resources *Resources `json:"resources"`
+	// Spent is what the attempt reported spending in $FABER_RESULT
+	// (README "Budgets"); nil when nothing.
+	Spent *Spent `json:"spent,omitempty"`
 }
 
 // Limits are the limits a step's next attempt runs with when they differ
@@ -122,7 +125,12 @@ func attemptEnd(n int, o *outcome) *AttemptEnd {
 	if res.Source == "" {
 		res.Source = SourceRusage
 	}
-	return &AttemptEnd{Attempt: n, Cause: attemptCause(o), ExitCode: o.exitCode, Resources: res}
+	end := &AttemptEnd{Attempt: n, Cause: attemptCause(o), ExitCode: o.exitCode, Resources: res}
+	if !o.spent.IsZero() {
+		sp := o.spent
+		end.Spent = &sp
+	}
+	return end
 }
 
 // ruleMatchesCause reports whether a rule's on: lists the cause.

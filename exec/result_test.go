@@ -63,7 +63,7 @@ func TestReadResultBounded(t *testing.T) {
 		type res struct{ status, msg string }
 		done := make(chan res, 1)
 		go func() {
-			s, m := readResult(path)
+			s, m, _, _ := readResult(path)
 			done <- res{s, m}
 		}()
 		select {

@@ -157,6 +157,10 @@ type Runner struct {
 	notes notifier
 	// gates are the approval gates open in this session, by key (gate.go).
 	gates map[string]*openGate
+	// budgets: the plan sets a budget (budget.go); spend is what the
+	// run's steps spent, per phase and for the plan.
+	budgets bool
+	spend   spending
 	// later is what commitLater holds for the next commit.
 	later struct {
 		steps []*StepState
@@ -280,6 +284,7 @@ func (r *Runner) setup(prior *Prior) {
 	r.jobs = Jobs(r.Jobs, p)
 	r.setupPools()
 	r.cancel = r.FailFast || p.StopMode == spec.StopCancel
+	r.budgets = hasBudgets(p)
 	r.baseEnv = withoutSets(os.Environ())
 	r.secrets = append(SecretValues(p), r.Secrets...)
 	r.mask = NewMaskerOf(r.secrets)

@@ -157,6 +157,10 @@ func (r *Runner) fill() {
 			}
 			whenErr = err
 		}
+		if whenErr == nil && r.overBudget(sr) {
+			again()
+			continue
+		}
 		if whenErr == nil && r.atGate(sr) {
 			again()
 			continue
@@ -276,6 +280,9 @@ func (r *Runner) startAttempt(sr *stepRun) {
 	st.Hash = StepHash(r.Plan, sr.def)
 	st.CacheKey, st.CachedFrom = "", nil
 	st.Outputs = nil
+	if r.budgets {
+		r.addSpent(sr, Spent{Attempts: 1}) // committed with the start
+	}
 	if sr.def.PlanPath != "" && st.ChildRunID == "" {
 		st.ChildRunID = r.NewRunID(sr.def.ChildName, now)
 	}
@@ -515,9 +522,14 @@ func (r *Runner) attemptDone(sr *stepRun, out outcome) {
 		st.ExitCode = nil
 	}
 	st.PGID, st.PStart, st.Job = 0, "", ""
+	r.addSpent(sr, out.spent)
 	if sr.def.PlanPath == "" && sr.def.FanOut == nil {
 		sr.ended = attemptEnd(st.Attempt, &out)
 		st.Attempts = append(st.Attempts, sr.ended)
+	}
+	if out.spentBad != "" {
+		r.commit(nil, Event{Type: EvWarning, StepID: st.ID, Attempt: st.Attempt,
+			Data: &Warning{Message: fmt.Sprintf("step %q attempt %d: $FABER_RESULT: %s; not counted", st.ID, st.Attempt, out.spentBad)}})
 	}
 	if err := r.stateProblem(sr, "attempt", out); err != nil {
 		// Whatever the process did, this attempt does not count: it is

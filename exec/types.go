@@ -62,6 +62,9 @@ type HandlerResult struct {
 	Message     string `json:"message"`
 	ExitCode    int    `json:"exit_code"`
 	ActionTaken string `json:"action_taken"` // retry_step | stop
+	// Spent is what the handler reported spending in $FABER_RESULT
+	// (README "Budgets"); nil when nothing.
+	Spent *Spent `json:"spent,omitempty"`
 }
 
 // Remediation is the last on_failure handler's record on a step.
@@ -129,6 +132,13 @@ type StepState struct {
 	// "Step outputs"), or a cached step's restored: byte-exact in the
 	// owner's record, with secrets masked in a view replayed from events.
 	Outputs []Output `json:"outputs,omitempty"`
+	// Spent is what the step's attempts and handlers reported spending,
+	// and the attempts it started, over the run (README "Budgets"); nil
+	// when nothing (attempts are counted only in a plan with a budget).
+	Spent *Spent `json:"spent,omitempty"`
+	// BudgetWaived: classified --retry, the step's next start is not
+	// refused for a spent budget (a person decided to spend more).
+	BudgetWaived bool `json:"budget_waived,omitempty"`
 
 	// Gate is the step's own approval gate (or its fan-out's), PhaseGate
 	// its phase's; nil until the step first reaches it.

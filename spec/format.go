@@ -87,6 +87,7 @@ type rawPlan struct {
 	Steps            stepList          `yaml:"steps" doc:"The steps of a single phase named main (use either phases or steps)."`
 	End              *rawEnd           `yaml:"end" label:"end step" doc:"A step run at the end of every session that was not interrupted, whatever happened."`
 	Outputs          omap              `yaml:"outputs" pattern:"^[A-Za-z_][A-Za-z0-9_]*$" doc:"Values the plan publishes when it runs as a sub-plan and succeeds: KEY -> a template ({steps.<id>.outputs.<KEY>}, {name}); the parent's plan: step publishes them."`
+	Budget           *rawBudget        `yaml:"budget" doc:"What the plan's steps may spend together over the run (max_cost_usd, max_turns, max_attempts), as their processes report it in $FABER_RESULT: once spent, no step starts and no retry or handler runs."`
 	Notify           list[*rawNotify]  `yaml:"notify" doc:"Commands run on chosen events (run_finished, run_failed, step_failed, awaiting_decision, run_interrupted), each given the event as JSON on stdin; fire-and-forget: they never change an outcome."`
 }
 
@@ -100,10 +101,11 @@ type rawResources struct {
 
 type rawPhase struct {
 	rawMeta
-	Name     str       `yaml:"name" required:"true" ident:"phase" doc:"Name of the phase."`
-	Parallel boolv     `yaml:"parallel" doc:"Steps of a parallel phase all depend on the previous phase only; otherwise each step needs the previous one."`
-	Steps    stepList  `yaml:"steps" required:"true" doc:"The steps of the phase."`
-	Approval approvalv `yaml:"approval" doc:"A gate decided once for the phase: its entry steps (those with no needs inside the phase) wait, awaiting_approval, until faber approve RUN PHASE (true, a prompt, or {prompt, timeout, on_timeout})."`
+	Name     str        `yaml:"name" required:"true" ident:"phase" doc:"Name of the phase."`
+	Parallel boolv      `yaml:"parallel" doc:"Steps of a parallel phase all depend on the previous phase only; otherwise each step needs the previous one."`
+	Steps    stepList   `yaml:"steps" required:"true" doc:"The steps of the phase."`
+	Budget   *rawBudget `yaml:"budget" doc:"What the phase's steps may spend together over the run (max_cost_usd, max_turns, max_attempts)."`
+	Approval approvalv  `yaml:"approval" doc:"A gate decided once for the phase: its entry steps (those with no needs inside the phase) wait, awaiting_approval, until faber approve RUN PHASE (true, a prompt, or {prompt, timeout, on_timeout})."`
 }
 
 // rawStepBody holds the fields shared by steps and the end step.
@@ -125,6 +127,7 @@ type rawStepBody struct {
 	Executor       str                `yaml:"executor" enum:"local,slurm,sge" doc:"Where this step runs: local, slurm or sge (overrides the plan's)."`
 	Slurm          *rawSlurm          `yaml:"slurm" doc:"Slurm settings of this step (merged over the plan's)."`
 	Sge            *rawSge            `yaml:"sge" doc:"Grid Engine settings of this step (merged over the plan's)."`
+	Budget         *rawBudget         `yaml:"budget" doc:"What the step may spend over the run (max_cost_usd, max_turns, max_attempts), its attempts and handlers together; on a fan-out, each item: once spent, no retry or handler runs and the step ends failure with cause budget."`
 }
 
 type rawStep struct {
@@ -181,7 +184,7 @@ type rawRule struct {
 	Delay          durv       `yaml:"delay" doc:"Wait before the retry (Go duration)."`
 	Backoff        str        `yaml:"backoff" enum:"fixed,exponential" doc:"fixed (default) or exponential (the delay doubles on each retry)."`
 	MaxDelay       durv       `yaml:"max_delay" doc:"Cap of an exponential delay (Go duration)."`
-	On             list[str]  `yaml:"on" doc:"Causes this rule matches besides exit_codes: oom (killed for memory), timeout (a time limit), rejected (an approval gate rejected the step)."`
+	On             list[str]  `yaml:"on" doc:"Causes this rule matches besides exit_codes: oom (killed for memory), timeout (a time limit), rejected (an approval gate rejected the step), budget (a budget was spent: such a failure is never retried)."`
 	MemoryFactor   factorv    `yaml:"memory_factor" doc:"The retry gets the failed attempt's memory limit times this (1 to 100)."`
 	MaxMemory      sizev      `yaml:"max_memory" doc:"Cap of the memory that memory_factor grows to."`
 	TimeoutFactor  factorv    `yaml:"timeout_factor" doc:"The retry gets the failed attempt's timeout times this (1 to 100)."`

@@ -157,10 +157,10 @@ func (b *builder) ruleResources(r *Rule, rr *rawRule) {
 			continue
 		}
 		switch c.V {
-		case CauseOOM, CauseTimeout, CauseRejected:
+		case CauseOOM, CauseTimeout, CauseRejected, CauseBudget:
 			r.On = append(r.On, c.V)
 		default:
-			b.errorf(c.Pos, "%s: on: unknown cause %q (use oom, timeout or rejected)", rr.Where, c.V)
+			b.errorf(c.Pos, "%s: on: unknown cause %q (use oom, timeout, rejected or budget)", rr.Where, c.V)
 		}
 	}
 	r.MemoryFactor, r.TimeoutFactor = rr.MemoryFactor.V, rr.TimeoutFactor.V

@@ -85,7 +85,7 @@ func TestResourceErrors(t *testing.T) {
 		{head + "memory: [1]\nsteps: [{id: a, run: x}]\n", `plan.yaml:2:9: memory: must be a size like 512MiB or 2GiB, not a list`},
 		{head + "steps: [{id: a, run: x, cpus: 0}]\n", `plan.yaml:2:31: step "a": cpus: must be at least 1, not 0`},
 		{head + "steps: [{id: a, run: x, memory: 1G, slurm: {mem: 2G}}]\n", `step "a": has both memory and slurm: mem`},
-		{head + "failure_handlers:\n  - name: h\n    rules:\n      - on: [oops]\nsteps: [{id: a, run: x}]\n", `plan.yaml:5:14: failure handler "h": rules[0]: on: unknown cause "oops" (use oom, timeout or rejected)`},
+		{head + "failure_handlers:\n  - name: h\n    rules:\n      - on: [oops]\nsteps: [{id: a, run: x}]\n", `plan.yaml:5:14: failure handler "h": rules[0]: on: unknown cause "oops" (use oom, timeout, rejected or budget)`},
 		{head + "failure_handlers:\n  - name: h\n    rules:\n      - {on: [oom], memory_factor: 0.5}\nsteps: [{id: a, run: x}]\n", `memory_factor: 0.5 must be a number from 1 to 100`},
 		{head + "failure_handlers:\n  - name: h\n    rules:\n      - {on: [oom], max_memory: 2G}\nsteps: [{id: a, run: x}]\n", `max_memory without memory_factor`},
 	} {

@@ -130,6 +130,10 @@ type Plan struct {
 	// order (README "Notifications").
 	Notify []*Notify
 
+	// Budget is the plan's budget: (every step's spending together), or
+	// nil (README "Budgets").
+	Budget *Budget
+
 	Warnings []Diagnostic // e.g. invalid on_failure values treated as stop
 
 	goos string           // target OS for the default shell ("" = runtime.GOOS)
@@ -175,6 +179,8 @@ type Phase struct {
 	// Approval is the phase's gate (approval:), or nil: decided once, it
 	// holds the phase's entry steps (Step.PhaseGate).
 	Approval *Approval
+	// Budget is the phase's budget: (its steps' spending together), or nil.
+	Budget *Budget
 }
 
 // Step is one unit of work.
@@ -258,6 +264,11 @@ type Step struct {
 	// inside its phase): it waits for the phase's decision first.
 	Approval  *Approval
 	PhaseGate bool
+	// Budget is the step's own budget: (on a fan-out, each item's), or
+	// nil; its phase's and the plan's apply too (README "Budgets"). Not
+	// in the definition hash: raising it with resume --plan re-runs
+	// nothing.
+	Budget *Budget `json:"-"`
 
 	// src is what the step was built from, while the plan is built.
 	src *stepSrc

@@ -152,6 +152,7 @@ func (p *parser) build(raw *rawPlan) *Plan {
 	}
 	b.planOutputs(raw)
 	b.notify(raw)
+	b.plan.Budget = b.budget(raw.Budget, "plan")
 	b.unusedSets()
 	b.resolveDeps()
 	b.findCycles()
@@ -476,6 +477,7 @@ func (b *builder) steps(raw *rawPlan) {
 func (b *builder) phase(rp *rawPhase) {
 	ph := &Phase{Name: rp.Name.V, Parallel: rp.Parallel.V, Pos: rp.Pos}
 	ph.Approval = b.approval(&rp.Approval, orPlan(rp.Where))
+	ph.Budget = b.budget(rp.Budget, orPlan(rp.Where))
 	if rp.Name.Set && strings.TrimSpace(rp.Name.V) == "" {
 		b.errorf(rp.Name.Pos, "%s: name: must not be empty", rp.Where)
 	}
@@ -563,6 +565,7 @@ func (b *builder) step(rs *rawStepBody, where string, pos Pos) *Step {
 		Executor:       pl.Executor,
 		Pos:            pos,
 	}
+	s.Budget = b.budget(rs.Budget, where)
 	if rs.Prompt.Set {
 		if rs.Run.Set {
 			b.errorf(rs.Prompt.Pos, "%s: has both run and prompt (prompt is an alias of run)", where)

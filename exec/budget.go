@@ -161,7 +161,7 @@ func lineOf(scope, name string, b *spec.Budget, s Spent) BudgetLine {
 // Budgets are the budgets of plan p with what steps (a run's records, the
 // end step's included) spent: the plan's, each phase's, then each step's
 // that spent anything or is spent, in plan order. Nil when p sets none.
-func Budgets(p *spec.Plan, steps []*StepState) []BudgetLine {
+func Budgets(p *spec.Plan, run *RunState, steps []*StepState) []BudgetLine {
 	if p == nil {
 		return nil
 	}
@@ -185,6 +185,9 @@ func Budgets(p *spec.Plan, steps []*StepState) []BudgetLine {
 		return nil
 	}
 	var plan Spent
+	if run != nil && run.Spent != nil {
+		plan.add(*run.Spent)
+	}
 	phases := map[string]*Spent{}
 	var out []BudgetLine
 	var stepLines []BudgetLine
@@ -204,7 +207,7 @@ func Budgets(p *spec.Plan, steps []*StepState) []BudgetLine {
 		if def == nil && st.FanOut != "" {
 			def = defs[st.FanOut]
 		}
-		if def != nil && (!sp.IsZero() || def.Budget.MaxAttempts == 0) {
+		if def != nil && !sp.IsZero() {
 			stepLines = append(stepLines, lineOf("step", st.ID, def.Budget, sp))
 		}
 	}
@@ -241,6 +244,9 @@ func (r *Runner) spendingOf() *spending {
 	}
 	sp.made = true
 	sp.phases = map[string]*Spent{}
+	if r.run != nil && r.run.Spent != nil {
+		sp.plan.add(*r.run.Spent)
+	}
 	count := func(st *StepState, inPhase bool) {
 		if st.Spent == nil {
 			return

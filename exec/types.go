@@ -184,6 +184,10 @@ type RunState struct {
 	Status     string     `json:"status"`
 	StartedAt  time.Time  `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at"`
+	// Spent is what agents run for the run as a whole (faber recover)
+	// reported spending: it counts toward the plan's budget (README
+	// "Budgets"); nil when nothing.
+	Spent *Spent `json:"spent,omitempty"`
 }
 
 // Event is one entry of a run's audit trail. Data holds the fields of its

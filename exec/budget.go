@@ -196,8 +196,8 @@ func Budgets(p *spec.Plan, run *RunState, steps []*StepState) []BudgetLine {
 		if st.Spent != nil {
 			sp = *st.Spent
 		}
-		plan.add(sp)
-		if st.ID != "end" {
+		if st.ID != "end" { // the end step has only its own budget
+			plan.add(sp)
 			if phases[st.Phase] == nil {
 				phases[st.Phase] = &Spent{}
 			}
@@ -247,26 +247,22 @@ func (r *Runner) spendingOf() *spending {
 	if r.run != nil && r.run.Spent != nil {
 		sp.plan.add(*r.run.Spent)
 	}
-	count := func(st *StepState, inPhase bool) {
+	count := func(st *StepState) {
 		if st.Spent == nil {
 			return
 		}
 		sp.plan.add(*st.Spent)
-		if inPhase {
-			if sp.phases[st.Phase] == nil {
-				sp.phases[st.Phase] = &Spent{}
-			}
-			sp.phases[st.Phase].add(*st.Spent)
+		if sp.phases[st.Phase] == nil {
+			sp.phases[st.Phase] = &Spent{}
 		}
+		sp.phases[st.Phase].add(*st.Spent)
 	}
+	// The end step is left out: it has only its own budget.
 	for _, s := range r.steps {
-		count(s.st, true)
+		count(s.st)
 	}
 	for _, st := range r.gone {
-		count(st, true)
-	}
-	if r.end != nil {
-		count(r.end.st, false)
+		count(st)
 	}
 	return sp
 }
@@ -282,13 +278,14 @@ func (r *Runner) addSpent(sr *stepRun, s Spent) {
 		sr.st.Spent = &Spent{}
 	}
 	sr.st.Spent.add(s)
-	sp.plan.add(s)
-	if !sr.isEnd {
-		if sp.phases[sr.st.Phase] == nil {
-			sp.phases[sr.st.Phase] = &Spent{}
-		}
-		sp.phases[sr.st.Phase].add(s)
+	if sr.isEnd {
+		return // the end step has only its own budget
 	}
+	sp.plan.add(s)
+	if sp.phases[sr.st.Phase] == nil {
+		sp.phases[sr.st.Phase] = &Spent{}
+	}
+	sp.phases[sr.st.Phase].add(s)
 }
 
 // budgetSpent says which budget of sr is spent: its own (a fan-out

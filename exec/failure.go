@@ -358,7 +358,9 @@ func (r *Runner) handlerDone(sr *stepRun, m msg) {
 		if err := r.stateProblem(sr, "handler", out); err != nil {
 			r.halt(err) // the step ends interrupted below
 		}
-		r.addSpent(sr, out.spent)
+		if out.stoppedBy == "" {
+			r.addSpent(sr, out.spent) // as for attempts (attemptDone)
+		}
 	}
 	ok := m.err == nil && !out.failed()
 	msgText := ""

@@ -522,7 +522,11 @@ func (r *Runner) attemptDone(sr *stepRun, out outcome) {
 		st.ExitCode = nil
 	}
 	st.PGID, st.PStart, st.Job = 0, "", ""
-	r.addSpent(sr, out.spent)
+	if out.stoppedBy == "" {
+		// What a process faber stopped wrote is not trusted (README
+		// "Budgets"): it was stopped before it could report.
+		r.addSpent(sr, out.spent)
+	}
 	if sr.def.PlanPath == "" && sr.def.FanOut == nil {
 		sr.ended = attemptEnd(st.Attempt, &out)
 		st.Attempts = append(st.Attempts, sr.ended)

@@ -55,7 +55,7 @@ func (b *builder) budget(rb *rawBudget, where string) *Budget {
 		return nil
 	}
 	g := &Budget{MaxCostUSD: rb.MaxCostUSD.V, MaxTurns: int64(rb.MaxTurns.V), MaxAttempts: rb.MaxAttempts.V, Pos: rb.Pos}
-	if !rb.MaxCostUSD.Set && !rb.MaxTurns.Set && !rb.MaxAttempts.Set {
+	if !rb.has("max_cost_usd") && !rb.has("max_turns") && !rb.has("max_attempts") {
 		b.errorf(rb.Pos, "%s: budget: sets no limit (use max_cost_usd, max_turns or max_attempts)", where)
 		return nil
 	}

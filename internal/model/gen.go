@@ -69,6 +69,48 @@ type Case struct {
 	// outcome, so the model knows nothing of them: the same outcomes must
 	// hold with them.
 	Notify []GNotify
+	// Budget is the plan's budget: (README "Budgets"); zero: none. Spend[id]
+	// is what each attempt of step id reports spending (units, by
+	// attempt), HSpend[id] what its handler run for failed attempt N does;
+	// Cost says the units are quarters of a dollar (cost_usd, max_cost_usd)
+	// rather than turns.
+	Budget GBudget
+	Spend  map[string][]int
+	HSpend map[string][]int
+	Cost   bool
+}
+
+// GBudget is a budget: in a Case: Units (max_turns, or max_cost_usd in
+// quarters) and Attempts (max_attempts); zero: no budget.
+type GBudget struct {
+	Units    int
+	Attempts int
+}
+
+func (b GBudget) none() bool { return b == GBudget{} }
+
+// model is the budget as the model's, over steps.
+func (b GBudget) model(steps []int) *Budget {
+	if b.none() {
+		return nil
+	}
+	return &Budget{Units: b.Units, Attempts: b.Attempts, Steps: steps}
+}
+
+// yaml is the budget's flow mapping.
+func (b GBudget) yaml(cost bool) string {
+	var parts []string
+	if b.Units > 0 {
+		if cost {
+			parts = append(parts, fmt.Sprintf("max_cost_usd: %g", float64(b.Units)*0.25))
+		} else {
+			parts = append(parts, fmt.Sprintf("max_turns: %d", b.Units))
+		}
+	}
+	if b.Attempts > 0 {
+		parts = append(parts, fmt.Sprintf("max_attempts: %d", b.Attempts))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
 }
 
 // GNotify is one notification of a Case: the kinds it is on, and whether
@@ -96,6 +138,7 @@ type GPhase struct {
 	Name     string
 	Parallel bool
 	Steps    []GStep
+	Budget   GBudget
 }
 
 // GStep is a step of a Case.
@@ -146,6 +189,8 @@ type GStep struct {
 	// "approve" or "reject" ({timeout: 1ms, on_timeout: ...}: the timeout
 	// decides at once).
 	Gate string
+	// Budget is its budget: (a fan-out's: each item's); zero: none.
+	Budget GBudget
 }
 
 // fromItem is the item step of a From fan-out.
@@ -197,6 +242,7 @@ type GRule struct {
 	MaxRetries int // -1: not written (default 3)
 	Recovery   bool
 	RecExit    int
+	OnBudget   bool // on: [budget]
 }
 
 // Gen draws a Case from seed.
@@ -327,7 +373,98 @@ func Gen(seed uint64) *Case {
 	c.genNotify(rand.New(rand.NewPCG(seed^0x0717, seed)))
 	// And approval gates.
 	c.genGates(rand.New(rand.NewPCG(seed^0x6a7e, seed)))
+	// And budgets, with what processes report spending.
+	c.genBudgets(rand.New(rand.NewPCG(seed^0xb0d9, seed)))
 	return c
+}
+
+// genBudgets gives about a third of the plans budgets (README "Budgets"):
+// every process of theirs reports spending 0–2 units (an attempt) or 0–1
+// (a handler run), in turns or quarters of a dollar; the plan (half of
+// them), each phase (a quarter) and each step but sub-plan steps (a third)
+// get a small budget of units, attempts or both; a rule in four is on:
+// [budget].
+func (c *Case) genBudgets(rng *rand.Rand) {
+	if rng.Float64() >= 0.35 {
+		return
+	}
+	c.Cost = rng.IntN(2) == 0
+	c.Spend, c.HSpend = map[string][]int{}, map[string][]int{}
+	draw := func(units, attempts int) GBudget {
+		switch rng.IntN(3) {
+		case 0:
+			return GBudget{Units: 1 + rng.IntN(units)}
+		case 1:
+			return GBudget{Attempts: 1 + rng.IntN(attempts)}
+		}
+		return GBudget{Units: 1 + rng.IntN(units), Attempts: 1 + rng.IntN(attempts)}
+	}
+	for pi := range c.Phases {
+		ph := &c.Phases[pi]
+		for si := range ph.Steps {
+			s := &ph.Steps[si]
+			if s.Child > 0 {
+				continue
+			}
+			for _, id := range s.concrete() {
+				for k := 0; k < 4; k++ {
+					c.Spend[id] = append(c.Spend[id], rng.IntN(3))
+					c.HSpend[id] = append(c.HSpend[id], rng.IntN(2))
+				}
+			}
+			if rng.Float64() < 0.35 {
+				s.Budget = draw(4, 3)
+			}
+		}
+		if rng.Float64() < 0.25 {
+			ph.Budget = draw(6, 5)
+		}
+	}
+	if rng.Float64() < 0.5 {
+		c.Budget = draw(8, 7)
+	}
+	for hi := range c.Handlers {
+		for ri := range c.Handlers[hi].Rules {
+			c.Handlers[hi].Rules[ri].OnBudget = rng.IntN(4) == 0
+		}
+	}
+}
+
+// dropBudgets takes every budget out of c, and what its processes report.
+func (c *Case) dropBudgets() {
+	c.Budget, c.Spend, c.HSpend, c.Cost = GBudget{}, nil, nil, false
+	for pi := range c.Phases {
+		c.Phases[pi].Budget = GBudget{}
+		for si := range c.Phases[pi].Steps {
+			c.Phases[pi].Steps[si].Budget = GBudget{}
+		}
+	}
+	for hi := range c.Handlers {
+		for ri := range c.Handlers[hi].Rules {
+			c.Handlers[hi].Rules[ri].OnBudget = false
+		}
+	}
+}
+
+// spendFiles are the files s.sh and h.sh read what they report from.
+func (c *Case) spendFiles(files map[string]string) {
+	if c.Spend == nil {
+		return
+	}
+	unit := "turns"
+	if c.Cost {
+		unit = "cost"
+	}
+	files["spend/unit"] = unit + "\n"
+	for name, m := range map[string]map[string][]int{"spend/": c.Spend, "hspend/": c.HSpend} {
+		for id, xs := range m {
+			var b strings.Builder
+			for _, x := range xs {
+				fmt.Fprintf(&b, "%d\n", x)
+			}
+			files[name+id] = b.String()
+		}
+	}
 }
 
 // genNotify gives about half of the plans one or two notifications, each
@@ -988,6 +1125,7 @@ func (c *Case) Files() map[string]string {
 	files["s.sh"] = stepScript
 	files["h.sh"] = handlerScript
 	files["r.sh"] = recoveryScript
+	files["spend.sh"] = spendScript
 	files["in.txt"] = "the input of every step with inputs:\n"
 	for _, ph := range c.Phases {
 		for _, s := range ph.Steps {
@@ -1015,6 +1153,7 @@ func (c *Case) Files() map[string]string {
 		}
 		files["hcodes/"+id] = b.String()
 	}
+	c.spendFiles(files)
 	return files
 }
 
@@ -1048,12 +1187,29 @@ case $c in
 *b) c=${c%b}; echo "a line without an equals sign" >> "$FABER_OUTPUTS";;
 esac
 echo "attempt $FABER_STEP_ID $FABER_ATTEMPT $c" >> trace.log
+sp=$(./spend.sh "spend/$FABER_STEP_ID" "$FABER_ATTEMPT")
 if [ "$c" = r ]; then
-  printf '{"status":"failure","message":"the result file says failure"}' > "$FABER_RESULT"
+  printf '{"status":"failure","message":"the result file says failure"%s}' "${sp:+,$sp}" > "$FABER_RESULT"
   exit 0
 fi
+[ -z "$sp" ] || printf '{%s}' "$sp" > "$FABER_RESULT"
 [ "$c" = 0 ] || echo "attempt $FABER_ATTEMPT failed with $c" >&2
 exit "$c"
+`
+
+// spendScript prints the usage fields a process reports (README
+// "Budgets"): line $2 of file $1 is its units, turns or quarters of a
+// dollar as spend/unit says; nothing for 0 or no line.
+const spendScript = `#!/bin/sh
+u=$(sed -n "${2}p" "$1" 2>/dev/null)
+case $u in
+''|0) exit 0;;
+esac
+if [ "$(cat spend/unit)" = cost ]; then
+  printf '"cost_usd":%s' "0.$((u * 25))"
+else
+  printf '"turns":%s' "$u"
+fi
 `
 
 const handlerScript = `#!/bin/sh
@@ -1065,6 +1221,8 @@ done
 c=$(sed -n "${FABER_FAILED_ATTEMPT}p" "hcodes/$FABER_STEP_ID" 2>/dev/null)
 [ -n "$c" ] || c=0
 echo "handler $FABER_STEP_ID $FABER_FAILED_ATTEMPT $c" >> trace.log
+sp=$(./spend.sh "hspend/$FABER_STEP_ID" "$FABER_FAILED_ATTEMPT")
+[ -z "$sp" ] || printf '{%s}' "$sp" > "$FABER_RESULT"
 exit "$c"
 `
 
@@ -1104,6 +1262,9 @@ func (c *Case) YAML() string {
 	if c.UsePF {
 		b.WriteString("use_pending_failed: true\n")
 	}
+	if !c.Budget.none() {
+		fmt.Fprintf(&b, "budget: %s\n", c.Budget.yaml(c.Cost))
+	}
 	b.WriteString("commands:\n  /fix: ./h.sh\n")
 	if len(c.Handlers) > 0 {
 		b.WriteString("failure_handlers:\n")
@@ -1121,12 +1282,19 @@ func (c *Case) YAML() string {
 				if r.Recovery {
 					fmt.Fprintf(&b, "        recovery_script: ./r.sh %d\n", r.RecExit)
 				}
+				if r.OnBudget {
+					b.WriteString("        on: [budget]\n")
+				}
 			}
 		}
 	}
 	b.WriteString("phases:\n")
 	for _, ph := range c.Phases {
-		fmt.Fprintf(&b, "  - name: %s\n    parallel: %v\n    steps:\n", ph.Name, ph.Parallel)
+		fmt.Fprintf(&b, "  - name: %s\n    parallel: %v\n", ph.Name, ph.Parallel)
+		if !ph.Budget.none() {
+			fmt.Fprintf(&b, "    budget: %s\n", ph.Budget.yaml(c.Cost))
+		}
+		b.WriteString("    steps:\n")
 		for _, s := range ph.Steps {
 			fmt.Fprintf(&b, "      - id: %s\n", s.ID)
 			switch {
@@ -1167,6 +1335,9 @@ func (c *Case) YAML() string {
 			}
 			if w := s.When.expr(); w != "" {
 				fmt.Fprintf(&b, "        when: '%s'\n", w)
+			}
+			if !s.Budget.none() {
+				fmt.Fprintf(&b, "        budget: %s\n", s.Budget.yaml(c.Cost))
 			}
 			switch s.Gate {
 			case "wait":
@@ -1251,7 +1422,7 @@ func (c *Case) Model() *Plan {
 	handlers := map[string][]Rule{}
 	for _, h := range c.Handlers {
 		for _, r := range h.Rules {
-			mr := Rule{Codes: r.Codes, MatchAll: r.MatchAll, MaxRetries: r.MaxRetries, Recovery: r.Recovery}
+			mr := Rule{Codes: r.Codes, MatchAll: r.MatchAll, MaxRetries: r.MaxRetries, Recovery: r.Recovery, OnBudget: r.OnBudget}
 			if mr.MaxRetries < 0 {
 				mr.MaxRetries = 3
 			}
@@ -1260,6 +1431,14 @@ func (c *Case) Model() *Plan {
 	}
 	index := map[string]int{}
 	in := c.partSet()
+	// The steps of each phase, for its budget.
+	phaseOf := map[string]int{}
+	for pi, ph := range c.Phases {
+		for _, s := range ph.Steps {
+			phaseOf[s.ID] = pi
+		}
+	}
+	phaseSteps := make([][]int, len(c.Phases))
 	for _, t := range c.templates() {
 		s := t.s
 		if in != nil && !in[s.ID] {
@@ -1274,10 +1453,12 @@ func (c *Case) Model() *Plan {
 			index[id] = len(p.Steps)
 			items = append(items, len(p.Steps))
 			grown := s.Glob && k == len(ids)-2 // g<n>/x9, the file the user adds
+			phaseSteps[phaseOf[s.ID]] = append(phaseSteps[phaseOf[s.ID]], len(p.Steps))
 			p.Steps = append(p.Steps, Step{ID: id, Deps: c.idx(index, t.deps), Rules: handlers[s.Handler], OnFailure: on,
 				Attempts: c.Codes[id], Handler: c.HCodes[id], Cacheable: s.Cache, Group: join, Grown: grown, Uses: c.idx(index, s.Uses), HUses: c.idx(index, s.HUses), Maker: c.maker(s, grown, index),
 				CPUs: c.localCPUs(s), Pools: s.pools(),
-				When: c.cond(s, id, false, index)})
+				When: c.cond(s, id, false, index),
+				Spend: c.Spend[id], HSpend: c.HSpend[id], Budget: s.Budget.model(nil)})
 		}
 		index[s.ID] = len(p.Steps)
 		st := Step{ID: s.ID, Deps: c.idx(index, t.deps), Rules: handlers[s.Handler], OnFailure: on,
@@ -1287,7 +1468,9 @@ func (c *Case) Model() *Plan {
 			st.HUses = c.idx(index, s.HUses)
 			st.CPUs, st.Pools = c.localCPUs(s), s.pools()
 			st.Gate = map[string]GateKind{"wait": GateWait, "approve": GateApprove, "reject": GateReject}[s.Gate]
+			st.Spend, st.HSpend, st.Budget = c.Spend[s.ID], c.HSpend[s.ID], s.Budget.model(nil)
 		}
+		phaseSteps[phaseOf[s.ID]] = append(phaseSteps[phaseOf[s.ID]], len(p.Steps))
 		st.When = c.cond(s, s.ID, s.Items != nil || s.Glob, index)
 		if s.Items != nil || s.Glob {
 			st.Join, st.Items, st.Cacheable, st.Dynamic = true, items, false, s.Glob || s.From != ""
@@ -1299,6 +1482,17 @@ func (c *Case) Model() *Plan {
 	}
 	if c.End {
 		p.End = &Step{ID: "end", Attempts: c.Codes["end"], Group: -1, Uses: c.idx(index, c.EndUses)}
+	}
+	for pi, ph := range c.Phases {
+		if b := ph.Budget.model(phaseSteps[pi]); b != nil {
+			p.Budgets = append(p.Budgets, *b)
+		}
+	}
+	if b := c.Budget.model(nil); b != nil {
+		for i := range p.Steps {
+			b.Steps = append(b.Steps, i)
+		}
+		p.Budgets = append(p.Budgets, *b)
 	}
 	return p
 }
@@ -1453,6 +1647,23 @@ func (c *Case) Shrinks() []*Case {
 			}
 		}
 	}
+	if c.Spend != nil {
+		// No budgets at all, then one budget fewer.
+		variant(func(d *Case) { d.dropBudgets() })
+	}
+	if !c.Budget.none() {
+		variant(func(d *Case) { d.Budget = GBudget{} })
+	}
+	for pi, ph := range c.Phases {
+		if !ph.Budget.none() {
+			variant(func(d *Case) { d.Phases[pi].Budget = GBudget{} })
+		}
+		for si, st := range ph.Steps {
+			if !st.Budget.none() {
+				variant(func(d *Case) { d.Phases[pi].Steps[si].Budget = GBudget{} })
+			}
+		}
+	}
 	if c.Rerun {
 		variant(func(d *Case) { d.Rerun = false })
 	}
@@ -1594,6 +1805,15 @@ func (c *Case) clone() *Case {
 	d.Sleep = map[string]int{}
 	for k, v := range c.Sleep {
 		d.Sleep[k] = v
+	}
+	if c.Spend != nil {
+		d.Spend, d.HSpend = map[string][]int{}, map[string][]int{}
+		for k, v := range c.Spend {
+			d.Spend[k] = append([]int(nil), v...)
+		}
+		for k, v := range c.HSpend {
+			d.HSpend[k] = append([]int(nil), v...)
+		}
 	}
 	return &d
 }

@@ -51,6 +51,9 @@ type Rule struct {
 	MatchAll   bool
 	MaxRetries int
 	Recovery   bool // has a recovery_script
+	// OnBudget: on: [budget]; the only rules a budget failure matches,
+	// and they grant it no retry (README "Budgets").
+	OnBudget bool
 }
 
 // Exit is what one process does: exit with Code, or (Result) exit 0 after
@@ -145,6 +148,22 @@ type Step struct {
 	From int
 	// Gate is its approval gate (README "Approval gates").
 	Gate GateKind
+	// Spend[n-1] is what attempt n reports spending in $FABER_RESULT, in
+	// units (turns, or quarters of a dollar); HSpend[n-1] what the handler
+	// run for failed attempt n reports; past the end, 0. Budget is its own
+	// budget: (a fan-out's items each have it), or nil.
+	Spend  []int
+	HSpend []int
+	Budget *Budget
+}
+
+// Budget is a budget: as the model sees it: Units (max_turns, or
+// max_cost_usd in quarters of a dollar) and Attempts (max_attempts); 0
+// is no limit. Steps, on a plan's or a phase's, are the steps it covers.
+type Budget struct {
+	Units    int
+	Attempts int
+	Steps    []int
 }
 
 // GateKind is a step's approval gate as the model sees it.
@@ -217,6 +236,22 @@ type Plan struct {
 	UsePendingFailed bool
 	// Policy says what the user does after a session (classify, resume).
 	Policy Policy
+	// Budgets are the plan's and the phases' budgets (README "Budgets");
+	// the steps' own are on them.
+	Budgets []Budget
+}
+
+// hasBudgets: some budget is set (only then are attempts counted).
+func (p *Plan) hasBudgets() bool {
+	if len(p.Budgets) > 0 {
+		return true
+	}
+	for i := range p.Steps {
+		if p.Steps[i].Budget != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Policy is what the user does after each session; the random test does
@@ -327,6 +362,13 @@ type St struct {
 	// taken.
 	Gate     GateState
 	Reserved bool
+	// Units and Ran are what it spent over the run (every session): units
+	// its attempts and handlers reported, attempts started (counted in a
+	// plan with budgets). Waived: classified --retry, its next start is
+	// not refused for a spent budget.
+	Units  int
+	Ran    int
+	Waived bool
 }
 
 // GateState is where a step's approval gate stands.
@@ -424,7 +466,8 @@ func (o Outcome) String() string {
 func (o Outcome) Key() string { return o.String() }
 
 type explorer struct {
-	p    *Plan
+	p       *Plan
+	budgets bool // p.hasBudgets()
 	memo map[string][]*World
 	// Limit bounds the states explored (0: 200,000).
 	Limit int
@@ -437,7 +480,7 @@ var ErrTooBig = fmt.Errorf("model: too many states")
 
 // Outcomes returns every outcome the contract allows for p.
 func Outcomes(p *Plan) (map[string]Outcome, error) {
-	e := &explorer{p: p, memo: map[string][]*World{}}
+	e := &explorer{p: p, memo: map[string][]*World{}, budgets: p.hasBudgets()}
 	w := e.fresh()
 	w.Entry = make([]string, len(p.Steps))
 	w.Pub = make([]bool, len(p.Steps))
@@ -533,6 +576,7 @@ func (e *explorer) resume(w *World, sessions int) *World {
 			}
 			if e.p.Policy.ClassifyRetry != nil && e.p.Policy.ClassifyRetry(e.p.Steps[i].ID, len(w.Codes)) {
 				r.S[i].Status = Pending
+				r.S[i].Waived = true
 			} else {
 				r.S[i].Status = Failure
 				r.S[i].Classified = true
@@ -851,7 +895,7 @@ func (e *explorer) fillOne(w *World) bool {
 		}
 		switch {
 		case s.Status == Queued:
-			if e.atGate(w, i) {
+			if e.overBudget(w, i) || e.atGate(w, i) {
 				return true
 			}
 			if !e.fits(def, free, &head) {
@@ -865,7 +909,7 @@ func (e *explorer) fillOne(w *World) bool {
 				s.Published = false
 				return true
 			}
-			if !bad && e.atGate(w, i) {
+			if !bad && (e.overBudget(w, i) || e.atGate(w, i)) {
 				return true
 			}
 			if !e.fits(def, free, &head) {
@@ -891,6 +935,7 @@ func (e *explorer) fillOne(w *World) bool {
 		}
 		s.Reserved = false
 		s.Status = Running
+		e.started(s)
 		s.Slot = true
 		w.Running++
 		return true
@@ -1071,6 +1116,9 @@ func (e *explorer) complete(w *World, i int) {
 		x := e.exitOf(w, i, s.Attempt)
 		late := s.Late
 		s.Late = false
+		if _, bad := e.cond(w, i); e.budgets && !bad && e.usesOK(w, def) {
+			s.Units += spendOf(def.Spend, s.Attempt) // what its process reported
+		}
 		if !x.Failed() {
 			e.free(w, s)
 			s.Status = Success
@@ -1101,6 +1149,7 @@ func (e *explorer) complete(w *World, i int) {
 			s.Published = w.Pub[i] // the outputs of the success it names
 		default:
 			s.Status = Running
+			e.started(s)
 			if !s.Reserved {
 				s.Attempt++
 			}
@@ -1164,6 +1213,10 @@ func (e *explorer) reject(w *World, i int) {
 		w.Entry[i] = "" // a failure drops the entry
 		w.Pub[i] = false
 	}
+	if e.budgets && e.spent(w, i) {
+		e.budgetFailure(w, i)
+		return
+	}
 	e.onFailure(w, i, false, w.Stopping && e.p.Cancel)
 }
 
@@ -1172,6 +1225,10 @@ func (e *explorer) reject(w *World, i int) {
 // starts.
 func (e *explorer) failure(w *World, i int, x Exit, late bool) {
 	def, s := &e.p.Steps[i], &w.S[i]
+	if e.budgets && e.spent(w, i) {
+		e.budgetFailure(w, i)
+		return
+	}
 	s.FailedN = s.Attempt
 	rule := matchRule(def.Rules, x)
 	if rule >= 0 && s.RuleUsed[rule] < def.Rules[rule].MaxRetries {
@@ -1258,10 +1315,14 @@ func (e *explorer) handlerDone(w *World, i int) {
 	def, s := &e.p.Steps[i], &w.S[i]
 	of := def.OnFailure
 	s.HandlerN++
-	ok := def.handler(s.FailedN) == 0 && e.usesAll(w, def.HUses)
+	ran := e.usesAll(w, def.HUses) // else it could not start
+	if ran && e.budgets {
+		s.Units += spendOf(def.HSpend, s.FailedN)
+	}
+	ok := def.handler(s.FailedN) == 0 && ran
 	e.free(w, s)
 	switch {
-	case ok && of.RetryOnSuccess && s.RemRetries < of.MaxRetries:
+	case ok && of.RetryOnSuccess && s.RemRetries < of.MaxRetries && !(e.budgets && e.spent(w, i)):
 		s.RemRetries++
 		s.Status = Queued
 		s.Attempt++

@@ -405,6 +405,7 @@ func withoutOutputs(c *Case) *Case {
 	d.CPUs, d.PoolSize = 0, 0
 	d.Part = GPart{} // a part: its own stream too
 	d.Notify = nil   // notifications: their own stream, drawn last
+	d.dropBudgets()  // budgets: their own stream, drawn last
 	for id, xs := range d.Codes {
 		for i := range xs {
 			xs[i].Out = OutNone

@@ -1457,7 +1457,7 @@ func (c *Case) Model() *Plan {
 			p.Steps = append(p.Steps, Step{ID: id, Deps: c.idx(index, t.deps), Rules: handlers[s.Handler], OnFailure: on,
 				Attempts: c.Codes[id], Handler: c.HCodes[id], Cacheable: s.Cache, Group: join, Grown: grown, Uses: c.idx(index, s.Uses), HUses: c.idx(index, s.HUses), Maker: c.maker(s, grown, index),
 				CPUs: c.localCPUs(s), Pools: s.pools(),
-				When: c.cond(s, id, false, index),
+				When:  c.cond(s, id, false, index),
 				Spend: c.Spend[id], HSpend: c.HSpend[id], Budget: s.Budget.model(nil)})
 		}
 		index[s.ID] = len(p.Steps)

@@ -468,7 +468,7 @@ func (o Outcome) Key() string { return o.String() }
 type explorer struct {
 	p       *Plan
 	budgets bool // p.hasBudgets()
-	memo map[string][]*World
+	memo    map[string][]*World
 	// Limit bounds the states explored (0: 200,000).
 	Limit int
 	n     int

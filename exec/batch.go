@@ -350,6 +350,7 @@ wait:
 	if ps.resultPath != "" {
 		o.resultStatus, o.resultMessage, o.spent, o.spentBad = readResult(ps.resultPath)
 	}
+	readAgentSpent(ps, o)
 }
 
 // runningJobs are the steps of prior running an attempt whose job is

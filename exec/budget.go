@@ -1,9 +1,11 @@
 package exec
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 
@@ -402,4 +404,68 @@ func copySpent(s *Spent) *Spent {
 	}
 	c := *s
 	return &c
+}
+
+// agentTail is how much of a process's stdout is read for an agent's
+// result line.
+const agentTail = 64 << 10
+
+// readAgentSpent sets what the process spent from an agent's result line
+// (agentSpent), when ps asks for it and its result file reported nothing.
+func readAgentSpent(ps procSpec, o *outcome) {
+	if !ps.agentUsage || !o.spent.IsZero() || o.spentBad != "" || ps.stdoutPath == "" {
+		return
+	}
+	f, err := os.Open(ps.stdoutPath)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if sp, ok := agentSpent(FileTail(f, agentTail)); ok {
+		o.spent = sp
+	}
+}
+
+// agentSpent reads the result line an agent CLI prints last in its JSON
+// output modes (Claude Code's `-p --output-format json` or `stream-json`):
+// a JSON object with "type": "result", whose total_cost_usd, num_turns
+// and usage (input, output and cache tokens added up) are what it spent.
+// ok is false for any other last line.
+func agentSpent(tail []byte) (sp Spent, ok bool) {
+	tail = bytes.TrimRight(tail, " \t\r\n")
+	if i := bytes.LastIndexByte(tail, '\n'); i >= 0 {
+		tail = tail[i+1:]
+	}
+	tail = bytes.TrimSpace(tail)
+	if len(tail) == 0 || tail[0] != '{' {
+		return Spent{}, false
+	}
+	var r struct {
+		Type         string   `json:"type"`
+		TotalCostUSD *float64 `json:"total_cost_usd"`
+		NumTurns     *int64   `json:"num_turns"`
+		Usage        *struct {
+			Input       int64 `json:"input_tokens"`
+			Output      int64 `json:"output_tokens"`
+			CacheCreate int64 `json:"cache_creation_input_tokens"`
+			CacheRead   int64 `json:"cache_read_input_tokens"`
+		} `json:"usage"`
+	}
+	if json.Unmarshal(tail, &r) != nil || r.Type != "result" {
+		return Spent{}, false
+	}
+	if r.TotalCostUSD != nil && *r.TotalCostUSD >= 0 && *r.TotalCostUSD <= 1e12 {
+		sp.CostUSD = *r.TotalCostUSD
+	}
+	if r.NumTurns != nil && *r.NumTurns >= 0 {
+		sp.Turns = *r.NumTurns
+	}
+	if u := r.Usage; u != nil {
+		for _, n := range []int64{u.Input, u.Output, u.CacheCreate, u.CacheRead} {
+			if n > 0 {
+				sp.Tokens = satAdd(sp.Tokens, n)
+			}
+		}
+	}
+	return sp, !sp.IsZero()
 }

@@ -245,6 +245,9 @@ func (r *Runner) procFor(sr *stepRun, kind string, argv []string, timeout time.D
 		outputsPath: outputs,
 		timeout:     timeout,
 		grace:       r.grace(sr),
+		// An agent's own report of what it spent (README "Budgets") is
+		// read only where a budget could use it.
+		agentUsage: r.budgets && kind != "recovery" && sr.def.PlanPath == "",
 	}
 	// A child run (faber --ui json) reports its events on stdout.
 	child := sr.def.PlanPath != "" && kind == "attempt"

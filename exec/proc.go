@@ -69,6 +69,10 @@ type procSpec struct {
 	// stdin, if set, is the process's standard input (a notification's
 	// event); else it reads /dev/null.
 	stdin []byte
+	// agentUsage: with no usage in its result file, what the process
+	// spent is read from an agent's result line, the last of its stdout
+	// (agentSpent).
+	agentUsage bool
 }
 
 // outcome is what happened to a process.
@@ -556,6 +560,7 @@ func runProcLogs(ps procSpec, ctrl *procCtrl, logs procLogs) (o outcome) {
 	if ps.resultPath != "" {
 		o.resultStatus, o.resultMessage, o.spent, o.spentBad = readResult(ps.resultPath)
 	}
+	readAgentSpent(ps, &o)
 	return o
 }
 

@@ -24,6 +24,8 @@ func FuzzResult(f *testing.F) {
 		`[]`, `null`, ``, "   \n", `{"status": "success"`,
 		"{\"status\": \"failure\", \"message\": \"\xff\xfe\"}",
 		`{"status": "success", "status": "failure"}`,
+		`{"status":"failure","cost_usd":0.5,"turns":3,"tokens":"x"}`,
+		`{"type":"result","total_cost_usd":0.1,"num_turns":2,"usage":{"input_tokens":5}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -37,6 +39,13 @@ func FuzzResult(f *testing.F) {
 		}
 		if len(msg) > len(b)*3 { // \uXXXX is 6 bytes, U+FFFD 3; one byte of the file 3 at most
 			t.Fatalf("a message of %d bytes from %d", len(msg), len(b))
+		}
+		// What a process reports spending is never negative (README
+		// "Budgets").
+		for _, sp := range []Spent{must(parseSpent(b)), must(agentSpent(b))} {
+			if sp.CostUSD < 0 || sp.CostUSD > 1e12 || sp.Turns < 0 || sp.Tokens < 0 || sp.Attempts != 0 {
+				t.Fatalf("spent %+v from %q", sp, b)
+			}
 		}
 	})
 }
@@ -80,3 +89,5 @@ func TestReadResultBounded(t *testing.T) {
 		}
 	}
 }
+
+func must[T, U any](v T, _ U) T { return v }

@@ -56,8 +56,8 @@ func PeakText(st *exec.StepState) string {
 	if a.Resources.MemoryLimitBytes > 0 {
 		t += "/" + spec.FormatSize(a.Resources.MemoryLimitBytes)
 	}
-	if a.Cause != "" {
-		t += " " + a.Cause
+	if a.Cause == spec.CauseOOM || a.Cause == spec.CauseTimeout {
+		t += " " + a.Cause // what ended it, beside its memory (not a rejection, not a budget)
 	}
 	return t
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -63,6 +64,9 @@ func printDry(w io.Writer, p *spec.Plan, dp *run.DryPlan) {
 	fmt.Fprintf(w, "dry run: nothing runs and nothing is written; at most %d %s at once\n", dp.Jobs, plural(dp.Jobs, "step runs", "steps run"))
 	if dp.Capacity != nil {
 		fmt.Fprintf(w, "capacity: %s; a step starts when its request fits what the running steps leave\n", dp.Capacity.Text)
+	}
+	if len(dp.Budgets) > 0 {
+		fmt.Fprintf(w, "budgets: %s (over the run: once one is spent, its steps start no attempt, retry or handler)\n", strings.Join(dp.Budgets, "; "))
 	}
 	fmt.Fprintf(w, "%s and %s stand for values known only when the run runs (in handlers also %s, %s, %s, %s)\n",
 		run.PhRunID, run.PhAttempt, run.PhError, run.PhExitCode, run.PhStdoutFile, run.PhStderrFile)
@@ -204,6 +208,9 @@ func printDryStep(w io.Writer, ds *run.DryStep) {
 	} else {
 		kv("timeout", "none")
 	}
+	if ds.Budget != "" {
+		kv("budget", ds.Budget+" (over the run)")
+	}
 	if len(ds.ExecPrefix) > 0 {
 		kv("executor", ds.Executor+": "+subst.Join(ds.ExecPrefix))
 	} else {
@@ -257,29 +264,47 @@ func printDryJoin(kv func(k, v string), ds *run.DryStep, j *run.FanOut) {
 	if ds.Requests != nil {
 		kv("requests", ds.Requests.Text+" (each item)")
 	}
+	if ds.Budget != "" {
+		kv("budget", ds.Budget+" (each item, over the run)")
+	}
 	kv("join", "runs no process: success once every item succeeded, else failure")
 }
 
 // ruleSummary is one rule on one line: what it matches, then what it grants.
 func ruleSummary(r *run.DryRule) string {
 	var b strings.Builder
+	var what []string
 	if len(r.ExitCodes) > 0 {
 		codes := make([]string, len(r.ExitCodes))
 		for i, c := range r.ExitCodes {
 			codes[i] = strconv.Itoa(c)
 		}
-		b.WriteString("exit " + strings.Join(codes, ", "))
-	} else {
+		what = append(what, "exit "+strings.Join(codes, ", "))
+	}
+	for _, c := range r.On {
+		what = append(what, c)
+	}
+	switch {
+	case r.MatchAll:
 		b.WriteString("any failure")
+	case len(what) == 0:
+		b.WriteString("no failure")
+	default:
+		b.WriteString(strings.Join(what, " or "))
 	}
 	if r.StderrMatches != "" {
 		fmt.Fprintf(&b, " with stderr matching %q", r.StderrMatches)
 	}
 	b.WriteString(" -> ")
-	if r.MaxRetries == 0 {
+	onlyBudget := len(what) == 1 && len(r.On) == 1 && r.On[0] == spec.CauseBudget && !r.MatchAll
+	switch {
+	case r.MaxRetries == 0 || onlyBudget:
 		b.WriteString("no retry")
-	} else {
+	default:
 		fmt.Fprintf(&b, "up to %d %s", r.MaxRetries, plural(r.MaxRetries, "retry", "retries"))
+		if slices.Contains(r.On, spec.CauseBudget) {
+			b.WriteString(" (none for a spent budget)")
+		}
 	}
 	if r.Delay != "" {
 		b.WriteString(", delay " + r.Delay)

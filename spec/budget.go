@@ -3,6 +3,7 @@ package spec
 import (
 	"math"
 	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -47,6 +48,25 @@ func (v *costv) decode(p *parser, n *yaml.Node, where string) {
 
 func (v *costv) schema(*schemaGen) map[string]any {
 	return map[string]any{"type": "number", "exclusiveMinimum": 0}
+}
+
+// Text is the budget's limits on one line: "$1.00 · 40 turns · 3
+// attempts"; "" for no budget.
+func (b *Budget) Text() string {
+	if b == nil {
+		return ""
+	}
+	var parts []string
+	if b.MaxCostUSD > 0 {
+		parts = append(parts, "$"+strconv.FormatFloat(b.MaxCostUSD, 'f', 2, 64))
+	}
+	if b.MaxTurns > 0 {
+		parts = append(parts, strconv.FormatInt(b.MaxTurns, 10)+" turns")
+	}
+	if b.MaxAttempts > 0 {
+		parts = append(parts, strconv.Itoa(b.MaxAttempts)+" attempts")
+	}
+	return strings.Join(parts, " · ")
 }
 
 // budget builds a budget from its raw form; nil when there is none.

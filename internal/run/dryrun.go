@@ -45,6 +45,10 @@ type DryPlan struct {
 	Capacity *DryRequest `json:"capacity,omitempty"`
 	// Notify are the plan's notifications, which a dry run does not run.
 	Notify []*DryNotify `json:"notify,omitempty"`
+	// Budgets are the plan's and the phases' budgets, as "plan $20.00",
+	// `phase "fix" 40 turns` (README "Budgets"); the steps' own are on
+	// them.
+	Budgets []string `json:"budgets,omitempty"`
 }
 
 // DryNotify is one of the plan's notifications: the kinds it is run on,
@@ -131,6 +135,9 @@ type DryStep struct {
 	Item       *string           `json:"item,omitempty"`
 	ItemFields map[string]string `json:"item_fields,omitempty"`
 	ItemNames  []string          `json:"-"` // ItemFields' names in order
+	// Budget is the step's own budget: (each item's, on a fan-out), as
+	// "$1.00 · 40 turns · 3 attempts"; "" for none (README "Budgets").
+	Budget string `json:"budget,omitempty"`
 	// Requests is what the step reserves of the run's capacity while it
 	// runs (a join's: what each of its items does); nil for nothing.
 	Requests *DryRequest `json:"requests,omitempty"`
@@ -153,14 +160,17 @@ type DryHandler struct {
 
 // DryRule is one exit-code rule, its recovery script substituted.
 type DryRule struct {
-	ExitCodes      []int  `json:"exit_codes"`
-	MatchAll       bool   `json:"match_all_exit_codes"`
-	StderrMatches  string `json:"stderr_matches,omitempty"`
-	MaxRetries     int    `json:"max_retries"`
-	Delay          string `json:"delay,omitempty"`
-	Backoff        string `json:"backoff"`
-	MaxDelay       string `json:"max_delay,omitempty"`
-	RecoveryScript string `json:"recovery_script,omitempty"`
+	ExitCodes []int `json:"exit_codes"`
+	MatchAll  bool  `json:"match_all_exit_codes"`
+	// On are the causes it matches besides exit codes (oom, timeout,
+	// rejected, budget).
+	On             []string `json:"on,omitempty"`
+	StderrMatches  string   `json:"stderr_matches,omitempty"`
+	MaxRetries     int      `json:"max_retries"`
+	Delay          string   `json:"delay,omitempty"`
+	Backoff        string   `json:"backoff"`
+	MaxDelay       string   `json:"max_delay,omitempty"`
+	RecoveryScript string   `json:"recovery_script,omitempty"`
 }
 
 // DryOnFailure is a step's on_failure, a /command resolved.
@@ -204,6 +214,14 @@ func DryRun(stateDir string, p *spec.Plan, jobs int, noCache bool, force []strin
 // end step last.
 func buildDry(p *spec.Plan, jobs int, allItems bool) (*DryPlan, error) {
 	dp := &DryPlan{Plan: p.Name, File: p.File, Jobs: exec.Jobs(jobs, p), Levels: LevelIDs(p), Steps: []*DryStep{}}
+	if p.Budget != nil {
+		dp.Budgets = append(dp.Budgets, "plan "+p.Budget.Text())
+	}
+	for _, ph := range p.Phases {
+		if ph.Budget != nil {
+			dp.Budgets = append(dp.Budgets, fmt.Sprintf("phase %q %s", ph.Name, ph.Budget.Text()))
+		}
+	}
 	for i, level := range p.Levels() {
 		for _, s := range level {
 			if !allItems && !itemShown(s) {
@@ -241,6 +259,7 @@ func buildDryStep(p *spec.Plan, s *spec.Step) (*DryStep, error) {
 	if ds.Needs == nil {
 		ds.Needs = []string{}
 	}
+	ds.Budget = s.Budget.Text()
 	if t := s.RequestText(); t != "" && s != p.End {
 		r := s.Request()
 		ds.Requests = &DryRequest{CPUs: r.CPUs, MemoryBytes: r.Memory, GPUs: r.GPUs, Pools: s.Pools, Text: t}
@@ -299,7 +318,7 @@ func buildDryStep(p *spec.Plan, s *spec.Step) (*DryStep, error) {
 	if fh := p.FailureHandlers[s.FailureHandler]; fh != nil {
 		dh := &DryHandler{Name: fh.Name}
 		for _, r := range fh.Rules {
-			dr := &DryRule{ExitCodes: r.ExitCodes, MatchAll: r.MatchAll, MaxRetries: r.MaxRetries, Backoff: r.Backoff}
+			dr := &DryRule{ExitCodes: r.ExitCodes, MatchAll: r.MatchAll, On: r.On, MaxRetries: r.MaxRetries, Backoff: r.Backoff}
 			if dr.ExitCodes == nil {
 				dr.ExitCodes = []int{}
 			}

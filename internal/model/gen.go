@@ -379,9 +379,10 @@ func Gen(seed uint64) *Case {
 }
 
 // genBudgets gives about a third of the plans budgets (README "Budgets"):
-// every process of theirs reports spending 0–2 units (an attempt) or 0–1
-// (a handler run), in turns or quarters of a dollar; the plan (half of
-// them), each phase (a quarter) and each step but sub-plan steps (a third)
+// every process of theirs reports spending 0–2 units (an attempt, or a
+// handler run: more often 1), in turns or quarters of a dollar; the plan
+// (half of them), each phase (a quarter) and each step but sub-plan steps
+// (half)
 // get a small budget of units, attempts or both; a rule in four is on:
 // [budget].
 func (c *Case) genBudgets(rng *rand.Rand) {
@@ -409,10 +410,10 @@ func (c *Case) genBudgets(rng *rand.Rand) {
 			for _, id := range s.concrete() {
 				for k := 0; k < 4; k++ {
 					c.Spend[id] = append(c.Spend[id], rng.IntN(3))
-					c.HSpend[id] = append(c.HSpend[id], rng.IntN(2))
+					c.HSpend[id] = append(c.HSpend[id], []int{0, 1, 1, 2}[rng.IntN(4)])
 				}
 			}
-			if rng.Float64() < 0.35 {
+			if rng.Float64() < 0.5 {
 				s.Budget = draw(4, 3)
 			}
 		}

@@ -28,14 +28,14 @@ func budgetPlan(stateDir, runID string) *spec.Plan {
 		return nil
 	}
 	p := StoredPlan(stateDir, runID, meta)
-	if p == nil || !setsBudget(p) {
+	if p == nil || !SetsBudget(p) {
 		return nil
 	}
 	return p
 }
 
-// setsBudget reports whether p sets a budget anywhere.
-func setsBudget(p *spec.Plan) bool {
+// SetsBudget reports whether p sets a budget anywhere.
+func SetsBudget(p *spec.Plan) bool {
 	if p.Budget != nil || p.End != nil && p.End.Budget != nil {
 		return true
 	}

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/faber-run/faber/exec"
@@ -98,23 +97,4 @@ func (m *Model) stepBudget(r *stepRow) string {
 		}
 	}
 	return ""
-}
-
-// spentText is what one process reported spending: "$0.75 · 4 turns ·
-// 1200 tokens".
-func spentText(sp *exec.Spent) string {
-	if sp == nil {
-		return ""
-	}
-	var parts []string
-	if sp.CostUSD > 0 {
-		parts = append(parts, "$"+exec.FormatCost(sp.CostUSD))
-	}
-	if sp.Turns > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s", sp.Turns, plural(int(min(sp.Turns, 2)), "turn", "turns")))
-	}
-	if sp.Tokens > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s", sp.Tokens, plural(int(min(sp.Tokens, 2)), "token", "tokens")))
-	}
-	return strings.Join(parts, " · ")
 }

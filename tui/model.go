@@ -992,7 +992,7 @@ func (m *Model) apply(e exec.Event) {
 		status, message := handlerOutcome(d.HandlerResult)
 		text := fmt.Sprintf("on_failure %s: %s", status, oneLine(message))
 		if hr := d.HandlerResult; hr != nil && hr.Spent != nil {
-			text += " · spent " + spentText(hr.Spent)
+			text += " · spent " + hr.Spent.Text()
 		}
 		r.log.add(logLine{text: text, mark: true})
 		m.fitAttempt(r)
@@ -1036,7 +1036,7 @@ func (m *Model) applyStatus(e exec.Event) {
 		r.peakBound = !ae.Resources.PeakExact()
 	}
 	if ae := d.AttemptEnd; ae != nil && ae.Spent != nil {
-		r.log.add(logLine{text: fmt.Sprintf("attempt %d spent %s", ae.Attempt, spentText(ae.Spent)), mark: true})
+		r.log.add(logLine{text: fmt.Sprintf("attempt %d spent %s", ae.Attempt, ae.Spent.Text()), mark: true})
 	}
 	switch e.Status {
 	case exec.StatusInProgress:

@@ -70,7 +70,7 @@ func (c *AttachCmd) Run(g *Globals) error {
 	}
 	opt := tui.Options{Plan: meta.Plan, RunID: id, Steps: steps, Styles: tui.NewStyles(useColor(g, g.stdout)),
 		Attached: true, ResumeHint: true, OnClassify: classifier(g, id), OnDecide: gateDecider(g, id), Usage: usageAsker(g, id),
-		Estimate: estimator(g, plan)}
+		Estimate: estimator(g, plan), Budgets: budgeter(plan)}
 
 	// The owner is looked at before the log is read: once it is gone, that
 	// read got every event the run will ever have.

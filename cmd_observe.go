@@ -138,6 +138,9 @@ type StatusCmd struct {
 func (c *StatusCmd) Help() string {
 	return `The run's status comes first, then a row per step: its status, attempt,
 exit code, duration, peak memory and error (a fan-out's items under it).
+When the plan sets a budget, a Budgets block follows: each budget's
+spending against its limits ($2.25/$5.00 · 12/20 turns), SPENT once one is
+reached (--json: budgets, and spent on each step and attempt).
 
 PEAK MEM is the last attempt's peak memory, with its limit when one was set
 (164MiB/256MiB) and oom or timeout when that ended it. Unmarked, it is the
@@ -168,6 +171,7 @@ func (c *StatusCmd) Run(g *Globals) error {
 		}
 		warnDamaged(g, de)
 		b = withETA(g, b)
+		b = run.WithBudgets(b, run.BudgetsOfRun(g.StateDir, c.RunID))
 		out := run.IndentJSON(make([]byte, 0, len(b)+len(b)/2), b)
 		_, err = g.stdout.Write(append(out, '\n'))
 		return err
@@ -186,6 +190,9 @@ func (c *StatusCmd) Run(g *Globals) error {
 		eta = "ETA: " + etaOf(g, v.Run.Plan, v.Steps).String()
 	}
 	if err := printStatusUsage(g, v, c.All, part, run.Usage(g.StateDir, &v.Run), eta); err != nil {
+		return err
+	}
+	if err := printBudgets(g, run.BudgetsOfRun(g.StateDir, c.RunID)); err != nil {
 		return err
 	}
 	if v.Run.Status == exec.RunInterrupted {
@@ -280,6 +287,31 @@ func printStatusUsage(g *Globals, v *exec.View, all bool, part string, u *exec.U
 		if hidden > 0 {
 			fmt.Fprintf(tw, "  … %d more (faber status --all)\n", hidden)
 		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return buf.Flush()
+}
+
+// printBudgets prints the Budgets block of faber status (README
+// "Budgets"): a line per budget of the plan, with what its steps spent
+// against its limits, and SPENT (which limit) once one is reached. Nothing
+// when the plan sets none.
+func printBudgets(g *Globals, lines []exec.BudgetLine) error {
+	if len(lines) == 0 {
+		return nil
+	}
+	s := tui.NewStyles(useColor(g, g.stdout))
+	buf := bufio.NewWriter(g.stdout)
+	fmt.Fprintln(buf, "Budgets")
+	tw := tui.NewTable(buf)
+	for _, l := range lines {
+		if l.Reached == "" {
+			fmt.Fprintf(tw, "  %s\t%s\n", l.Label(), l.Text())
+			continue
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s (%s)\n", l.Label(), l.Text(), s.Render(s.Error, "SPENT"), l.Reached)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

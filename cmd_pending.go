@@ -22,6 +22,9 @@ func (c *PendingCmd) Help() string {
 	return `Lists the steps of a run that wait as pending_failed for a decision (plans with
 use_pending_failed: true): exit code, attempt, error, cause and peak memory,
 a hint, and the last 50 lines of stderr, with the classify command to run.
+A step that a spent budget failed (cause budget) shows each budget that
+covers it, spent against its limits: only a person spends more (classify
+--retry starts it once whatever its budget).
 
 Examples:
   faber pending --last
@@ -58,7 +61,8 @@ func (c *PendingCmd) Run(g *Globals) error {
 			code = fmt.Sprint(*p.ExitCode)
 		}
 		fmt.Fprintf(g.stdout, "step %s (phase %s): attempt %d, exit %s: %s\n", p.StepID, p.Phase, p.Attempt, code, p.Error)
-		if p.PeakRSSBytes > 0 || p.Cause != "" {
+		budget := p.Cause == spec.CauseBudget
+		if p.PeakRSSBytes > 0 || p.Cause != "" && !budget {
 			peak := spec.FormatSize(p.PeakRSSBytes)
 			if p.PeakUpperBound {
 				peak = "≤" + peak
@@ -67,10 +71,18 @@ func (c *PendingCmd) Run(g *Globals) error {
 			if p.MemoryLimitBytes > 0 {
 				fmt.Fprintf(g.stdout, " of a %s limit", spec.FormatSize(p.MemoryLimitBytes))
 			}
-			if p.Cause != "" {
+			if p.Cause != "" && !budget {
 				fmt.Fprintf(g.stdout, "; cause: %s", p.Cause)
 			}
 			fmt.Fprintln(g.stdout)
+		}
+		if budget {
+			// A spent budget is no memory matter: its own lines, with
+			// what each budget that covers the step has spent.
+			fmt.Fprintf(g.stdout, "  cause: budget\n")
+			for _, l := range p.Budgets {
+				fmt.Fprintf(g.stdout, "  budget %s\n", run.BudgetText(l))
+			}
 		}
 		if p.Hint != "" {
 			fmt.Fprintf(g.stdout, "  hint: %s\n", p.Hint)

@@ -54,7 +54,19 @@ func liveOptions(g *Globals, plan *spec.Plan, runID string, decide bool, prior .
 		WaitDecisions: decide,
 		Usage:         usageAsker(g, runID),
 		Estimate:      estimator(g, plan),
+		Budgets:       budgeter(plan),
 	}
+}
+
+// budgeter is how a live view (the owner's, or attach's) shows the plan's
+// budgets (tui.Options.Budgets, README "Budgets"): exec.Budgets of the
+// plan over what the view knows the steps spent. nil without a plan or a
+// budget in it.
+func budgeter(plan *spec.Plan) func([]*exec.StepState) []exec.BudgetLine {
+	if plan == nil || !run.SetsBudget(plan) {
+		return nil
+	}
+	return func(steps []*exec.StepState) []exec.BudgetLine { return exec.Budgets(plan, nil, steps) }
 }
 
 // estimator is how a live view (the owner's, or attach's) shows the run's

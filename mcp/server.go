@@ -13,6 +13,7 @@ import (
 
 	"github.com/faber-run/faber/exec"
 	"github.com/faber-run/faber/internal/run"
+	"github.com/faber-run/faber/spec"
 	"github.com/faber-run/faber/state"
 )
 
@@ -43,7 +44,10 @@ func NewServer(stateDir string, opt state.Options, version string) *sdk.Server {
 		Annotations: ro,
 		Description: `List the steps of a faber run that failed and wait as pending_failed for a
 decision, each with its exit code, attempt, error, a hint (transient or
-permanent, guessed from the text) and the last 50 lines of its stderr.
+permanent, guessed from the text) and the last 50 lines of its stderr. A step
+with cause budget failed because a budget was spent (its budgets show spent
+against the limits): retrying it spends more, a person's decision; leave it
+unless you were asked to decide it.
 Decide on each with classify_and_resolve_failures: retry for transient-looking
 failures (network, timeouts, rate limits, preemption), fail for code or
 configuration errors that would recur unchanged.`,
@@ -100,18 +104,22 @@ continues the run.`,
 (in_progress, success, failed, remediation_failed, pending_failed,
 interrupted) and every step with its status (skipped: its when: was false),
 attempt, exit code, error, published outputs, dependencies (needs) and
-remediation; for an active run whose steps request resources, its capacity,
-what is in use (in_use) and why a step waits (waiting). Read-only.`,
+remediation, and what it spent (spent); the plan's budgets with what they
+spent and the limit reached (budgets, when the plan sets any); for an active
+run whose steps request resources, its capacity, what is in use (in_use) and
+why a step waits (waiting). Read-only.`,
 	}, func(ctx context.Context, req *sdk.CallToolRequest, in runInput) (*sdk.CallToolResult, any, error) {
 		out, err := run.StatusOfRun(t.stateDir, in.RunID)
 		if err != nil {
 			return nil, nil, err
 		}
-		b, err := json.MarshalIndent(run.WithUsage(t.stateDir, out), "", "  ")
+		b, err := json.Marshal(run.WithUsage(t.stateDir, out))
 		if err != nil {
 			return nil, nil, err
 		}
-		return textResult(string(b)), nil, nil
+		// the budgets of its plan, as faber status --json has them
+		b = run.WithBudgets(b, run.Budgets(t.stateDir, in.RunID, &exec.View{Run: out.RunState, Steps: out.Steps}))
+		return textResult(string(run.IndentJSON(nil, b))), nil, nil
 	})
 
 	sdk.AddTool(server, &sdk.Tool{
@@ -233,6 +241,13 @@ func pendingText(runID string, ps []run.PendingStep, gates []run.GateStep) strin
 			code = fmt.Sprint(*p.ExitCode)
 		}
 		fmt.Fprintf(&b, "- step %s (phase %s): attempt %d, exit code %s: %s\n", p.StepID, p.Phase, p.Attempt, code, run.FirstLine(p.Error))
+		if p.Cause == spec.CauseBudget {
+			// Spending more is a person's decision, not a model's guess.
+			b.WriteString("  cause: budget\n")
+			for _, l := range p.Budgets {
+				fmt.Fprintf(&b, "  budget %s\n", run.BudgetText(l))
+			}
+		}
 		if p.Hint != "" {
 			fmt.Fprintf(&b, "  hint: %s\n", p.Hint)
 		}

@@ -85,6 +85,12 @@ type Options struct {
 	// at now. The header asks it about once a second while the run is
 	// active; it must be quick.
 	Estimate func(steps []*exec.StepState, now time.Time) string
+	// Budgets, when set, are the plan's budget lines (exec.Budgets) with
+	// what steps spent, given the steps (and items) that spent something
+	// as the view knows them (ID, Phase, FanOut, Spent): the header shows
+	// the plan's and the phases', the log pane's title the selected
+	// step's own (README "Budgets"). nil for a plan without budgets.
+	Budgets func(steps []*exec.StepState) []exec.BudgetLine
 }
 
 // Messages the model understands besides keys and window sizes.
@@ -310,6 +316,13 @@ type Model struct {
 	// eta is Options.Estimate's last answer, asked at etaAt.
 	eta   string
 	etaAt time.Time
+
+	// spent is what each step (an item too) has spent, as its last
+	// step_status said, in spentOrder as first seen; budgets the lines
+	// of Options.Budgets from it (nil: to work out again).
+	spent      map[string]*exec.StepState
+	spentOrder []*exec.StepState
+	budgets    []exec.BudgetLine
 }
 
 // NewModel returns the model for a run; New wraps it in a running program.
@@ -323,6 +336,7 @@ func NewModel(opt Options) *Model {
 		counts:    map[string]int{},
 		plainSt:   NewStyles(false),
 		childRuns: map[string]*childRun{},
+		spent:     map[string]*exec.StepState{},
 		items:     map[string]*itemState{},
 		fans:      map[string]*exec.ItemCounts{},
 		itemsOf:   map[string][]*itemState{},
@@ -350,6 +364,9 @@ func NewModel(opt Options) *Model {
 	}
 	m.layoutRows()
 	for id, ps := range opt.Prior {
+		if ps != nil {
+			m.spentOf(id, ps.Phase, ps.Spent)
+		}
 		if it := m.items[id]; it != nil && ps != nil {
 			m.setItemStatus(it, ps.Status)
 			continue
@@ -927,6 +944,9 @@ func (m *Model) apply(e exec.Event) {
 	case exec.EvFanOutExpanded:
 		m.applyExpanded(e.StepID, data[exec.FanOutExpanded](e))
 	case exec.EvStepStatus:
+		if d, ok := e.Data.(*exec.StepStatus); ok && d.Spent != nil {
+			m.spentOf(e.StepID, d.Phase, d.Spent)
+		}
 		if it := m.items[e.StepID]; it != nil {
 			m.applyItemStatus(it, e)
 			return
@@ -970,7 +990,11 @@ func (m *Model) apply(e exec.Event) {
 		r.retries, r.budget = d.RetryCount, d.MaxRetries
 		r.budgetBy = "on_failure"
 		status, message := handlerOutcome(d.HandlerResult)
-		r.log.add(logLine{text: fmt.Sprintf("on_failure %s: %s", status, oneLine(message)), mark: true})
+		text := fmt.Sprintf("on_failure %s: %s", status, oneLine(message))
+		if hr := d.HandlerResult; hr != nil && hr.Spent != nil {
+			text += " · spent " + hr.Spent.Text()
+		}
+		r.log.add(logLine{text: text, mark: true})
 		m.fitAttempt(r)
 	case exec.EvStepOrphaned:
 		r := m.step(e.StepID, e)
@@ -1010,6 +1034,9 @@ func (m *Model) applyStatus(e exec.Event) {
 	if ae := d.AttemptEnd; ae != nil && ae.Resources != nil {
 		r.peak, r.limit, r.cause = ae.Resources.PeakRSSBytes, ae.Resources.MemoryLimitBytes, ae.Cause
 		r.peakBound = !ae.Resources.PeakExact()
+	}
+	if ae := d.AttemptEnd; ae != nil && ae.Spent != nil {
+		r.log.add(logLine{text: fmt.Sprintf("attempt %d spent %s", ae.Attempt, ae.Spent.Text()), mark: true})
 	}
 	switch e.Status {
 	case exec.StatusInProgress:

@@ -469,7 +469,8 @@ func errOf(exit *int, e string) string {
 
 // header is two lines: plan, run id, state and elapsed time; then a
 // progress bar and the count of steps per status; and, while the run's
-// owner says what it uses of its capacity (usageLine), a third.
+// owner says what it uses of its capacity (usageLine), a third; and when
+// the plan or a phase sets a budget (budgetLine), one more.
 func (m *Model) header() []string {
 	s := m.st
 	left := s.Header.Render("faber") + " " + s.Bold.Render(m.opt.Plan) + s.Dim.Render(" · ") + m.opt.RunID
@@ -513,10 +514,14 @@ func (m *Model) header() []string {
 	if eta := m.etaText(); eta != "" && ansi.StringWidth(line2)+3+ansi.StringWidth(eta) <= m.width {
 		line2 += "   " + s.Dim.Render(eta)
 	}
+	lines := []string{line1, line2}
 	if u := m.usageLine(); u != "" {
-		return []string{line1, line2, u}
+		lines = append(lines, u)
 	}
-	return []string{line1, line2}
+	if b := m.budgetLine(); b != "" {
+		lines = append(lines, b)
+	}
+	return lines
 }
 
 // etaText is the run's ETA while it runs (Options.Estimate), asked again
@@ -641,7 +646,11 @@ func (m *Model) logPane(h int) []string {
 		title += fmt.Sprintf(" · attempt %d", r.attempt)
 	}
 	rs := m.rowStatus(r)
-	title += " · " + rs + " "
+	title += " · " + rs
+	if b := m.stepBudget(r); b != "" {
+		title += " · " + b
+	}
+	title += " "
 	where := "newest output"
 	switch {
 	case off > 0:

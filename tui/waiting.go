@@ -69,10 +69,14 @@ func (m *Model) usageLine() string {
 
 // headerH is how many lines the header takes.
 func (m *Model) headerH() int {
-	if m.usage == nil || m.height < 10 {
-		return 2
+	h := 2
+	if m.usage != nil && m.height >= 10 {
+		h++
 	}
-	return 3
+	if m.budgetLine() != "" {
+		h++
+	}
+	return h
 }
 
 // waitText is why the step of row r waits for resources ("" when it does

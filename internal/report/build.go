@@ -48,7 +48,8 @@ func Load(stateDir, runID, version string) (*Report, *state.DamagedError, error)
 		}
 		return ""
 	}
-	r, err := Build(Input{Meta: meta, View: v, Events: log.Events, Plan: plan, Version: version, RecoveryScript: recovery})
+	r, err := Build(Input{Meta: meta, View: v, Events: log.Events, Plan: plan, Version: version, RecoveryScript: recovery,
+		Budgets: run.Budgets(stateDir, runID, v)})
 	return r, de, err
 }
 
@@ -64,6 +65,8 @@ type Input struct {
 	// RecoveryScript, when set, is the recovery script of a failure
 	// handler's rule, as the plan writes it ("" when unknown).
 	RecoveryScript func(handler string, rule int) string
+	// Budgets are the run's budget lines (run.Budgets); nil for none.
+	Budgets []exec.BudgetLine
 }
 
 // stepLog is what the events tell of one step while they are read.
@@ -95,6 +98,7 @@ func Build(in Input) (*Report, error) {
 		RunID: v.Run.RunID, Plan: v.Run.Plan, PlanFile: in.Meta.PlanFile, ParentRunID: in.Meta.ParentRunID,
 		Status: v.Run.Status, StartedAt: v.Run.StartedAt, FinishedAt: v.Run.FinishedAt,
 		Sets: []Set{}, PlanText: mask.String(string(in.Plan)), CriticalPath: []string{}, Counts: map[string]int{},
+		Budgets: in.Budgets,
 	}
 	for k, val := range in.Meta.Sets {
 		m := mask.String(val)
@@ -107,7 +111,7 @@ func Build(in Input) (*Report, error) {
 		s := &Step{
 			ID: st.ID, Name: st.Name, Phase: st.Phase, Status: st.Status, FanOut: st.FanOut,
 			Needs: st.Needs, Error: st.Error, ChildRunID: st.ChildRunID, CachedFrom: st.CachedFrom,
-			Attempts: []*Attempt{}, Spans: []*Span{}, Trail: []string{},
+			Attempts: []*Attempt{}, Spans: []*Span{}, Trail: []string{}, Spent: st.Spent,
 		}
 		if s.Needs == nil {
 			s.Needs = []string{}
@@ -385,6 +389,7 @@ func (l *stepLog) endAttempt(ae *exec.AttemptEnd, status string, fin *time.Time,
 	a.ExitCode = &code
 	a.Cause = ae.Cause
 	a.Resources = ae.Resources
+	a.Spent = ae.Spent
 	w := fmt.Sprintf("attempt %d ", ae.Attempt)
 	switch {
 	case ae.ExitCode == 0 && ae.Cause == "":
@@ -393,6 +398,9 @@ func (l *stepLog) endAttempt(ae *exec.AttemptEnd, status string, fin *time.Time,
 		w += fmt.Sprintf("exited %d (%s)", ae.ExitCode, ae.Cause)
 	default:
 		w += fmt.Sprintf("exited %d", ae.ExitCode)
+	}
+	if ae.Spent != nil {
+		w += ", spent " + ae.Spent.Text()
 	}
 	s.Trail = append(s.Trail, w)
 }

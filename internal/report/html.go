@@ -36,6 +36,7 @@ var page = withParts(template.Must(template.New("report").Funcs(template.FuncMap
 	"sized":       sized,
 	"sizings":     sizings,
 	"amount":      amountText,
+	"cost":        exec.FormatCost,
 	"amountp":     amountpText,
 	"stepOf":      stepOf,
 	"last":        func(rs []*HistoryRun) int { return len(rs) - 1 },

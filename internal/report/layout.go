@@ -278,7 +278,11 @@ func attemptText(a *Attempt) string {
 	default:
 		w += " ended " + a.Status
 	}
-	return w + ", " + spanDur(a.StartedAt, a.FinishedAt)
+	w += ", " + spanDur(a.StartedAt, a.FinishedAt)
+	if a.Spent != nil {
+		w += ", spent " + a.Spent.Text()
+	}
+	return w
 }
 
 func spanDur(a time.Time, b *time.Time) string {

@@ -37,6 +37,10 @@ type Report struct {
 	// Counts are how many steps (items included) ended in each status.
 	Counts map[string]int `json:"counts"`
 	Steps  []*Step        `json:"steps"`
+	// Budgets are the plan's budgets with what the run spent against
+	// their limits (exec.Budgets, README "Budgets"); none when it sets
+	// none.
+	Budgets []exec.BudgetLine `json:"budgets,omitempty"`
 	// History is its plan's history over the last finished runs up to
 	// and including this one (README "History"); nil when not asked for.
 	History *History `json:"history,omitempty"`
@@ -73,6 +77,9 @@ type Step struct {
 	SkippedWhen string           `json:"skipped_when,omitempty"`
 	ChildRunID  string           `json:"child_run_id,omitempty"`
 	Critical    bool             `json:"critical"`
+	// Spent is what its attempts and handlers reported spending over
+	// the run, with the attempts it started (README "Budgets").
+	Spent *exec.Spent `json:"spent,omitempty"`
 }
 
 // Attempt is one attempt of a step.
@@ -91,6 +98,8 @@ type Attempt struct {
 	Reserved  *exec.Reserved  `json:"reserved,omitempty"`
 	// Retry is set on an attempt after the first.
 	Retry bool `json:"retry"`
+	// Spent is what it reported spending in $FABER_RESULT.
+	Spent *exec.Spent `json:"spent,omitempty"`
 }
 
 // Span kinds.

@@ -203,6 +203,9 @@ type PendingStep struct {
 	// PeakUpperBound: the peak is not the attempt's own (no cgroup, no
 	// accounting) but an upper bound of it (Resources.PeakExact).
 	PeakUpperBound bool `json:"peak_upper_bound,omitempty"`
+	// Budgets, on a step that a spent budget failed (cause budget), are
+	// the budgets that cover it with their spending (README "Budgets").
+	Budgets []exec.BudgetLine `json:"budgets,omitempty"`
 }
 
 // GateStep is one step awaiting approval (README "Approval gates"), as
@@ -287,6 +290,7 @@ func PendingOf(stateDir, runID string, v *exec.View) []PendingStep {
 		addResources(&p, st)
 		out = append(out, p)
 	}
+	addBudgets(stateDir, runID, v, out)
 	return out
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	osexec "os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,9 +34,18 @@ expansions), else the plan's agent:, else 'claude -p'. It gets one more
 argument, a prompt that names the run and its pending steps and tells it to
 decide on each with the MCP tools of 'faber mcp' or with 'faber classify',
 and nothing else. Its environment adds FABER_RUN_ID and FABER_STATE_DIR
-(absolute); its stdin is empty; its output goes to stderr, each line
-prefixed with agent:. faber must be in the agent's PATH, and the agent must
-be allowed to run it (or to use the faber MCP server) without asking.
+(absolute) and FABER_RESULT, a file where it may report what it spent
+({"cost_usd": 0.42, "turns": 7, "tokens": 12000}): recorded as an
+agent_spent event, it counts toward the plan's budget. Its stdin is empty;
+its output goes to stderr, each line prefixed with agent:. faber must be in
+the agent's PATH, and the agent must be allowed to run it (or to use the
+faber MCP server) without asking.
+
+Budgets: once the plan's budget is spent, recover asks no agent and exits
+3. A step that failed because its budget was spent is left for a person
+(faber classify RUN STEP --retry spends more): the agent is not asked about
+it, and when no other step waits, recover exits 3 without an agent or a
+resume.
 
 After the agent exits 0, faber resumes the run (steps the agent left
 pending_failed still wait, and the run exits 3 again) and exits with the
@@ -83,6 +93,23 @@ func (c *RecoverCmd) Run(g *Globals) error {
 		return resume()
 	}
 
+	// Budgets (README "Budgets"): no agent call once the plan's budget is
+	// spent, and none about a step whose budget is: a retry of it spends
+	// more, which is a person's decision.
+	if why := exec.PlanBudgetReached(plan, &v.Run, v.Steps); why != "" {
+		fmt.Fprintf(g.stderr, "faber: recover: the plan's budget is spent (%s): no agent is asked; decide with faber classify %s STEP --retry|--fail, then faber resume %s\n",
+			why, c.RunID, c.RunID)
+		return codeOnly(exitPending)
+	}
+	ps, person := run.ForAgent(v, ps)
+	for _, p := range person {
+		fmt.Fprintf(g.stderr, "faber: recover: step %q is left for a person: %s; faber classify %s %s --retry spends more\n",
+			p.StepID, run.FirstLine(p.Error), c.RunID, p.StepID)
+	}
+	if len(ps) == 0 {
+		return codeOnly(exitPending)
+	}
+
 	argv, err := run.AgentArgv(c.Agent, plan)
 	if err != nil {
 		return err
@@ -100,10 +127,15 @@ func (c *RecoverCmd) Run(g *Globals) error {
 	fmt.Fprintf(g.stderr, "faber: asking %s to decide on %d pending_failed step(s) of run %s: %s\n",
 		subst.Join(argv), len(ps), c.RunID, strings.Join(ids, ", "))
 
+	result, err := run.AgentResultFile(stateDir, c.RunID)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(result)
 	ctx, _, _, stop := signalContext()
 	cmd := osexec.CommandContext(ctx, path, append(argv[1:], run.RecoverPrompt(c.RunID, stateDir, ps))...)
 	cmd.Args[0] = argv[0]
-	cmd.Env = append(os.Environ(), "FABER_RUN_ID="+c.RunID, "FABER_STATE_DIR="+stateDir)
+	cmd.Env = append(os.Environ(), "FABER_RUN_ID="+c.RunID, "FABER_STATE_DIR="+stateDir, "FABER_RESULT="+result)
 	// stdin stays nil: the agent reads /dev/null and never waits for input.
 	out := &prefixWriter{w: g.stderr, prefix: "agent: "}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -113,6 +145,10 @@ func (c *RecoverCmd) Run(g *Globals) error {
 	out.Flush()
 	interrupted := ctx.Err() != nil
 	stop() // resume watches the signals itself
+	// What the agent spent counts however it ended.
+	if rerr := c.recordSpent(g, result); rerr != nil {
+		return rerr
+	}
 	if interrupted {
 		fmt.Fprintf(g.stderr, "faber: interrupted; run %s was not resumed (faber resume %s continues it)\n", c.RunID, c.RunID)
 		return codeOnly(exitInterrupted)
@@ -130,15 +166,38 @@ func (c *RecoverCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	if len(left) > 0 {
-		ids = ids[:0]
-		for _, p := range left {
+	ids = ids[:0]
+	for _, p := range left {
+		if !slices.ContainsFunc(person, func(q run.PendingStep) bool { return q.StepID == p.StepID }) {
 			ids = append(ids, p.StepID)
 		}
-		fmt.Fprintf(g.stderr, "faber: warning: the agent left %d step(s) pending_failed: %s\n", len(left), strings.Join(ids, ", "))
+	}
+	if len(ids) > 0 {
+		fmt.Fprintf(g.stderr, "faber: warning: the agent left %d step(s) pending_failed: %s\n", len(ids), strings.Join(ids, ", "))
 	}
 	fmt.Fprintf(g.stderr, "faber: agent done; resuming run %s\n", c.RunID)
 	return resume()
+}
+
+// recordSpent records what the agent reported in its result file on the
+// run (agent_spent), where the plan's budget counts it; with an owner
+// alive it records nothing and says so.
+func (c *RecoverCmd) recordSpent(g *Globals, result string) error {
+	sp, bad := exec.ReadSpent(result)
+	if bad != "" {
+		fmt.Fprintf(g.stderr, "faber: warning: the agent's $FABER_RESULT: %s; not counted\n", bad)
+	}
+	if sp.IsZero() {
+		return nil
+	}
+	owner, err := run.RecordAgentSpent(g.StateDir, c.RunID, sp, storeOptions(g))
+	if err != nil {
+		return err
+	}
+	if owner != 0 {
+		fmt.Fprintf(g.stderr, "faber: warning: run %s is active in process %d: what the agent spent is not recorded\n", c.RunID, owner)
+	}
+	return nil
 }
 
 // checkOwnable opens the run's store and loads it, as resume will, and

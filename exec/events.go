@@ -225,6 +225,18 @@ type StepRejected struct {
 	Steps    []string `json:"steps,omitempty"`
 }
 
+// EvAgentSpent is the type of agent_spent: what an agent run for the run
+// as a whole (faber recover) reported spending in $FABER_RESULT, which
+// counts toward the plan's budget (RunState.Spent).
+const EvAgentSpent = "agent_spent"
+
+// AgentSpent is the payload of agent_spent.
+type AgentSpent struct {
+	CostUSD float64 `json:"cost_usd"`
+	Tokens  int64   `json:"tokens"`
+	Turns   int64   `json:"turns"`
+}
+
 // Other holds the fields of an event type this version does not know (a
 // newer faber's child run), kept as they were.
 type Other map[string]json.RawMessage
@@ -250,6 +262,7 @@ func (Other) eventType() string              { return "" }
 func (*ApprovalRequested) eventType() string { return EvApprovalRequested }
 func (*StepApproved) eventType() string      { return EvStepApproved }
 func (*StepRejected) eventType() string      { return EvStepRejected }
+func (*AgentSpent) eventType() string        { return EvAgentSpent }
 
 // newPayload returns an empty payload for an event type, nil for a type
 // without one or unknown.
@@ -297,6 +310,8 @@ func newPayload(typ string) Payload {
 		return &StepApproved{}
 	case EvStepRejected:
 		return &StepRejected{}
+	case EvAgentSpent:
+		return &AgentSpent{}
 	}
 	return nil
 }

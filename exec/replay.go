@@ -290,6 +290,13 @@ func (p *Replayer) apply(e *Event) {
 		setLimits(p.get(e.StepID), d.MemoryBytes, d.TimeoutMs)
 	case *RetryReserved:
 		setLimits(p.get(e.StepID), d.MemoryBytes, d.TimeoutMs)
+	case *AgentSpent:
+		if v.run.Spent == nil {
+			v.run.Spent = &Spent{}
+		} else {
+			v.run.Spent = copySpent(v.run.Spent) // a view handed out keeps its own
+		}
+		v.run.Spent.add(Spent{CostUSD: d.CostUSD, Turns: d.Turns, Tokens: d.Tokens})
 	case *WorkflowEnded:
 		v.run.Status = e.Status
 		if v.run.Status == "" {
@@ -391,6 +398,9 @@ func normalized(e *Event) Event {
 		n.Data = &StepApproved{By: validUTF8(d.By), Note: validUTF8(d.Note), Phase: validUTF8(d.Phase), Recorded: d.Recorded, Steps: normStrings(d.Steps)}
 	case *StepRejected:
 		n.Data = &StepRejected{By: validUTF8(d.By), Reason: validUTF8(d.Reason), Phase: validUTF8(d.Phase), Recorded: d.Recorded, Steps: normStrings(d.Steps)}
+	case *AgentSpent:
+		c := *d
+		n.Data = &c
 	default:
 		n.Data = e.Data // a payload Replayer does not read
 	}

@@ -242,6 +242,10 @@ func plainLine(e exec.Event, s Styles, span time.Duration) string {
 	case exec.EvStepRejected:
 		d := data[exec.StepRejected](e)
 		return fmt.Sprintf("%s %s %s rejected by %s: %s", ts, s.Glyph(exec.StatusAwaitingApproval), e.StepID, d.By, d.Reason)
+	case exec.EvAgentSpent:
+		d := data[exec.AgentSpent](e)
+		return fmt.Sprintf("%s $ faber recover's agent spent $%s, %d turns, %d tokens (counted toward the plan's budget)", ts,
+			exec.FormatCost(d.CostUSD), d.Turns, d.Tokens)
 	case exec.EvWorkflowCompleted, exec.EvWorkflowFailed:
 		d := data[exec.WorkflowEnded](e)
 		failed := ""

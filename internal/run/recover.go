@@ -3,12 +3,17 @@ package run
 import (
 	"errors"
 	"fmt"
+	"os"
 	osexec "os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/faber-run/faber/exec"
+	"github.com/faber-run/faber/internal/control"
 	"github.com/faber-run/faber/spec"
 	"github.com/faber-run/faber/spec/subst"
+	"github.com/faber-run/faber/state"
 )
 
 // AgentArgv is the agent faber recover runs: agent (its --agent) split into
@@ -87,4 +92,67 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + " …"
+}
+
+// ForAgent splits a run's pending_failed steps into those the recover
+// agent decides on and those left for a person: a step whose last attempt
+// ended for a spent budget, which a retry would spend more of (README
+// "pending_failed, classify, MCP, recover").
+func ForAgent(v *exec.View, ps []PendingStep) (agent, person []PendingStep) {
+	budget := map[string]bool{}
+	for _, st := range v.Steps {
+		if st.Status == exec.StatusPendingFailed && exec.FailedOnBudget(st) {
+			budget[st.ID] = true
+		}
+	}
+	for _, p := range ps {
+		if budget[p.StepID] {
+			person = append(person, p)
+		} else {
+			agent = append(agent, p)
+		}
+	}
+	return agent, person
+}
+
+// AgentResultFile makes a fresh, empty, private file in the run's
+// directory for the recover agent's $FABER_RESULT.
+func AgentResultFile(stateDir, runID string) (string, error) {
+	f, err := os.CreateTemp(state.RunDir(stateDir, runID), "recover-*.result.json")
+	if err != nil {
+		return "", stateProblem(fmt.Errorf("run %s: a result file for the agent: %w", runID, err))
+	}
+	name := f.Name()
+	if err := f.Close(); err != nil {
+		os.Remove(name)
+		return "", stateProblem(err)
+	}
+	return name, nil
+}
+
+// RecordAgentSpent records what the recover agent reported spending on a
+// run that has no live owner: an agent_spent event, and the run record's
+// Spent, from which a resumed run's plan budget starts. A run whose owner
+// is alive gets nothing: owner is its process id, and the caller says so.
+func RecordAgentSpent(stateDir, runID string, sp exec.Spent, opt state.Options) (owner int, err error) {
+	store, err := state.Open(stateDir, runID, opt)
+	if err != nil {
+		var le *state.LockedError
+		if errors.As(err, &le) {
+			return le.PID, nil
+		}
+		return 0, StoreError(err, runID, stateDir)
+	}
+	defer store.Close()
+	control.Forget(store.Dir()) // a dead owner's; this process holds the lock
+	snap, prior, err := LoadRecords(store, runID, stateDir)
+	if err != nil {
+		return 0, err
+	}
+	evs := []exec.Event{exec.SpendOnRun(prior.Run, sp)}
+	exec.Stamp(evs, snap.LastSeq, runID, time.Now())
+	if err := (Recorder{store}).Commit(prior.Run, nil, evs); err != nil {
+		return 0, stateProblem(err)
+	}
+	return 0, nil
 }

@@ -39,6 +39,10 @@ type faberPlan struct {
 	planLevel   *yaml.Node
 	wfLevel     *yaml.Node
 	approvalFor []*yaml.Node
+	// Budgets (faber_budget.go): the workflow's defaults and each
+	// phase's phase_defaults, nil where none.
+	wfBudget     *faberBudget
+	phaseBudgets map[string]*faberBudget
 }
 
 // faberGate is one reason for an approval gate: the FABER setting that
@@ -50,7 +54,8 @@ type faberGate struct {
 
 func (c *conv) faber(root *yaml.Node) *yaml.Node {
 	out := newMap(root)
-	fp := &faberPlan{agent: c.opts.Agent, phaseGates: map[string][]faberGate{}, stepGates: map[string][]faberGate{}}
+	fp := &faberPlan{agent: c.opts.Agent, phaseGates: map[string][]faberGate{}, stepGates: map[string][]faberGate{},
+		phaseBudgets: map[string]*faberBudget{}}
 	var nameF, wfN, agentF *yaml.Node
 	var nameK, instrN *yaml.Node
 	for _, f := range c.fields(root, "plan") {
@@ -144,6 +149,10 @@ func (c *conv) faber(root *yaml.Node) *yaml.Node {
 			}
 		case "autonomy":
 			fp.wfLevel = c.faberAutonomy(f, "workflow: autonomy", fp)
+		case "defaults":
+			fp.wfBudget = c.faberDefaults(f.v, "workflow: defaults")
+		case "phase_defaults":
+			c.faberPhaseDefaults(f.v, fp)
 		case "extends", "skip_steps":
 			c.errorf(f.k, "workflow: %s: not supported: import a resolved plan (the planner's plan.json has the whole workflow)", f.key)
 		case "resolved_at", "inheritance_chain", "$schema", "integrations", "logging", "name":
@@ -591,12 +600,13 @@ func (c *conv) faberStep(phase string, sn *yaml.Node, fp *faberPlan, stepFound *
 	if g := fp.stepGates[phase+":"+idF.v.Value]; len(g) > 0 {
 		set(s, g[0].at, "approval", newStr(g[0].at, gatePrompt("step "+phase+":"+idF.v.Value, "Run it?", g)))
 	}
+	own := &faberBudget{}
 	for _, key := range order {
 		f := fs[key]
 		switch key {
 		case "id", "name", "description", "prompt", "skill", "config":
 		case "max_budget_usd", "max_turns":
-			c.warnf(f.k, "%s: %s: dropped (budgets are not built in faber yet: the step runs with no cost or turn ceiling)", where, key)
+			c.faberBudgetField(f, where, own)
 		case "result_handling":
 			rh := newMap(f.v)
 			for _, r := range c.fields(f.v, where+": result_handling") {
@@ -622,6 +632,7 @@ func (c *conv) faberStep(phase string, sn *yaml.Node, fp *faberPlan, stepFound *
 			c.errorf(f.k, "%s: unknown FABER step field %q: no faber equivalent", where, key)
 		}
 	}
+	c.faberStepBudget(s, phase, own, fp)
 	return s
 }
 

@@ -25,8 +25,8 @@ const faberGatesIn = `{
 
 // TestFaberGates: each FABER setting becomes a gate where FABER asks, with
 // a prompt that names the phase or step and the settings, and the gate
-// sits at the first setting's position; budgets are dropped with a warning
-// that says they are not built yet.
+// sits at the first setting's position; the steps' budgets convert
+// without a warning (TestFaberBudgets).
 func TestFaberGates(t *testing.T) {
 	in := strings.Replace(faberGatesIn, "%s", "", 1)
 	out, warns, err := Convert(FormatFaber, "plan.json", []byte(in), Options{})
@@ -47,17 +47,8 @@ func TestFaberGates(t *testing.T) {
 	if strings.Contains(string(out), "evaluate-test\n        run: /prompt t\n        approval") {
 		t.Errorf("a step nobody named got a gate:\n%s", out)
 	}
-	got := strings.Join(warns, "\n")
-	for _, want := range []string{
-		`plan.json:7:88: phase build: step "implement": max_turns: dropped (budgets are not built in faber yet`,
-		`plan.json:9:59: phase release: step "ship": max_budget_usd: dropped (budgets are not built in faber yet`,
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("warnings lack %q:\n%s", want, got)
-		}
-	}
-	if len(warns) != 2 {
-		t.Errorf("want only the two budget warnings, got:\n%s", got)
+	if len(warns) != 0 {
+		t.Errorf("want no warnings, got:\n%s", strings.Join(warns, "\n"))
 	}
 	// The gates sit where FABER asks for them (the positions validation
 	// reports): the phase's require_approval, the first reason of a gate.

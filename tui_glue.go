@@ -63,7 +63,7 @@ func liveOptions(g *Globals, plan *spec.Plan, runID string, decide bool, prior .
 // plan over what the view knows the steps spent. nil without a plan or a
 // budget in it.
 func budgeter(plan *spec.Plan) func([]*exec.StepState) []exec.BudgetLine {
-	if plan == nil || !run.SetsBudget(plan) {
+	if plan == nil || !plan.SetsBudget() {
 		return nil
 	}
 	return func(steps []*exec.StepState) []exec.BudgetLine { return exec.Budgets(plan, nil, steps) }

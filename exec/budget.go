@@ -333,24 +333,6 @@ func (r *Runner) phaseOf(sr *stepRun) *spec.Phase {
 	return nil
 }
 
-// hasBudgets: the plan sets a budget anywhere (checked once per run).
-func hasBudgets(p *spec.Plan) bool {
-	if p.Budget != nil || p.End != nil && p.End.Budget != nil {
-		return true
-	}
-	for _, ph := range p.Phases {
-		if ph.Budget != nil {
-			return true
-		}
-	}
-	for _, s := range p.Steps {
-		if s.Budget != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // budgetError is the {error} of a step failed for a spent budget: why,
 // then the failure that came with it ("" when none: it did not start).
 func budgetError(why, failure string) string {

@@ -284,7 +284,7 @@ func (r *Runner) setup(prior *Prior) {
 	r.jobs = Jobs(r.Jobs, p)
 	r.setupPools()
 	r.cancel = r.FailFast || p.StopMode == spec.StopCancel
-	r.budgets = hasBudgets(p)
+	r.budgets = p.SetsBudget()
 	r.baseEnv = withoutSets(os.Environ())
 	r.secrets = append(SecretValues(p), r.Secrets...)
 	r.mask = NewMaskerOf(r.secrets)

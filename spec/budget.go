@@ -50,6 +50,25 @@ func (v *costv) schema(*schemaGen) map[string]any {
 	return map[string]any{"type": "number", "exclusiveMinimum": 0}
 }
 
+// SetsBudget reports whether p sets a budget anywhere: the plan, a phase,
+// a step or the end step.
+func (p *Plan) SetsBudget() bool {
+	if p.Budget != nil || p.End != nil && p.End.Budget != nil {
+		return true
+	}
+	for _, ph := range p.Phases {
+		if ph.Budget != nil {
+			return true
+		}
+	}
+	for _, s := range p.Steps {
+		if s.Budget != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // Text is the budget's limits on one line: "$1.00 · 40 turns · 3
 // attempts"; "" for no budget.
 func (b *Budget) Text() string {

@@ -28,28 +28,10 @@ func budgetPlan(stateDir, runID string) *spec.Plan {
 		return nil
 	}
 	p := StoredPlan(stateDir, runID, meta)
-	if p == nil || !SetsBudget(p) {
+	if p == nil || !p.SetsBudget() {
 		return nil
 	}
 	return p
-}
-
-// SetsBudget reports whether p sets a budget anywhere.
-func SetsBudget(p *spec.Plan) bool {
-	if p.Budget != nil || p.End != nil && p.End.Budget != nil {
-		return true
-	}
-	for _, ph := range p.Phases {
-		if ph.Budget != nil {
-			return true
-		}
-	}
-	for _, s := range p.Steps {
-		if s.Budget != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // Budgets are the budgets of a run with what its steps spent (exec.Budgets)

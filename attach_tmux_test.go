@@ -21,19 +21,11 @@ import (
 // the run once it has ended prints its summary at once.
 func TestAttachTmux(t *testing.T) {
 	tm, bin, dir := tmuxtest.New(t, "attach", ".")
-	work := filepath.Join(dir, "work")
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	plan := `name: wait
+	work, stateDir := tmuxtest.PlanDir(t, dir, "work", `name: wait
 steps:
   - id: waiter
     run: sh -c 'echo working; while [ ! -f go ]; do sleep 0.1; done'
-`
-	if err := os.WriteFile(filepath.Join(work, "plan.yaml"), []byte(plan), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	stateDir := filepath.Join(work, ".faber")
+`)
 
 	tm.Start("owner", work, bin+" run plan.yaml --ui tui --state-dir "+stateDir, 120, 40)
 	screen := tm.WaitFor("owner", 15*time.Second, "the live view with the step's line", func(s string) bool {

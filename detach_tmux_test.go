@@ -28,14 +28,7 @@ func TestDetachTmux(t *testing.T) {
 	runID := regexp.MustCompile(`\w+-\d{8}T\d{6}-[0-9a-f]{4}`)
 	setup := func(t *testing.T, name, plan string) (work, stateDir string) {
 		tm.SetT(t)
-		work = filepath.Join(dir, name)
-		if err := os.MkdirAll(work, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(work, "plan.yaml"), []byte(plan), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return work, filepath.Join(work, ".faber")
+		return tmuxtest.PlanDir(t, dir, name, plan)
 	}
 
 	t.Run("q", func(t *testing.T) {

@@ -16,11 +16,7 @@ import (
 // in use in its header; once hold ends, next runs and the run succeeds.
 func TestWaitingTmux(t *testing.T) {
 	tm, bin, dir := tmuxtest.New(t, "waiting", ".")
-	work := filepath.Join(dir, "work")
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	plan := `name: waits
+	work, stateDir := tmuxtest.PlanDir(t, dir, "work", `name: waits
 jobs: 4
 resources: {cpus: 1}
 steps:
@@ -32,11 +28,7 @@ steps:
     needs: []
     cpus: 1
     run: echo next ran
-`
-	if err := os.WriteFile(filepath.Join(work, "plan.yaml"), []byte(plan), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	stateDir := filepath.Join(work, ".faber")
+`)
 	waits := func(s string) bool {
 		for _, l := range strings.Split(s, "\n") {
 			if strings.Contains(l, "next") && strings.Contains(l, "pending") && strings.Contains(l, "waiting: 1 CPU, 0 free") {

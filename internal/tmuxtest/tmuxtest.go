@@ -120,3 +120,18 @@ func (s *Server) WaitExit(name, dir string, d time.Duration) string {
 	s.t.Fatalf("%s did not exit within %v:\n%s", name, d, s.Capture(name))
 	return ""
 }
+
+// PlanDir makes the directory parent/name holding plan.yaml with plan, a
+// working directory for faber in a test; it returns it and the state dir
+// the test gives faber there (.faber in it).
+func PlanDir(t testing.TB, parent, name, plan string) (work, stateDir string) {
+	t.Helper()
+	work = filepath.Join(parent, name)
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "plan.yaml"), []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return work, filepath.Join(work, ".faber")
+}

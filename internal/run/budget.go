@@ -2,7 +2,6 @@ package run
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 
 	"github.com/faber-run/faber/exec"
@@ -65,16 +64,10 @@ func WithBudgets(b []byte, lines []exec.BudgetLine) []byte {
 	if len(lines) == 0 {
 		return b
 	}
-	at := topKey(b, `,"steps":`)
-	lj, err := json.Marshal(lines)
-	if at < 0 || err != nil {
-		return b
+	if out, ok := beforeSteps(b, "budgets", lines); ok {
+		return out
 	}
-	out := make([]byte, 0, len(b)+len(lj)+12)
-	out = append(out, b[:at]...)
-	out = append(out, `,"budgets":`...)
-	out = append(out, lj...)
-	return append(out, b[at:]...)
+	return b
 }
 
 // BudgetsCovering are the lines of lines that cover step st: the plan's,

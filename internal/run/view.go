@@ -143,17 +143,23 @@ func withPart(b []byte, part *state.Part) ([]byte, bool) {
 	if part == nil {
 		return b, true
 	}
-	// The fields before the steps are the run's: a string of them holds
-	// no unescaped quote, so the first `,"steps":[` is the key.
-	at := bytes.Index(b, []byte(`,"steps":[`))
-	pj, err := json.Marshal(part)
+	return beforeSteps(b, "part", part)
+}
+
+// beforeSteps is the status JSON b (unindented) with "key": v put right
+// before its steps, where json.Marshal puts a field declared before
+// Steps; ok is false when b has no steps of its own or v does not
+// marshal.
+func beforeSteps(b []byte, key string, v any) ([]byte, bool) {
+	at := topKey(b, `,"steps":`)
+	vj, err := json.Marshal(v)
 	if at < 0 || err != nil {
 		return nil, false
 	}
-	out := make([]byte, 0, len(b)+len(pj)+10)
+	out := make([]byte, 0, len(b)+len(key)+len(vj)+4)
 	out = append(out, b[:at]...)
-	out = append(out, `,"part":`...)
-	out = append(out, pj...)
+	out = append(out, `,"`+key+`":`...)
+	out = append(out, vj...)
 	return append(out, b[at:]...), true
 }
 

@@ -1,9 +1,6 @@
 package exec
 
-import (
-	"fmt"
-	"strings"
-)
+import "strings"
 
 // Text is what one process (or a step, over the run) reported spending,
 // for the readers that show it beside an attempt: "$0.75 · 4 turns · 1200
@@ -15,17 +12,10 @@ func (s Spent) Text() string {
 		parts = append(parts, "$"+FormatCost(s.CostUSD))
 	}
 	if s.Turns > 0 {
-		parts = append(parts, fmt.Sprintf("%d turn%s", s.Turns, plurals(s.Turns)))
+		parts = append(parts, Count(s.Turns, "turn"))
 	}
 	if s.Tokens > 0 {
-		parts = append(parts, fmt.Sprintf("%d token%s", s.Tokens, plurals(s.Tokens)))
+		parts = append(parts, Count(s.Tokens, "token"))
 	}
 	return strings.Join(parts, " · ")
-}
-
-func plurals(n int64) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }

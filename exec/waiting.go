@@ -187,11 +187,11 @@ func (r *Runner) shortOf(q *request, c spec.Capacity, head *request) string {
 }
 
 // Count is "1 CPU", "2 CPUs": n of unit, plural when n is not 1.
-func Count(n int, unit string) string {
+func Count[N ~int | ~int64](n N, unit string) string {
 	if n == 1 {
 		return "1 " + unit
 	}
-	return strconv.Itoa(n) + " " + unit + "s"
+	return strconv.FormatInt(int64(n), 10) + " " + unit + "s"
 }
 
 // CapacityText is the capacity line of 'faber status' for a running

@@ -167,24 +167,17 @@ func Budgets(p *spec.Plan, run *RunState, steps []*StepState) []BudgetLine {
 	if p == nil {
 		return nil
 	}
+	if !p.SetsBudget() {
+		return nil
+	}
 	defs := map[string]*spec.Step{}
-	var any bool
 	for _, s := range p.Steps {
 		if s.Budget != nil {
 			defs[s.ID] = s
-			any = true
 		}
 	}
 	if p.End != nil && p.End.Budget != nil {
 		defs["end"] = p.End
-		any = true
-	}
-	hasPhase := false
-	for _, ph := range p.Phases {
-		hasPhase = hasPhase || ph.Budget != nil
-	}
-	if p.Budget == nil && !hasPhase && !any {
-		return nil
 	}
 	var plan Spent
 	if run != nil && run.Spent != nil {
@@ -307,7 +300,7 @@ func (r *Runner) budgetSpent(sr *stepRun) string {
 		return ""
 	}
 	sp := r.spendingOf()
-	if ph := r.phaseOf(sr); ph != nil && ph.Budget != nil {
+	if ph := r.Plan.PhaseNamed(sr.def.Phase); ph != nil && ph.Budget != nil {
 		var s Spent
 		if p := sp.phases[ph.Name]; p != nil {
 			s = *p
@@ -322,15 +315,6 @@ func (r *Runner) budgetSpent(sr *stepRun) string {
 		}
 	}
 	return ""
-}
-
-func (r *Runner) phaseOf(sr *stepRun) *spec.Phase {
-	for _, ph := range r.Plan.Phases {
-		if ph.Name == sr.def.Phase {
-			return ph
-		}
-	}
-	return nil
 }
 
 // budgetError is the {error} of a step failed for a spent budget: why,

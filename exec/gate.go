@@ -59,10 +59,8 @@ func (r *Runner) gatesOf(sr *stepRun) []gateRef {
 }
 
 func (r *Runner) phaseApproval(name string) *spec.Approval {
-	for _, ph := range r.Plan.Phases {
-		if ph.Name == name {
-			return ph.Approval
-		}
+	if ph := r.Plan.PhaseNamed(name); ph != nil {
+		return ph.Approval
 	}
 	return nil
 }

@@ -183,6 +183,16 @@ type Phase struct {
 	Budget *Budget
 }
 
+// PhaseNamed is the first phase of p named name, nil for none.
+func (p *Plan) PhaseNamed(name string) *Phase {
+	for _, ph := range p.Phases {
+		if ph.Name == name {
+			return ph
+		}
+	}
+	return nil
+}
+
 // Step is one unit of work.
 type Step struct {
 	ID          string

@@ -532,7 +532,8 @@ func (r *Runner) attemptDone(sr *stepRun, out outcome) {
 		st.Attempts = append(st.Attempts, sr.ended)
 	}
 	if out.spentBad != "" {
-		r.commit(nil, Event{Type: EvWarning, StepID: st.ID, Attempt: st.Attempt,
+		// Stored with the attempt's end, which is committed next.
+		r.commitLater(nil, Event{Type: EvWarning, StepID: st.ID, Attempt: st.Attempt,
 			Data: &Warning{Message: fmt.Sprintf("step %q attempt %d: $FABER_RESULT: %s; not counted", st.ID, st.Attempt, out.spentBad)}})
 	}
 	if err := r.stateProblem(sr, "attempt", out); err != nil {

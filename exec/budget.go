@@ -356,11 +356,7 @@ func (r *Runner) overBudget(sr *stepRun) bool {
 	if st.Status == StatusPending && !st.AttemptReserved {
 		st.Attempt++
 	}
-	st.AttemptReserved = false
-	now := r.now()
-	st.StartedAt = timep(now)
-	r.attemptDone(sr, outcome{noProcess: true, resultStatus: "failure", resultMessage: budgetError(why, ""),
-		cause: spec.CauseBudget, started: now, finished: now})
+	r.failNoProcess(sr, budgetError(why, ""), spec.CauseBudget)
 	return true
 }
 

@@ -292,14 +292,21 @@ func (r *Runner) rejectStep(sr *stepRun, reason string) {
 	if !st.AttemptReserved {
 		st.Attempt++
 	}
-	st.AttemptReserved = false
-	now := r.now()
-	st.StartedAt = timep(now)
 	msg := "rejected"
 	if reason != "" {
 		msg += ": " + reason
 	}
-	r.attemptDone(sr, outcome{noProcess: true, resultStatus: "failure", resultMessage: msg, cause: spec.CauseRejected, started: now, finished: now})
+	r.failNoProcess(sr, msg, spec.CauseRejected)
+}
+
+// failNoProcess ends sr's attempt (its number already taken) as one that
+// ran no process, failed for cause with {error} msg: a rejection, a start
+// a spent budget refused. Its failure goes through the pipeline.
+func (r *Runner) failNoProcess(sr *stepRun, msg, cause string) {
+	sr.st.AttemptReserved = false
+	now := r.now()
+	sr.st.StartedAt = timep(now)
+	r.attemptDone(sr, outcome{noProcess: true, resultStatus: "failure", resultMessage: msg, cause: cause, started: now, finished: now})
 }
 
 // cancelGates cancels the steps at open gates when the run stops: like a

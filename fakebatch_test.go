@@ -95,8 +95,15 @@ func fakeNewJob(dir string) (int, error) {
 // env, working directory chdir, output and error files out and errPath,
 // command argv, after queued in the queue (0: at once). It returns once
 // the job runs or waits.
-func fakeStartJob(jd, name string, env []string, chdir, out, errPath string, argv []string, queued time.Duration) error {
+//
+// throttle, for a task of an array with the engine's throttle (sbatch
+// --array=…%M, qsub -tc M), is "<slots dir> <M>": the task waits in the
+// queue until it holds one of M slot files there (fakeSlot).
+func fakeStartJob(jd, name string, env []string, chdir, out, errPath string, argv []string, queued time.Duration, throttle string) error {
 	_ = os.MkdirAll(jd, 0o755)
+	if throttle != "" {
+		_ = os.WriteFile(filepath.Join(jd, "throttle"), []byte(throttle), 0o644)
+	}
 	_ = os.WriteFile(filepath.Join(jd, "name"), []byte(name), 0o644)
 	// The job's environment, in a file: in the monitor's own it would
 	// carry the submitter's FABER_RUN_ID.
@@ -154,6 +161,15 @@ func fakeMonitor(args []string) int {
 		case <-time.After(wait):
 		}
 	}
+	if b, err := os.ReadFile(filepath.Join(jd, "throttle")); err == nil {
+		_ = os.WriteFile(filepath.Join(jd, "waiting"), nil, 0o644)
+		slot, ok := fakeSlot(string(b), notify)
+		if !ok {
+			_ = os.WriteFile(filepath.Join(jd, "withdrawn"), nil, 0o644)
+			return 0
+		}
+		defer os.Remove(slot)
+	}
 	cmd := osexec.Command(args[4], args[5:]...)
 	cmd.Dir = chdir
 	env, _ := os.ReadFile(filepath.Join(jd, "env"))
@@ -193,6 +209,29 @@ func fakeMonitor(args []string) int {
 	_ = os.WriteFile(tmp, []byte(strconv.Itoa(status)), 0o644)
 	_ = os.Rename(tmp, filepath.Join(jd, "status"))
 	return 0
+}
+
+// fakeSlot waits until it holds one of an array's throttle slots (spec
+// "<dir> <M>": the files slot-0 … slot-<M-1> in dir, each made by the task
+// that holds it), and returns the slot's file; ok is false when the task
+// was deleted (notify) while it waited.
+func fakeSlot(spec string, notify <-chan os.Signal) (slot string, ok bool) {
+	dir, m, _ := strings.Cut(spec, " ")
+	max, _ := strconv.Atoi(m)
+	for {
+		for i := 0; i < max; i++ {
+			slot = filepath.Join(dir, "slot-"+strconv.Itoa(i))
+			if f, err := os.OpenFile(slot, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err == nil {
+				f.Close()
+				return slot, true
+			}
+		}
+		select {
+		case <-notify:
+			return "", false
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // fakeJobState is a job as the fakes' commands list it.

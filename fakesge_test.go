@@ -144,7 +144,12 @@ func fakeQsub(dir string, args []string) int {
 		// A job waits in the queue a moment, more or less (on the
 		// cluster, about a second).
 		queued := fakeSgeQueued[(id+task)%len(fakeSgeQueued)]
-		if err := fakeStartJob(jd, name, env, home, opt["-o"], opt["-e"], argv, queued); err != nil {
+		throttle := ""
+		if m := opt["-tc"]; m != "" && step > 0 {
+			// -tc M: at most M tasks of the array run at once.
+			throttle = jobDir + " " + m
+		}
+		if err := fakeStartJob(jd, name, env, home, opt["-o"], opt["-e"], argv, queued, throttle); err != nil {
 			fmt.Fprintln(os.Stderr, "Unable to run job:", err)
 			return false
 		}

@@ -56,8 +56,14 @@ func fakeSbatch(dir string, args []string) int {
 	}
 	// --array=0-<k-1>: tasks <id>_0 ... <id>_<k-1>, each a job of its own
 	// (the array's own directory only holds its id).
+	// --array=0-<k-1>%M: at most M of them run at once (fakeSlot).
 	tasks := []string{strconv.Itoa(id)}
+	throttle := ""
 	if a, ok := opt["--array"]; ok {
+		a, m, _ := strings.Cut(a, "%")
+		if m != "" {
+			throttle = filepath.Join(dir, strconv.Itoa(id)) + " " + m
+		}
 		_, last, _ := strings.Cut(a, "-")
 		k, _ := strconv.Atoi(last)
 		tasks = tasks[:0]
@@ -67,7 +73,7 @@ func fakeSbatch(dir string, args []string) int {
 		_ = os.WriteFile(filepath.Join(dir, strconv.Itoa(id), "array"), nil, 0o644)
 	}
 	for _, task := range tasks {
-		if !fakeStart(dir, task, opt, args[i:]) {
+		if !fakeStart(dir, task, opt, args[i:], throttle) {
 			return 1
 		}
 	}
@@ -77,13 +83,13 @@ func fakeSbatch(dir string, args []string) int {
 
 // fakeStart starts job (or array task) id of sbatch's options opt and
 // script and arguments argv; it reports whether it could.
-func fakeStart(dir, id string, opt map[string]string, argv []string) bool {
+func fakeStart(dir, id string, opt map[string]string, argv []string, throttle string) bool {
 	// The job's environment is sbatch's (--export=ALL).
 	env := append(os.Environ(), "SLURM_JOB_ID="+id)
 	if arr, task, ok := strings.Cut(id, "_"); ok {
 		env = append(env, "SLURM_ARRAY_JOB_ID="+arr, "SLURM_ARRAY_TASK_ID="+task)
 	}
-	if err := fakeStartJob(filepath.Join(dir, id), opt["--job-name"], env, opt["--chdir"], opt["--output"], opt["--error"], argv, 0); err != nil {
+	if err := fakeStartJob(filepath.Join(dir, id), opt["--job-name"], env, opt["--chdir"], opt["--output"], opt["--error"], argv, 0, throttle); err != nil {
 		fmt.Fprintln(os.Stderr, "sbatch: error:", err)
 		return false
 	}

@@ -61,6 +61,15 @@ type executorKind interface {
 	check(steps []*spec.Step) error
 }
 
+// arrayKind is an engine that submits the items of a fan-out as job
+// arrays (batch_array.go): Slurm's and Grid Engine's batch modes.
+type arrayKind interface {
+	// arrayKey is what the items of one array share (the fan-out, and the
+	// limits its submission carries); ok is false when step s's attempts
+	// are not submitted as arrays (not an item, or mode: blocking).
+	arrayKey(s *spec.Step, lim limits) (key string, ok bool)
+}
+
 // executorKinds make the engines, by the name `executor:` gives them; ""
 // (no executor:) is this machine. A run makes each engine it uses once
 // (Runner.kind): an engine may keep what the run's attempts share, such as

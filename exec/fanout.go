@@ -67,11 +67,15 @@ func (c ItemCounts) String() string {
 // until then none of its items starts, and then the join is decided once
 // they settle (expand).
 type joinRun struct {
-	items    []*stepRun
-	waiting  int // items not settled
-	maxPar   int
-	running  int        // items holding a job slot
-	held     []*stepRun // ready items waiting for max_parallel
+	items   []*stepRun
+	waiting int // items not settled
+	maxPar  int
+	running int        // items holding a job slot
+	held    []*stepRun // ready items waiting for max_parallel
+	// pass is the array pass (batch_array.go) of the items that started
+	// together while none was in flight, on an engine that throttles
+	// arrays; nil when none.
+	pass     *arrayPass
 	dynamic  bool
 	expanded bool // dynamic: its items were read in this session
 }
@@ -405,11 +409,71 @@ func (r *Runner) itemChanged(it *stepRun) {
 // then kept until an item of its fan-out frees its slot.
 func (r *Runner) holdItem(sr *stepRun) bool {
 	g := sr.group
-	if g == nil || g.join.maxPar <= 0 || sr.slot || g.join.running < g.join.maxPar {
+	if g == nil || g.join.maxPar <= 0 || sr.slot || g.join.running < g.join.maxPar || r.passAdmits(sr) {
 		return false
 	}
 	g.join.held = append(g.join.held, sr)
 	return true
+}
+
+// passAdmits reports whether an item beyond its fan-out's max_parallel
+// may start as a task of the array pass that this scheduling pass opened:
+// the engine's throttle then keeps it waiting (batch_array.go). An item
+// that probes the cache first starts later, on its own, so it may not.
+func (r *Runner) passAdmits(sr *stepRun) bool {
+	p := sr.group.join.pass
+	if p == nil || p.closed || p.outside >= p.max || r.cacheable(sr) {
+		return false
+	}
+	key, ok := r.arrayKey(sr, limitsOf(sr.def, sr.st))
+	return ok && key == p.key
+}
+
+// arrayKey is the key of the array (arrayKind) that an attempt of sr
+// under lim would join; ok is false when its engine makes no arrays.
+func (r *Runner) arrayKey(sr *stepRun, lim limits) (string, bool) {
+	if ak, ok := r.kind(sr.def).(arrayKind); ok {
+		return ak.arrayKey(sr.def, lim)
+	}
+	return "", false
+}
+
+// passJoin makes the attempt that starts for item sr (its slot just taken)
+// a task of its fan-out's array pass: the first item in flight of a
+// fan-out under max_parallel on an engine that makes arrays opens one;
+// those started after it in the same scheduling pass, with its key, join
+// it; others are counted outside it.
+func (r *Runner) passJoin(sr *stepRun, ps *procSpec) {
+	g := sr.group
+	if g == nil || g.join.maxPar <= 0 || !r.filling {
+		return // (a start after a cache probe is a job of its own)
+	}
+	j := g.join
+	key, ok := r.arrayKey(sr, ps.lim)
+	if j.running == 1 && ok {
+		r.passN++
+		j.pass = &arrayPass{id: r.passN, key: key, max: j.maxPar}
+		r.passes = append(r.passes, j.pass)
+	}
+	p := j.pass
+	if p == nil || p.closed {
+		return
+	}
+	if ok && key == p.key {
+		p.wg.Add(1)
+		ps.pass = &passMember{pass: p}
+		return
+	}
+	p.outside++
+}
+
+// closePasses ends the array passes the scheduling pass opened: their
+// arrays go once their items arrived.
+func (r *Runner) closePasses() {
+	for _, p := range r.passes {
+		p.close()
+	}
+	r.passes = r.passes[:0]
 }
 
 // slotChanged counts an item's job slot for max_parallel and lets a held

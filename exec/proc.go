@@ -64,6 +64,9 @@ type procSpec struct {
 	freshResult bool
 	// afterStart, if set, is called once the process runs.
 	afterStart func()
+	// pass, set for an item of a fan-out that one scheduling pass starts
+	// beside others, makes it one task of their array (batch_array.go).
+	pass *passMember
 	// lim is the attempt's memory and CPU limit (its timeout is timeout).
 	lim limits
 	// stdin, if set, is the process's standard input (a notification's

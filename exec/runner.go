@@ -105,7 +105,12 @@ type Runner struct {
 	ready    readyHeap
 	inflight int
 	running  int // slot holders
-	jobs     int
+	// passes are the array passes the fill that runs opened (fanout.go
+	// passJoin), closed when it ends; passN numbers them.
+	passes  []*arrayPass
+	passN   int
+	filling bool // fill runs: a start may join an array pass
+	jobs    int
 	// use is what the slot holders reserved (reserve.go); pools are
 	// numbered in file order: poolIdx by name, poolNames and poolSize by
 	// number.

@@ -123,6 +123,11 @@ func (r *Runner) fill() {
 		r.unfailParks()
 	}
 	again()
+	r.filling = true
+	defer func() {
+		r.filling = false
+		r.closePasses()
+	}()
 	for r.running < r.jobs && !r.intr && r.fatal == nil {
 		sr := r.nextReady()
 		if sr == nil {
@@ -292,6 +297,9 @@ func (r *Runner) startAttempt(sr *stepRun) {
 		err = &WhenError{Step: sr.def.ID, Err: whenErr}
 	}
 	ps.freshResult = fresh
+	if err == nil {
+		r.passJoin(sr, &ps)
+	}
 	ctrl := newCtrl()
 	// The attempt's log files are made while its start is committed (with
 	// FABER_SYNC=1, while the device flushes): they are no action of the
@@ -304,6 +312,10 @@ func (r *Runner) startAttempt(sr *stepRun) {
 		r.gated.Add(1)
 		made := sr.aheadMade
 		go func() {
+			// An item of an array pass that ends before its submission
+			// (its start not stored, its logs not made) lets the
+			// others' array go without it.
+			defer ps.pass.arrive()
 			if made != nil && ps.freshResult {
 				// Its files are being made ahead (makeLogsAhead): they
 				// are ready soon, or at once. Made here meanwhile, they

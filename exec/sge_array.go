@@ -26,8 +26,9 @@ func (k *sgeKind) arrays() *arrayBatcher[*sgeBatch] {
 }
 
 // sgeSubmitArray writes each task's job script and the array's script,
-// and submits them as one array job.
-func sgeSubmitArray(tasks []*arrayTask[*sgeBatch]) ([]string, error) {
+// and submits them as one array job, with Grid Engine's throttle (-tc
+// throttle) if throttle > 0.
+func sgeSubmitArray(tasks []*arrayTask[*sgeBatch], throttle int) ([]string, error) {
 	var cases strings.Builder
 	var arrayScript string // beside the first item's logs
 	for i, t := range tasks {
@@ -55,7 +56,11 @@ func sgeSubmitArray(tasks []*arrayTask[*sgeBatch]) ([]string, error) {
 	// faber-<run-id>-<fan-out>-a0: resume finds it as it finds every job
 	// of the run.
 	name := sgeJobName(a.runID, a.step.FanOutOf, 0)
-	args := append([]string{"-t", "1-" + strconv.Itoa(len(tasks))}, qsubArgs(name, a.step, a.lim, os.DevNull, os.DevNull, arrayScript)...)
+	args := []string{"-t", "1-" + strconv.Itoa(len(tasks))}
+	if throttle > 0 {
+		args = append(args, "-tc", strconv.Itoa(throttle))
+	}
+	args = append(args, qsubArgs(name, a.step, a.lim, os.DevNull, os.DevNull, arrayScript)...)
 	id, err := runQsub(args, first.ps.env, a.step, a.lim)
 	if err != nil {
 		return nil, err

@@ -24,8 +24,9 @@ func (k *slurmKind) arrays() *arrayBatcher[*slurmBatch] {
 }
 
 // submitArray writes each task's script and the array's job script, and
-// submits them as one array job.
-func submitArray(tasks []*arrayTask[*slurmBatch]) ([]string, error) {
+// submits them as one array job, with Slurm's throttle (%throttle) if
+// throttle > 0.
+func submitArray(tasks []*arrayTask[*slurmBatch], throttle int) ([]string, error) {
 	base := tasks[0].ps.env
 	var cases strings.Builder
 	for i, t := range tasks {
@@ -50,7 +51,11 @@ func submitArray(tasks []*arrayTask[*slurmBatch]) ([]string, error) {
 	// faber-<run-id>-<fan-out>-a0: resume finds it as it finds every job
 	// of the run.
 	a.job = "faber-" + a.runID + "-" + a.step.FanOutOf + "-a0"
-	args := []string{"--array=0-" + strconv.Itoa(len(tasks)-1)}
+	rng := "0-" + strconv.Itoa(len(tasks)-1)
+	if throttle > 0 {
+		rng += "%" + strconv.Itoa(throttle)
+	}
+	args := []string{"--array=" + rng}
 	args = append(args, a.sbatchArgs(jobScript, os.DevNull, os.DevNull, nil)...)
 	id, err := runSbatch(args, base, a.dir)
 	if err != nil {

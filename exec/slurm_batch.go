@@ -62,11 +62,19 @@ func (a *slurmBatch) sbatchArgs(script, out, errPath string, argv []string) []st
 // submit submits the attempt: an item of a fan-out joins the array of
 // the items started with it (slurm_array.go), any other step is a job.
 func (a *slurmBatch) submit(ps procSpec) (string, error) {
-	if a.step.FanOutOf != "" {
-		key := a.step.FanOutOf + "\x00" + strings.Join(slurmLimits(a.step, a.lim), "\x00")
+	if key, ok := a.kind.arrayKey(a.step, a.lim); ok {
 		return a.kind.arrays().submit(key, a, ps)
 	}
 	return a.submitJob(ps)
+}
+
+// arrayKey: the items of a fan-out in batch mode are arrays, by their
+// limits.
+func (*slurmKind) arrayKey(s *spec.Step, lim limits) (string, bool) {
+	if s.FanOutOf == "" || slurmBlocking(s) {
+		return "", false
+	}
+	return s.FanOutOf + "\x00" + strings.Join(slurmLimits(s, lim), "\x00"), true
 }
 
 // submitJob submits the attempt as a job of its own.

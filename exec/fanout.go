@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"container/heap"
 	"fmt"
 	"strings"
 
@@ -70,8 +71,8 @@ type joinRun struct {
 	items   []*stepRun
 	waiting int // items not settled
 	maxPar  int
-	running int        // items holding a job slot
-	held    []*stepRun // ready items waiting for max_parallel
+	running int       // items holding a job slot
+	held    readyHeap // ready items waiting for max_parallel, in plan order
 	// pass is the array pass (batch_array.go) of the items that started
 	// together while none was in flight, on an engine that throttles
 	// arrays; nil when none.
@@ -412,8 +413,22 @@ func (r *Runner) holdItem(sr *stepRun) bool {
 	if g == nil || g.join.maxPar <= 0 || sr.slot || g.join.running < g.join.maxPar || r.passAdmits(sr) {
 		return false
 	}
-	g.join.held = append(g.join.held, sr)
+	heap.Push(&g.join.held, sr)
 	return true
+}
+
+// releaseHeld lets the first held item of fan-out g (in plan order) go
+// while g has room under max_parallel: when a slot of it was freed, and
+// when an item let go took none (its condition skipped it, a gate or a
+// spent budget kept it, it did not fit), so that the items that start
+// are the first ready ones in plan order that max_parallel allows, as
+// internal/model has it.
+func (r *Runner) releaseHeld(g *stepRun) {
+	if g.join.held.Len() > 0 && (g.join.maxPar <= 0 || g.join.running < g.join.maxPar) {
+		next := heap.Pop(&g.join.held).(*stepRun)
+		next.queued = false
+		r.push(next)
+	}
 }
 
 // passAdmits reports whether an item beyond its fan-out's max_parallel
@@ -488,12 +503,7 @@ func (r *Runner) slotChanged(sr *stepRun, taken bool) {
 		return
 	}
 	g.join.running--
-	if len(g.join.held) > 0 && (g.join.maxPar <= 0 || g.join.running < g.join.maxPar) {
-		next := g.join.held[0]
-		g.join.held = g.join.held[1:]
-		next.queued = false
-		r.push(next)
-	}
+	r.releaseHeld(g)
 }
 
 // stampJoin makes the record of a join step's decision a new attempt that

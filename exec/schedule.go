@@ -128,10 +128,25 @@ func (r *Runner) fill() {
 		r.filling = false
 		r.closePasses()
 	}()
+	// let is the last item of a fan-out under max_parallel that came out
+	// of the ready queue: if it took no slot and was not held, the next
+	// held item of its fan-out may go (releaseHeld).
+	var let *stepRun
+	letGo := func() {
+		if let != nil && !let.slot {
+			r.releaseHeld(let.group)
+		}
+		let = nil
+	}
+	defer letGo()
 	for r.running < r.jobs && !r.intr && r.fatal == nil {
+		letGo()
 		sr := r.nextReady()
 		if sr == nil {
 			break
+		}
+		if sr.group != nil && sr.group.join.maxPar > 0 {
+			let = sr
 		}
 		sr.queued = false
 		if sr.st.Status == StatusPending && r.stopping {
@@ -171,6 +186,7 @@ func (r *Runner) fill() {
 			continue
 		}
 		if whenErr == nil && r.holdItem(sr) {
+			let = nil
 			continue
 		}
 		if q := r.request(sr); !r.fits(&q, head) {

@@ -191,6 +191,8 @@ type GStep struct {
 	Gate string
 	// Budget is its budget: (a fan-out's: each item's); zero: none.
 	Budget GBudget
+	// MaxPar is a fan-out's max_parallel: (0: not written).
+	MaxPar int
 }
 
 // fromItem is the item step of a From fan-out.
@@ -375,7 +377,22 @@ func Gen(seed uint64) *Case {
 	c.genGates(rand.New(rand.NewPCG(seed^0x6a7e, seed)))
 	// And budgets, with what processes report spending.
 	c.genBudgets(rand.New(rand.NewPCG(seed^0xb0d9, seed)))
+	// And max_parallel on fan-outs (on a batch engine, the engine's
+	// throttle of their arrays).
+	c.genMaxPar(rand.New(rand.NewPCG(seed^0x3a9a, seed)))
 	return c
+}
+
+// genMaxPar gives about two fan-outs in five max_parallel 1 or 2.
+func (c *Case) genMaxPar(rng *rand.Rand) {
+	for pi := range c.Phases {
+		for si := range c.Phases[pi].Steps {
+			s := &c.Phases[pi].Steps[si]
+			if (s.Items != nil || s.Glob) && rng.Float64() < 0.4 {
+				s.MaxPar = 1 + rng.IntN(2)
+			}
+		}
+	}
 }
 
 // genBudgets gives about a third of the plans budgets (README "Budgets"):
@@ -1340,6 +1357,9 @@ func (c *Case) YAML() string {
 			if !s.Budget.none() {
 				fmt.Fprintf(&b, "        budget: %s\n", s.Budget.yaml(c.Cost))
 			}
+			if s.MaxPar > 0 {
+				fmt.Fprintf(&b, "        max_parallel: %d\n", s.MaxPar)
+			}
 			switch s.Gate {
 			case "wait":
 				b.WriteString("        approval: true\n")
@@ -1412,7 +1432,7 @@ func intList(xs []int) string {
 // Model is the Case as the model's Plan: dependencies by SPEC §2, fan-outs
 // expanded into items and a join.
 func (c *Case) Model() *Plan {
-	p := &Plan{Jobs: c.Jobs, Cancel: c.Cancel || c.FailFast, UsePendingFailed: c.UsePF, CPUs: c.CPUs}
+	p := &Plan{Jobs: c.Jobs, Cancel: c.Cancel || c.FailFast, UsePendingFailed: c.UsePF, CPUs: c.CPUs, Arrays: c.Batch}
 	if c.PoolSize > 0 {
 		p.PoolSizes = []int{c.PoolSize}
 	}
@@ -1475,6 +1495,7 @@ func (c *Case) Model() *Plan {
 		st.When = c.cond(s, s.ID, s.Items != nil || s.Glob, index)
 		if s.Items != nil || s.Glob {
 			st.Join, st.Items, st.Cacheable, st.Dynamic = true, items, false, s.Glob || s.From != ""
+			st.MaxPar = s.MaxPar
 		}
 		if s.From != "" {
 			st.From = index[s.From] + 1
@@ -1662,6 +1683,9 @@ func (c *Case) Shrinks() []*Case {
 		for si, st := range ph.Steps {
 			if !st.Budget.none() {
 				variant(func(d *Case) { d.Phases[pi].Steps[si].Budget = GBudget{} })
+			}
+			if st.MaxPar > 0 {
+				variant(func(d *Case) { d.Phases[pi].Steps[si].MaxPar = 0 })
 			}
 		}
 	}

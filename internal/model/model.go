@@ -117,6 +117,9 @@ type Step struct {
 	Dynamic bool
 	// Group is an item's join (-1: no item).
 	Group int
+	// MaxPar, on a join, is its fan-out's max_parallel (0: none): at most
+	// that many of its items hold a job slot, but see Plan.Arrays.
+	MaxPar int
 	// Grown, on an item of a dynamic fan-out: its file appears only after
 	// the first session (the user adds it before resuming).
 	Grown bool
@@ -230,9 +233,15 @@ type Plan struct {
 	// CPUs is the run's CPU capacity (0: no limit) and PoolSizes its
 	// pools' sizes (README "Capacity and requests"): a step holding a job
 	// slot holds its request too.
-	CPUs             int
-	PoolSizes        []int
-	Cancel           bool // stop_mode: cancel or --fail-fast
+	CPUs      int
+	PoolSizes []int
+	Cancel    bool // stop_mode: cancel or --fail-fast
+	// Arrays: the steps run on a batch engine that submits a fan-out's
+	// items as job arrays with its own throttle (README "Fan-outs as job
+	// arrays"): the items of a fan-out under max_parallel that one
+	// scheduling pass (advance) starts while none of them holds a slot
+	// may be more than max_parallel, cached items excepted.
+	Arrays           bool
 	UsePendingFailed bool
 	// Policy says what the user does after a session (classify, resume).
 	Policy Policy
@@ -472,6 +481,9 @@ type explorer struct {
 	// Limit bounds the states explored (0: 200,000).
 	Limit int
 	n     int
+	// pass holds the fan-outs (join indexes) whose array pass the
+	// advance that runs opened (Plan.Arrays).
+	pass map[int]bool
 }
 
 // ErrTooBig is returned when a plan has more interleavings than the model
@@ -744,6 +756,7 @@ func (e *explorer) depsOK(w *World, i int) bool {
 // advance decides ready joins and fills free job slots in plan order, until
 // nothing changes: what faber does between two process ends.
 func (e *explorer) advance(w *World) {
+	clear(e.pass)
 	for {
 		if e.decideJoins(w) {
 			continue
@@ -879,6 +892,9 @@ func (e *explorer) fillOne(w *World) bool {
 	free := e.freeRes(w)
 	head := false
 	for i := range e.p.Steps {
+		// failsAtOnce: its condition cannot be evaluated; the attempt
+		// fails without a process, in no array.
+		failsAtOnce := false
 		def := &e.p.Steps[i]
 		s := &w.S[i]
 		if def.Join {
@@ -898,9 +914,11 @@ func (e *explorer) fillOne(w *World) bool {
 			if e.overBudget(w, i) || e.atGate(w, i) {
 				return true
 			}
-			if !e.fits(def, free, &head) {
+			if e.held(w, i) || !e.fits(def, free, &head) {
 				continue
 			}
+			_, bad := e.cond(w, i)
+			failsAtOnce = bad || !e.usesOK(w, def)
 		case s.Status == Pending && !w.Stopping && e.depsOK(w, i):
 			run, bad := e.cond(w, i)
 			if !run && !bad {
@@ -912,9 +930,10 @@ func (e *explorer) fillOne(w *World) bool {
 			if !bad && (e.overBudget(w, i) || e.atGate(w, i)) {
 				return true
 			}
-			if !e.fits(def, free, &head) {
+			if (!bad && e.held(w, i)) || !e.fits(def, free, &head) {
 				continue
 			}
+			failsAtOnce = bad || !e.usesOK(w, def)
 			if def.Cacheable && !s.Probed && e.upstreamSucceeded(w, i) && !bad {
 				// The key is computed while the step holds a slot.
 				s.Probed = true
@@ -936,11 +955,52 @@ func (e *explorer) fillOne(w *World) bool {
 		s.Reserved = false
 		s.Status = Running
 		e.started(s)
+		if !failsAtOnce {
+			e.openPass(w, i)
+		}
 		s.Slot = true
 		w.Running++
 		return true
 	}
 	return false
+}
+
+// held: item i waits for max_parallel: as many of its fan-out's items as
+// that hold a slot, and it may not go beyond as a task of the array pass
+// this advance opened (Plan.Arrays).
+func (e *explorer) held(w *World, i int) bool {
+	def := &e.p.Steps[i]
+	if def.Group < 0 || e.p.Steps[def.Group].MaxPar <= 0 {
+		return false
+	}
+	if e.inFlight(w, def.Group) < e.p.Steps[def.Group].MaxPar {
+		return false
+	}
+	return !e.pass[def.Group] || def.Cacheable
+}
+
+// inFlight counts the items of fan-out g that hold a job slot.
+func (e *explorer) inFlight(w *World, g int) int {
+	n := 0
+	for _, it := range e.p.Steps[g].Items {
+		if w.S[it].Slot {
+			n++
+		}
+	}
+	return n
+}
+
+// openPass: item i, starting, opens its fan-out's array pass when none
+// of its items holds a slot (Plan.Arrays).
+func (e *explorer) openPass(w *World, i int) {
+	g := e.p.Steps[i].Group
+	if !e.p.Arrays || g < 0 || e.p.Steps[g].MaxPar <= 0 || e.inFlight(w, g) > 0 {
+		return
+	}
+	if e.pass == nil {
+		e.pass = map[int]bool{}
+	}
+	e.pass[g] = true
 }
 
 // keyOf is step i's cache key as far as it can change here: its id and

@@ -136,6 +136,34 @@ func TestOutcomes(t *testing.T) {
 				{ID: "f", Join: true, Items: []int{0, 1}, OnFailure: OnFailure{Kind: OnContinue, Explicit: true}},
 				{ID: "g", Deps: []int{2}}}},
 			[]string{line("f", "failure", 1, 0, 0), line("g", "success", 1, 0, 0)}, "[1]", 1},
+		{"max_parallel 1 under a fail-fast stop: the items it held back never start",
+			Plan{Jobs: 4, Cancel: true, Steps: []Step{
+				{ID: "f[1]", Group: 3, Attempts: exits(1)},
+				{ID: "f[2]", Group: 3},
+				{ID: "f[3]", Group: 3},
+				{ID: "f", Group: -1, Join: true, Items: []int{0, 1, 2}, MaxPar: 1}}},
+			[]string{line("f[1]", "failure", 1, 0, 0), line("f[2]", "canceled", 0, 0, 0), line("f[3]", "canceled", 0, 0, 0)}, "[1]", 1},
+		{"max_parallel 1 on a batch engine: the items start together as one throttled array, so the stop finds them started (each ran, or was canceled)",
+			Plan{Jobs: 4, Cancel: true, Arrays: true, Steps: []Step{
+				{ID: "f[1]", Group: 3, Attempts: exits(1)},
+				{ID: "f[2]", Group: 3},
+				{ID: "f[3]", Group: 3},
+				{ID: "f", Group: -1, Join: true, Items: []int{0, 1, 2}, MaxPar: 1}}},
+			[]string{line("f[1]", "failure", 1, 0, 0)}, "[1]", 4},
+		{"max_parallel on a batch engine: a retry waits while the array's others are in flight, then goes (no more attempts than granted)",
+			Plan{Jobs: 4, Arrays: true, Steps: []Step{
+				{ID: "f[1]", Group: 3, OnFailure: OnFailure{Kind: OnRetry, Explicit: true, MaxRetries: 1}, Attempts: exits(1, 0)},
+				{ID: "f[2]", Group: 3},
+				{ID: "f[3]", Group: 3},
+				{ID: "f", Group: -1, Join: true, Items: []int{0, 1, 2}, MaxPar: 2}}},
+			[]string{line("f[1]", "success", 2, 0, 0), line("f[2]", "success", 1, 0, 0), line("f", "success", 1, 0, 0)}, "[0]", 1},
+		{"max_parallel: a cached item is not part of an array pass (it is looked up first), so a stop finds the next held back",
+			Plan{Jobs: 4, Cancel: true, Arrays: true, Steps: []Step{
+				{ID: "f[1]", Group: 3, Cacheable: true, Attempts: exits(1)},
+				{ID: "f[2]", Group: 3, Cacheable: true},
+				{ID: "f[3]", Group: 3, Cacheable: true},
+				{ID: "f", Group: -1, Join: true, Items: []int{0, 1, 2}, MaxPar: 1}}},
+			[]string{line("f[1]", "failure", 1, 0, 0), line("f[2]", "canceled", 0, 0, 0), line("f[3]", "canceled", 0, 0, 0)}, "[1]", 1},
 		{"a join with no items waits for its needs",
 			Plan{Jobs: 2, Steps: []Step{
 				{ID: "up", Attempts: exits(1)},
@@ -415,6 +443,7 @@ func withoutOutputs(c *Case) *Case {
 			d.Phases[pi].Steps[si].Pool = false
 			d.Phases[pi].Steps[si].When = GWhen{} // conditions: their own stream too
 			d.Phases[pi].Steps[si].Gate = ""      // approval gates: their own stream too
+			d.Phases[pi].Steps[si].MaxPar = 0     // max_parallel: its own stream, drawn last
 			if s := &d.Phases[pi].Steps[si]; s.From != "" {
 				delete(d.Codes, s.fromItem()) // and fan-outs over a published value
 				delete(d.HCodes, s.fromItem())

@@ -17,8 +17,11 @@
 #   ITEMS=1000 REPS=1 bash bench/batch_array.sh   # ~10 min on the 2-CPU test cluster
 #   eval "$(scripts/sge-cluster.sh start)"
 #   ENGINE=sge bash bench/batch_array.sh
+#   MAXPAR=10 bash bench/batch_array.sh        # max_parallel: 10 on the fan-out,
+#                                             # %10 (-tc 10) on the hand-made array
 set -euo pipefail
 ITEMS=${ITEMS:-100}
+MAXPAR=${MAXPAR:-}
 REPS=${REPS:-3}
 ENGINE=${ENGINE:-slurm}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -55,14 +58,19 @@ for c in $submit $status; do
 	chmod +x "$WORK/bin/$c"
 done
 printf 'name: arr\nexecutor: %s\nsteps:\n  - id: t\n    foreach: {range: [1, %d]}\n    run: "true"\n' "$ENGINE" "$ITEMS" >"$WORK/arr.yaml"
+throttle_s='' throttle_q=() under=''
+if [ -n "$MAXPAR" ]; then
+	printf '    max_parallel: %d\n' "$MAXPAR" >>"$WORK/arr.yaml"
+	throttle_s="%$MAXPAR" throttle_q=(-tc "$MAXPAR") under=", max_parallel $MAXPAR"
+fi
 
 by_hand() { # prints ms
 	local t0
 	t0=$(now_ns)
 	if [ "$ENGINE" = slurm ]; then
-		sbatch --array=0-$((ITEMS - 1)) --wait --output=/dev/null --job-name=bench-hand --wrap true >/dev/null
+		sbatch --array=0-$((ITEMS - 1))$throttle_s --wait --output=/dev/null --job-name=bench-hand --wrap true >/dev/null
 	else
-		qsub -sync y -t 1-"$ITEMS" -b y -o /dev/null -e /dev/null -N bench-hand true >/dev/null
+		qsub -sync y -t 1-"$ITEMS" "${throttle_q[@]}" -b y -o /dev/null -e /dev/null -N bench-hand true >/dev/null
 	fi
 	echo $((($(now_ns) - t0) / 1000000))
 }
@@ -96,7 +104,7 @@ rss=$(col 4 | median)
 sb=$(col 5 | median)
 sq=$(col 6 | median)
 rate=$(calc %.2f "$sq / ($fm / 1000)")
-echo "| $ITEMS-item fan-out on $title (batch), $REPS rounds, load $(cut -d' ' -f1-3 /proc/loadavg) | value | goal |"
+echo "| $ITEMS-item fan-out$under on $title (batch), $REPS rounds, load $(cut -d' ' -f1-3 /proc/loadavg) | value | goal |"
 echo "|---|---|---|"
 echo "| $submit submissions by faber | $sb | $(pf "$sb <= 3") (a few per fan-out) |"
 echo "| $status calls by faber (one per tick, all jobs) | $sq ($rate per s) | $(pf "$rate <= 5.5") (at most one per 0.2 s tick) |"

@@ -167,6 +167,13 @@ func (r *Runner) fill() {
 			again()
 			continue
 		}
+		if r.holdItem(sr) {
+			// max_parallel holds it back before anything is decided
+			// for it: its condition, budget and gate are looked at
+			// once it may start (as internal/model has it).
+			let = nil
+			continue
+		}
 		var whenErr error
 		if sr.st.Status == StatusPending && sr.def.When != nil {
 			run, err := r.evalWhen(sr)
@@ -183,10 +190,6 @@ func (r *Runner) fill() {
 		}
 		if whenErr == nil && r.atGate(sr) {
 			again()
-			continue
-		}
-		if whenErr == nil && r.holdItem(sr) {
-			let = nil
 			continue
 		}
 		if q := r.request(sr); !r.fits(&q, head) {

@@ -911,15 +911,21 @@ func (e *explorer) fillOne(w *World) bool {
 		}
 		switch {
 		case s.Status == Queued:
+			if e.held(w, i) {
+				continue // nothing is decided for it before it may start
+			}
 			if e.overBudget(w, i) || e.atGate(w, i) {
 				return true
 			}
-			if e.held(w, i) || !e.fits(def, free, &head) {
+			if !e.fits(def, free, &head) {
 				continue
 			}
 			_, bad := e.cond(w, i)
 			failsAtOnce = bad || !e.usesOK(w, def)
 		case s.Status == Pending && !w.Stopping && e.depsOK(w, i):
+			if e.held(w, i) {
+				continue
+			}
 			run, bad := e.cond(w, i)
 			if !run && !bad {
 				// Its condition is false: skipped, with no slot taken.
@@ -930,7 +936,7 @@ func (e *explorer) fillOne(w *World) bool {
 			if !bad && (e.overBudget(w, i) || e.atGate(w, i)) {
 				return true
 			}
-			if (!bad && e.held(w, i)) || !e.fits(def, free, &head) {
+			if !e.fits(def, free, &head) {
 				continue
 			}
 			failsAtOnce = bad || !e.usesOK(w, def)

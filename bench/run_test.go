@@ -249,13 +249,16 @@ ls -d "$1"/probe.* | wc -l`
 // TestBatchArrayScript runs bench/batch_array.sh on a tiny fan-out for
 // each batch engine whose test cluster is up (FABER_SLURM=1, FABER_SGE=1,
 // as for the cluster scripts): the shape of its table, and that the
-// fan-out was one submission.
+// fan-out was one submission, with and without max_parallel (then one
+// array with the engine's throttle).
 func TestBatchArrayScript(t *testing.T) {
-	for _, e := range []struct{ engine, env, submit, status string }{
-		{"slurm", "FABER_SLURM", "sbatch", "squeue"},
-		{"sge", "FABER_SGE", "qsub", "qstat"},
+	for _, e := range []struct{ engine, env, submit, status, maxpar string }{
+		{"slurm", "FABER_SLURM", "sbatch", "squeue", ""},
+		{"slurm", "FABER_SLURM", "sbatch", "squeue", "2"},
+		{"sge", "FABER_SGE", "qsub", "qstat", ""},
+		{"sge", "FABER_SGE", "qsub", "qstat", "2"},
 	} {
-		t.Run(e.engine, func(t *testing.T) {
+		t.Run(e.engine+e.maxpar, func(t *testing.T) {
 			if testing.Short() || os.Getenv(e.env) != "1" {
 				t.Skipf("needs a %s test cluster (scripts/%s-cluster.sh start) and %s=1", e.engine, e.engine, e.env)
 			}
@@ -263,7 +266,7 @@ func TestBatchArrayScript(t *testing.T) {
 				t.Skip("no GNU time at /usr/bin/time (bench/batch_array.sh installs it; a test does not)")
 			}
 			cmd := exec.Command("bash", "batch_array.sh")
-			cmd.Env = append(os.Environ(), "ENGINE="+e.engine, "ITEMS=4", "REPS=1", "STATE_BASE="+t.TempDir())
+			cmd.Env = append(os.Environ(), "ENGINE="+e.engine, "ITEMS=4", "REPS=1", "MAXPAR="+e.maxpar, "STATE_BASE="+t.TempDir())
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()

@@ -49,6 +49,9 @@ type rejected struct{ msg, log string }
 
 func (e *rejected) Error() string { return e.msg }
 
+// jobSubmitted is the state of a job the poller has not listed yet.
+const jobSubmitted = "SUBMITTED"
+
 // jobState is what the scheduler says of a job.
 type jobState struct {
 	state    string // the engine's word: PENDING, RUNNING, COMPLETED, ...
@@ -104,7 +107,7 @@ func newJobPoller(list func() (map[string]jobState, error), record func([]string
 func (p *jobPoller) watch(id string) <-chan jobState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	w := &jobWatch{done: make(chan jobState, 1), last: jobState{state: "SUBMITTED"}}
+	w := &jobWatch{done: make(chan jobState, 1), last: jobState{state: jobSubmitted}}
 	p.watched[id] = w
 	if !p.running {
 		p.running = true
@@ -273,11 +276,31 @@ func (o *outcome) finishBatch(ps procSpec, ctrl *procCtrl, b batchExecutor, id s
 		defer t.Stop()
 		echoTick = t.C
 	}
-	var timer <-chan time.Time
-	if ps.timeout > 0 {
-		t := time.NewTimer(max(ps.timeout-time.Since(o.started), 0))
+	// The timeout counts from the attempt's start (its submission), but
+	// for a task the engine's throttle may hold back (an item of an array
+	// pass) and a job re-attached to: from when the engine is seen to run
+	// it, or, for a job re-attached to that already runs, from the
+	// attempt's start, as faber cannot tell when it started.
+	var timer, runWait <-chan time.Time
+	var armed *time.Timer
+	arm := func(from time.Time) {
+		armed = time.NewTimer(max(ps.timeout-time.Since(from), 0))
+		timer = armed.C
+	}
+	defer func() {
+		if armed != nil {
+			armed.Stop()
+		}
+	}()
+	sawQueued := false
+	switch {
+	case ps.timeout <= 0:
+	case ps.timeoutFrom == fromStart:
+		arm(o.started)
+	default:
+		t := time.NewTicker(pollMin)
 		defer t.Stop()
-		timer = t.C
+		runWait = t.C
 	}
 	grace := ps.grace
 	if grace <= 0 {
@@ -312,6 +335,20 @@ wait:
 			break wait
 		case <-echoTick:
 			fe.read(false)
+		case <-runWait:
+			switch js := poll.last(id); {
+			case js.state == jobSubmitted:
+				// Not polled yet.
+			case js.node == "":
+				sawQueued = true
+			default:
+				runWait = nil
+				if sawQueued || ps.timeoutFrom == fromRun {
+					arm(time.Now())
+				} else {
+					arm(o.started)
+				}
+			}
 		case <-timer:
 			timer = nil
 			o.timedOut = true

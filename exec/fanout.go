@@ -477,6 +477,7 @@ func (r *Runner) passJoin(sr *stepRun, ps *procSpec) {
 	if ok && key == p.key {
 		p.wg.Add(1)
 		ps.pass = &passMember{pass: p}
+		ps.timeoutFrom = fromRun // the engine's throttle may hold it back
 		return
 	}
 	p.outside++

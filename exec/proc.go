@@ -23,6 +23,13 @@ import (
 // for stderr_matches, which SPEC §10 matches against the last 64 KiB.
 const tailSize = 64 << 10
 
+// When a batch job's timeout starts counting (procSpec.timeoutFrom).
+const (
+	fromStart = iota
+	fromRun
+	fromReattach
+)
+
 // procSpec describes one process faber runs: a step attempt, a recovery
 // script, a handler or the end step.
 type procSpec struct {
@@ -64,6 +71,10 @@ type procSpec struct {
 	freshResult bool
 	// afterStart, if set, is called once the process runs.
 	afterStart func()
+	// timeoutFrom says when a batch job's timeout starts counting
+	// (finishBatch): fromStart (the attempt's start), fromRun (when the
+	// engine runs it: a task its throttle may hold back) or fromReattach.
+	timeoutFrom int
 	// pass, set for an item of a fan-out that one scheduling pass starts
 	// beside others, makes it one task of their array (batch_array.go).
 	pass *passMember

@@ -422,6 +422,7 @@ func (r *Runner) reattach(sr *stepRun) {
 	if st.StartedAt != nil {
 		started = *st.StartedAt
 	}
+	ps.timeoutFrom = fromReattach
 	go func() {
 		o := outcome{exec: ps.exec, timeout: ps.timeout, lim: ps.lim, started: started}
 		o.lim.timeout = ps.timeout

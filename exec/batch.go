@@ -129,6 +129,15 @@ func (p *jobPoller) unwatch(id string) {
 }
 
 // last is what the poller saw of job id last.
+// left reports whether job id is missing from the engine's listing since
+// the last tick (it ended, and the poller waits for its record).
+func (p *jobPoller) left(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.watched[id]
+	return w != nil && !w.gone.IsZero()
+}
+
 func (p *jobPoller) last(id string) jobState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -351,6 +360,14 @@ wait:
 			}
 		case <-timer:
 			timer = nil
+			if poll.left(id) {
+				// It left the engine's listing: it ended within its
+				// timeout, and its record is on the way (qacct's comes
+				// seconds later). Looked at again while it is not back.
+				armed = time.NewTimer(pollMin)
+				timer = armed.C
+				break
+			}
 			o.timedOut = true
 			stop(false)
 		case <-stopCh:

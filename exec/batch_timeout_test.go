@@ -80,3 +80,34 @@ func TestBatchTimeoutFromRun(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchTimeoutRecordLate: a job that left the engine's listing within
+// its timeout ended then, though its record comes later (Grid Engine's
+// qacct writes it seconds after): it is not timed out meanwhile.
+func TestBatchTimeoutRecordLate(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Now()
+	j := &queuedJob{}
+	j.poll = newJobPoller(func() (map[string]jobState, error) {
+		if time.Since(start) < 200*time.Millisecond {
+			return map[string]jobState{"1": {state: "r", node: "n1"}}, nil
+		}
+		return map[string]jobState{}, nil // left the listing
+	}, func([]string) map[string]jobState {
+		if time.Since(start) < 1500*time.Millisecond {
+			return nil // no record yet
+		}
+		return map[string]jobState{"1": {state: "ended", done: true}}
+	})
+	ps := procSpec{timeout: 500 * time.Millisecond, grace: 50 * time.Millisecond,
+		stdoutPath: filepath.Join(dir, "out"), stderrPath: filepath.Join(dir, "err")}
+	out, _ := os.Create(ps.stdoutPath)
+	errF, _ := os.Create(ps.stderrPath)
+	o := runBatch(ps, newCtrl(), procLogs{out: out, err: errF}, j)
+	if o.timedOut || o.exitCode != 0 {
+		t.Errorf("timed out %v, exit %d: want the job's own end (exit 0)", o.timedOut, o.exitCode)
+	}
+	if j.canceled {
+		t.Errorf("the job that had ended was canceled")
+	}
+}

@@ -22,8 +22,8 @@ import (
 // that terminal: the step is re-attached to its job (step_reattached, one
 // attempt, no step_orphaned), the job's end is recorded and the run ends
 // success, attach exiting 0 as resume does. n leaves the run as it was
-// (not one event more) and attach exits 130, the run's code; attach
-// --resume then resumes it without asking.
+// (not one event more) and attach exits 130, the run's code, as does
+// Ctrl-C at the question; attach --resume then resumes it without asking.
 func TestAttachResumeTmux(t *testing.T) {
 	tm, bin, dir := tmuxtest.New(t, "attachresume", ".")
 	self, err := os.Executable()
@@ -152,6 +152,16 @@ steps:
 		}
 		if o, err := state.OwnerOf(stateDir, id); err != nil || o.Alive {
 			t.Errorf("after n the run has an owner (%+v, %v); nothing should run it", o, err)
+		}
+		// Ctrl-C at the question is a no too.
+		tm.Start("ctrlc", work, "env "+env+" "+bin+" attach "+id+" --state-dir "+stateDir, 120, 40)
+		tm.WaitFor("ctrlc", 15*time.Second, "the question", func(s string) bool { return strings.Contains(s, question(id)) })
+		tm.Keys("ctrlc", "C-c")
+		if code := tm.WaitExit("ctrlc", work, 15*time.Second); code != "130" {
+			t.Errorf("faber attach given Ctrl-C at the question exited %s, want 130 (the run's):\n%s", code, tm.Capture("ctrlc"))
+		}
+		if after := events(t, stateDir, id); after != before {
+			t.Errorf("Ctrl-C at the question changed the run's events:\nbefore:\n%s\nafter:\n%s", before, after)
 		}
 
 		tm.Start("flag", work, "env "+env+" "+bin+" attach --resume "+id+" --state-dir "+stateDir, 120, 40)

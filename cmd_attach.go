@@ -24,6 +24,7 @@ const attachPoll = 150 * time.Millisecond
 // AttachCmd shows the live view of a run that another faber process owns.
 type AttachCmd struct {
 	RunRef `embed:""`
+	Resume bool `name:"resume" help:"If the run's faber died while batch jobs of its steps ran: resume the run here without asking (see below)."`
 	// fromUI is set by faber ui, whose board comes back when the view is
 	// left: no hints on how to come back.
 	fromUI bool
@@ -43,9 +44,18 @@ pending_failed, 130 interrupted). A run that has already ended shows its
 summary at once. Needs a terminal: without one, 'faber events RUN --follow'
 prints the same events as lines.
 
+If the run's faber died (kill -9, a crash, its machine) while batch jobs of
+its steps (executor: slurm or sge) were queued or running, attach shows the
+summary, names the jobs, and asks whether to resume the run now: y resumes
+it in this terminal as 'faber resume RUN' does, which re-attaches to those
+jobs (no new attempt), records how they end and goes on with the run, and
+exits as resume does; anything else leaves the run as it is, and attach
+exits with the run's code (130). --resume answers y without asking.
+
 Examples:
   faber attach --last
-  faber watch dataset-create-2026`
+  faber watch dataset-create-2026
+  faber attach --resume RUN       resume a run whose faber died, jobs and all`
 }
 
 // Run shows the view until the run ends or the user leaves.
@@ -88,7 +98,10 @@ func (c *AttachCmd) Run(g *Globals) error {
 			return err
 		}
 		fmt.Fprint(g.stdout, tui.SummaryOf(opt, caught.Events))
-		jobsLeft(g, id)
+		// faber ui's board comes back after attach: it asks nothing.
+		if jobsLeft(g, id) && !c.fromUI && (c.Resume || askResume(g, id)) {
+			return resumeFromAttach(g, id)
+		}
 		return codeOnly(exitCodeFor(status))
 	}
 
@@ -144,11 +157,11 @@ func (c *AttachCmd) Run(g *Globals) error {
 
 // jobsLeft tells, of a run whose faber died, the batch jobs its running
 // steps had: they may run on; resume re-attaches to them, stop cancels
-// them.
-func jobsLeft(g *Globals, id string) {
+// them. It reports whether there were any.
+func jobsLeft(g *Globals, id string) bool {
 	v, err := run.View(g.StateDir, id)
 	if err != nil {
-		return
+		return false
 	}
 	var jobs []string
 	for _, st := range v.Steps {
@@ -161,6 +174,66 @@ func jobsLeft(g *Globals, id string) {
 			"  faber resume %s   re-attaches to them and records how they end\n"+
 			"  faber stop %s     cancels them (the run ends interrupted)\n", strings.Join(jobs, ", "), id, id)
 	}
+	return len(jobs) > 0
+}
+
+// askResume asks on the terminal whether to resume the run whose faber
+// died while its batch jobs ran. Only y or yes (then Enter) is a yes; EOF
+// and Ctrl-C (a signal: the terminal is not in raw mode here) are a no.
+func askResume(g *Globals, id string) bool {
+	fmt.Fprintf(g.stdout, "resume run %s now? it re-attaches to these jobs, records how they end, and goes on [y/N] ", id)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	// The line typed, or nil at EOF (or a read error) before Enter.
+	answer := make(chan []byte, 1)
+	// One byte at a time: nothing past the line is taken from the
+	// terminal, which the resume's live view reads next.
+	go func() {
+		line := []byte{}
+		b := make([]byte, 1)
+		for {
+			n, err := g.stdin.Read(b)
+			if n == 1 && b[0] == '\n' {
+				answer <- line
+				return
+			}
+			if n == 1 {
+				line = append(line, b[0])
+			}
+			if err != nil {
+				answer <- nil
+				return
+			}
+		}
+	}()
+	select {
+	case a := <-answer:
+		if a == nil {
+			fmt.Fprintln(g.stdout) // the shell's prompt on a line of its own
+			return false
+		}
+		s := strings.TrimSpace(string(a))
+		return strings.EqualFold(s, "y") || strings.EqualFold(s, "yes")
+	case <-sigs:
+		fmt.Fprintln(g.stdout)
+		return false
+	}
+}
+
+// resumeFromAttach resumes the run as 'faber resume RUN' in this terminal
+// would (ResumeCmd: a background owner running "resume RUN" when the live
+// view can detach), and exits as it does.
+func resumeFromAttach(g *Globals, id string) error {
+	args := []string{"resume", id, "--state-dir=" + g.StateDir}
+	if g.NoColor {
+		args = append(args, "--no-color")
+	}
+	if g.Verbose {
+		args = append(args, "--verbose")
+	}
+	r := &ResumeCmd{RunID: id, UI: "auto", ownerArgs: args}
+	return r.Run(g)
 }
 
 // attachTerminal reports whether stdin and stdout are terminals. Unlike

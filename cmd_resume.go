@@ -22,6 +22,10 @@ type ResumeCmd struct {
 	UI            string `name:"ui" enum:"auto,tui,plain,json" default:"auto" help:"Progress display: auto, tui, plain or json."`
 	JSON          bool   `name:"json" help:"The same as --ui json: one event per line."`
 	capacityFlags `embed:""`
+	// ownerArgs is the background owner's command line (runDetachedArgs)
+	// when this resume is not the command line's own (attach's); nil: the
+	// command line.
+	ownerArgs []string
 }
 
 // Help explains resume in more depth.
@@ -64,7 +68,11 @@ func (c *ResumeCmd) Run(g *Globals) error {
 	if detachable(g, c.UI) {
 		// The live view: the run goes on in a background owner, so that
 		// q gives the prompt back (detach.go).
-		if started, err := runDetached(g); started {
+		args := c.ownerArgs
+		if args == nil {
+			args = os.Args[1:]
+		}
+		if started, err := runDetachedArgs(g, args); started {
 			return err
 		}
 	}

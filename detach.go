@@ -196,7 +196,12 @@ func detachable(g *Globals, ui string) bool {
 // runDetached runs this command (os.Args) in a background owner and shows
 // its run here. started is false when the owner could not start (a warning
 // said why): the caller then runs the run itself.
-func runDetached(g *Globals) (started bool, err error) {
+func runDetached(g *Globals) (started bool, err error) { return runDetachedArgs(g, os.Args[1:]) }
+
+// runDetachedArgs is runDetached with the owner's command line args (what
+// follows the program's name) given: attach, resuming a run, has the owner
+// run "resume RUN" rather than itself.
+func runDetachedArgs(g *Globals, args []string) (started bool, err error) {
 	exe, err := os.Executable()
 	if err != nil {
 		fmt.Fprintf(g.stderr, "faber: warning: cannot run in the background (%v); the run runs here, and q keeps the terminal until it ends\n", err)
@@ -214,7 +219,7 @@ func runDetached(g *Globals) (started bool, err error) {
 	}
 	backR, backW := pipe()
 	outR, outW := pipe()
-	cmd := osexec.Command(exe, os.Args[1:]...)
+	cmd := osexec.Command(exe, args...)
 	if runtime.GOOS == "linux" {
 		if _, err := os.Stat("/proc/self/exe"); err == nil {
 			// This very binary, even if faber was upgraded meanwhile: the

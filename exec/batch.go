@@ -128,7 +128,6 @@ func (p *jobPoller) unwatch(id string) {
 	delete(p.watched, id)
 }
 
-// last is what the poller saw of job id last.
 // left reports whether job id is missing from the engine's listing since
 // the last tick (it ended, and the poller waits for its record).
 func (p *jobPoller) left(id string) bool {
@@ -138,6 +137,7 @@ func (p *jobPoller) left(id string) bool {
 	return w != nil && !w.gone.IsZero()
 }
 
+// last is what the poller saw of job id last.
 func (p *jobPoller) last(id string) jobState {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -127,7 +127,6 @@ func newArrayBatcher[T any](one func(T, procSpec) (string, error), many func([]*
 func (b *arrayBatcher[T]) submit(key string, item T, ps procSpec) (string, error) {
 	t := &arrayTask[T]{item: item, ps: ps, done: make(chan arrayResult, 1)}
 	m := ps.pass
-	throttle := 0
 	if m != nil {
 		key += "\x00pass " + strconv.Itoa(m.pass.id)
 	}
@@ -140,7 +139,7 @@ func (b *arrayBatcher[T]) submit(key string, item T, ps procSpec) (string, error
 		p := m.pass
 		p.whenComplete(func() { b.flush(key, p.throttle()) })
 	case first:
-		time.AfterFunc(b.window, func() { b.flush(key, throttle) })
+		time.AfterFunc(b.window, func() { b.flush(key, 0) }) // no throttle
 	}
 	// Queued: the pass's array goes once the others are (arrive after
 	// whenComplete, so that the pass's flush is registered by then).

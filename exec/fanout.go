@@ -406,8 +406,9 @@ func (r *Runner) itemChanged(it *stepRun) {
 	}
 }
 
-// holdItem reports whether a ready item must wait for max_parallel; it is
-// then kept until an item of its fan-out frees its slot.
+// holdItem reports whether a ready item must wait for max_parallel (unless
+// the array pass of this scheduling pass admits it); it is then kept, in
+// plan order, until its fan-out has room again (releaseHeld).
 func (r *Runner) holdItem(sr *stepRun) bool {
 	g := sr.group
 	if g == nil || g.join.maxPar <= 0 || sr.slot || g.join.running < g.join.maxPar || r.passAdmits(sr) {

@@ -14,9 +14,13 @@ import (
 
 // The step cache (README, "Caching") is state-dir-wide: one small file per
 // plan and step under <state-dir>/cache, private like the rest of the state
-// dir (0700, 0600), each replaced atomically (written beside, synced,
-// renamed), so a reader sees an old entry or a new one, never half of one.
-// The entries are opaque here; package exec defines them.
+// dir (0700, 0600), each replaced atomically (written beside, renamed), so
+// a reader sees an old entry or a new one, never half of one. The file is
+// synced before the rename only when the run's commits are (FABER_SYNC=1):
+// otherwise an entry, like every other file of the run, survives a crash
+// of faber but not a power loss, after which it may be missing or empty,
+// which is a miss (the step runs), never a hit. The entries are opaque
+// here; package exec defines them.
 
 const dirCache = "cache"
 
@@ -42,8 +46,12 @@ func CacheGet(stateDir, plan, step string) ([]byte, error) {
 // files; anything bigger is not an entry faber wrote.
 const MaxCacheEntry = 64 << 20
 
-// CachePut replaces the entry of a plan's step.
-func CachePut(stateDir, plan, step string, data []byte) error {
+// syncEntry syncs a new entry's file (a variable for the tests).
+var syncEntry = (*os.File).Sync
+
+// CachePut replaces the entry of a plan's step; with sync, the new file is
+// on the device before it replaces the old one.
+func CachePut(stateDir, plan, step string, data []byte, sync bool) error {
 	dir := CacheDir(stateDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -56,8 +64,8 @@ func CachePut(stateDir, plan, step string, data []byte) error {
 	}
 	tmp := f.Name()
 	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
+	if err == nil && sync {
+		err = syncEntry(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -3,6 +3,8 @@ package state
 import (
 	"errors"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -16,12 +18,12 @@ func TestCacheFiles(t *testing.T) {
 	if l, err := CacheList(dir); err != nil || len(l) != 0 {
 		t.Fatalf("list of nothing: %v %v", l, err)
 	}
-	for _, v := range []string{"one", "two"} {
-		if err := CachePut(dir, "p", "a", []byte(v)); err != nil {
+	for i, v := range []string{"one", "two"} {
+		if err := CachePut(dir, "p", "a", []byte(v), i%2 == 0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := CachePut(dir, "p", "b", []byte("b")); err != nil {
+	if err := CachePut(dir, "p", "b", []byte("b"), true); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := CacheGet(dir, "p", "a"); err != nil || string(b) != "two" {
@@ -48,5 +50,34 @@ func TestCacheFiles(t *testing.T) {
 	}
 	if l, _ := CacheList(dir); len(l) != 1 {
 		t.Fatalf("after drop: %d", len(l))
+	}
+}
+
+// An entry's file is synced before it replaces the old one only when the
+// run's commits are (FABER_SYNC=1): otherwise it survives what the rest of
+// the run survives, a crash of faber, without a device flush per entry.
+func TestCachePutSyncsOnlyWhenAsked(t *testing.T) {
+	dir := t.TempDir()
+	var synced []string
+	old := syncEntry
+	syncEntry = func(f *os.File) error {
+		synced = append(synced, filepath.Base(f.Name()))
+		return f.Sync()
+	}
+	defer func() { syncEntry = old }()
+	if err := CachePut(dir, "p", "a", []byte("one"), false); err != nil {
+		t.Fatal(err)
+	}
+	if len(synced) != 0 {
+		t.Fatalf("synced %v without sync", synced)
+	}
+	if err := CachePut(dir, "p", "a", []byte("two"), true); err != nil {
+		t.Fatal(err)
+	}
+	if len(synced) != 1 || !strings.HasPrefix(synced[0], cacheTempPrefix) {
+		t.Fatalf("synced %v, want the temporary file once", synced)
+	}
+	if b, err := CacheGet(dir, "p", "a"); err != nil || string(b) != "two" {
+		t.Fatalf("get: %q %v", b, err)
 	}
 }

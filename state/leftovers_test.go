@@ -52,7 +52,7 @@ func TestCleanDeadRunsSparesLiveOwners(t *testing.T) {
 // and keeps those of running ones.
 func TestCleanCacheTemps(t *testing.T) {
 	dir := t.TempDir()
-	if err := CachePut(dir, "p", "s", []byte("{}")); err != nil {
+	if err := CachePut(dir, "p", "s", []byte("{}"), false); err != nil {
 		t.Fatal(err)
 	}
 	cache := CacheDir(dir)

@@ -667,6 +667,10 @@ func (s *Store) readSeq() (int64, error) {
 // Dir returns the run directory, where other packages put logs/ and outputs/.
 func (s *Store) Dir() string { return s.dir }
 
+// Synced reports whether the store syncs every commit (FABER_SYNC=1), so
+// that what is written beside it (the cache's entries) can do the same.
+func (s *Store) Synced() bool { return s.opt.Sync }
+
 // Load reads the run's metadata, plan, run record, every step record and the
 // last seq. It iterates the step records in key order rather than looking them
 // up one by one, so a run of 10,000 steps loads in one pass.

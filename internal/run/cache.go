@@ -11,8 +11,12 @@ import (
 )
 
 // Cache gives the runner the state-dir-wide step cache (exec.CacheStore)
-// over package state's files.
-type Cache struct{ StateDir string }
+// over package state's files. Sync syncs each entry before it replaces
+// the old one, as the run's commits are synced (FABER_SYNC=1).
+type Cache struct {
+	StateDir string
+	Sync     bool
+}
 
 // Get reads the entry of a plan's step; nil when there is none. An entry
 // that does not decode (written by a newer faber, or damaged) counts as
@@ -38,7 +42,7 @@ func (c Cache) Put(e *exec.CacheEntry) error {
 	if err != nil {
 		return err
 	}
-	return state.CachePut(c.StateDir, e.Plan, e.Step, b)
+	return state.CachePut(c.StateDir, e.Plan, e.Step, b, c.Sync)
 }
 
 // Drop removes the entry of a plan's step.

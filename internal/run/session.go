@@ -153,7 +153,7 @@ func (s *Session) Run(ctx context.Context) (Outcome, error) {
 		FailFast:   s.FailFast,
 		WantOutput: s.WantOutput,
 		HardStop:   s.HardStop,
-		Cache:      Cache{StateDir: s.StateDir},
+		Cache:      Cache{StateDir: s.StateDir, Sync: s.Store.Synced()},
 		NoCache:    s.NoCache,
 		Force:      s.Force,
 	}

@@ -32,8 +32,10 @@ type executorKind interface {
 	// describe returns, for a dry run, the argv that runs argv (an
 	// attempt's, before wrapping) under the engine and the part of it that
 	// is the engine's own (nil when the engine adds nothing). runID and
-	// attempt are the dry run's placeholders.
-	describe(runID, attempt string, s *spec.Step, dir string, argv []string) (wrapped, prefix []string)
+	// attempt are the dry run's placeholders; throttle is, on a fan-out's
+	// item, its fan-out's max_parallel (0: none), which an engine that
+	// runs items as an array passes as the array's throttle.
+	describe(runID, attempt string, s *spec.Step, dir string, argv []string, throttle int) (wrapped, prefix []string)
 	// reattachable returns the steps of prior whose running attempt is a
 	// job the engine still knows (queued, running, or ended with a record
 	// of how): the next session waits for it instead of running the step
@@ -271,10 +273,11 @@ func EndLeftovers(p *spec.Plan, prior *Prior, runID string) (Leftovers, error) {
 // DescribeExecutor says, for a dry run, how step s's attempts run: the
 // engine's name, the argv that runs argv (before wrapping) under it, and
 // the engine's own part of that argv (nil when it adds nothing). runID and
-// attempt are placeholders for the run id and the attempt number.
-func DescribeExecutor(s *spec.Step, runID, attempt, dir string, argv []string) (name string, wrapped, prefix []string) {
+// attempt are placeholders for the run id and the attempt number; throttle
+// is an item's fan-out's max_parallel (0: none, or not an item).
+func DescribeExecutor(s *spec.Step, runID, attempt, dir string, argv []string, throttle int) (name string, wrapped, prefix []string) {
 	k := kindOf(s)
-	wrapped, prefix = k.describe(runID, attempt, s, dir, argv)
+	wrapped, prefix = k.describe(runID, attempt, s, dir, argv, throttle)
 	return k.name(), wrapped, prefix
 }
 

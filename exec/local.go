@@ -21,7 +21,7 @@ func (localKind) attempt(runID string, s *spec.Step, n int, _ string, lim limits
 	return &localAttempt{cgName: cgroupName(runID, s.ID, n), lim: lim}
 }
 
-func (localKind) describe(_, _ string, _ *spec.Step, _ string, argv []string) (wrapped, prefix []string) {
+func (localKind) describe(_, _ string, _ *spec.Step, _ string, argv []string, _ int) (wrapped, prefix []string) {
 	return argv, nil
 }
 

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"os"
 	osexec "os/exec"
 	"path/filepath"
 	"sort"
@@ -92,12 +93,24 @@ func sgeBlocking(s *spec.Step) bool {
 // describe: the qsub command line of attempt <attempt>, whose job script
 // (<logs>/attempt-<N>.sge) runs the argv; or the qrsh one, whose command
 // line is the job script.
-func (k *sgeKind) describe(runID, attempt string, s *spec.Step, dir string, argv []string) (wrapped, prefix []string) {
+func (k *sgeKind) describe(runID, attempt string, s *spec.Step, dir string, argv []string, throttle int) (wrapped, prefix []string) {
 	job := "faber-" + sgeName(runID) + "-" + sgeName(s.ID) + "-a" + attempt
 	lim := limitsOf(s, nil)
 	if sgeBlocking(s) {
 		prefix = append([]string{"qrsh"}, qrshArgs(job, s, lim)...)
 		return append(prefix[:len(prefix):len(prefix)], argv...), prefix
+	}
+	if s.FanOutOf != "" {
+		// A task of the array of the items that start with it
+		// (sgeSubmitArray): the array's script runs the item's job
+		// script, which runs argv (wrapped is argv itself).
+		prefix = []string{"qsub", "-t", "1-<the items that start together>"}
+		if throttle > 0 {
+			prefix = append(prefix, "-tc", strconv.Itoa(throttle))
+		}
+		prefix = append(prefix, qsubArgs(sgeJobName(runID, s.FanOutOf, 0), s, lim, os.DevNull, os.DevNull,
+			"<the first item's logs>/attempt-<N>.array.sge")...)
+		return argv, prefix
 	}
 	at := "<logs>/attempt-" + attempt
 	prefix = append([]string{"qsub"}, qsubArgs(job, s, lim, at+".out", at+".err", at+".sge")...)

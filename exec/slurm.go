@@ -61,7 +61,7 @@ func slurmBlocking(s *spec.Step) bool {
 
 // describe: the srun command line of attempt <attempt>, with the job name
 // in the runner's format and the step's declared limits.
-func (k *slurmKind) describe(runID, attempt string, s *spec.Step, dir string, argv []string) (wrapped, prefix []string) {
+func (k *slurmKind) describe(runID, attempt string, s *spec.Step, dir string, argv []string, throttle int) (wrapped, prefix []string) {
 	job := "faber-" + runID + "-" + s.ID + "-a" + attempt
 	if slurmBlocking(s) {
 		a := newSlurmAttempt(job, s, dir, limitsOf(s, nil))
@@ -75,7 +75,11 @@ func (k *slurmKind) describe(runID, attempt string, s *spec.Step, dir string, ar
 		// array's job script runs the item's task script, which runs argv
 		// (wrapped is argv itself).
 		b.job = "faber-" + runID + "-" + s.FanOutOf + "-a0"
-		prefix = append([]string{"sbatch", "--array=<the items that start together>"},
+		arr := "--array=<the items that start together>"
+		if throttle > 0 {
+			arr += "%" + strconv.Itoa(throttle) // the engine's throttle (max_parallel)
+		}
+		prefix = append([]string{"sbatch", arr},
 			b.sbatchArgs("<the first item's logs>/attempt-<N>.array.sbatch", os.DevNull, os.DevNull, nil)...)
 		return argv, prefix
 	}

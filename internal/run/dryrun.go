@@ -310,7 +310,11 @@ func buildDryStep(p *spec.Plan, s *spec.Step) (*DryStep, error) {
 		}
 		// How the step's engine runs it: the argv under the engine, and
 		// the engine's own part of it.
-		ds.Executor, ds.Argv, ds.ExecPrefix = exec.DescribeExecutor(s, PhRunID, PhAttempt, ds.Dir, argv)
+		throttle := 0
+		if j := p.Step(s.FanOutOf); s.FanOutOf != "" && j != nil && j.FanOut != nil {
+			throttle = j.FanOut.MaxParallel
+		}
+		ds.Executor, ds.Argv, ds.ExecPrefix = exec.DescribeExecutor(s, PhRunID, PhAttempt, ds.Dir, argv, throttle)
 	}
 	hvars := exec.StepVars(p, s, PhRunID, PhAttempt, &exec.FailValues{
 		Error: PhError, ExitCode: PhExitCode, StdoutFile: PhStdoutFile, StderrFile: PhStderrFile})

@@ -50,6 +50,7 @@ mkdir -p "${STATE_BASE:=$REPO/bench/.work}"
 # deletions (see run.sh).
 chattr +T "$STATE_BASE" 2>/dev/null || true
 WORK=$(mktemp -d "$STATE_BASE/faber-goals28.XXXXXX")
+own_registry
 cleanup() {
 	if [[ ${KEEP:-} == 1 ]]; then
 		say "work dir kept: $WORK"

@@ -59,6 +59,7 @@ mkdir -p "${STATE_BASE:=$REPO/bench/.work}"
 # them for up to six minutes (see settle). Nothing else changes.
 chattr +T "$STATE_BASE" 2>/dev/null || true
 WORK=$(mktemp -d "$STATE_BASE/faber-bench.XXXXXX")
+own_registry
 TMPFS_DIR=
 TMPDISK_DIR=
 cleanup() {

@@ -109,6 +109,9 @@ func readSmall(path string) ([]byte, error) {
 	}
 	defer f.Close()
 	var buf bytes.Buffer
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 && fi.Size() <= maxSize {
+		buf.Grow(int(fi.Size()) + bytes.MinRead) // one allocation, not a doubling series
+	}
 	if _, err := buf.ReadFrom(&limited{f, maxSize}); err != nil {
 		return nil, err
 	}
@@ -175,18 +178,12 @@ func Remember(path, dir string, now time.Time) error {
 	if !filepath.IsAbs(dir) {
 		return fmt.Errorf("registry: %q is not an absolute path", dir)
 	}
-	entries, err := Read(path)
-	if err != nil {
+	b, err := readSmall(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	y, m, d := now.Date()
-	for _, e := range entries {
-		if e.Dir == dir {
-			ey, em, ed := e.Seen.In(now.Location()).Date()
-			if ey == y && em == m && ed == d {
-				return nil
-			}
-		}
+	if seenOn(b, dir, now) {
+		return nil
 	}
 	line, err := json.Marshal(Entry{Dir: dir, Seen: now.Truncate(time.Second)})
 	if err != nil {
@@ -204,6 +201,47 @@ func Remember(path, dir string, now time.Time) error {
 		err = cerr
 	}
 	return err
+}
+
+// seenOn reports whether the registry b lists dir as seen on now's day.
+// Every run asks, and a registry only grows until a prune tidies it (a CI
+// machine that runs in a fresh directory each time gathers thousands of
+// lines), so only the lines that mention dir are decoded. A line that
+// names dir only in a form that cleans to it ("/a//b") is not looked at:
+// the worst that does is one more line, which readers merge.
+func seenOn(b []byte, dir string, now time.Time) bool {
+	q, _ := json.Marshal(dir)
+	needles := [][]byte{q[1 : len(q)-1]} // dir as it is spelt inside a JSON string
+	if raw := []byte(dir); !bytes.Equal(raw, needles[0]) {
+		needles = append(needles, raw) // as a bare path, or a line not written by faber
+	}
+	var mention []byte
+	for _, needle := range needles {
+		for i := 0; i < len(b); {
+			j := bytes.Index(b[i:], needle)
+			if j < 0 {
+				break
+			}
+			j += i
+			start := bytes.LastIndexByte(b[:j], '\n') + 1
+			end := len(b)
+			if k := bytes.IndexByte(b[j:], '\n'); k >= 0 {
+				end = j + k + 1
+			}
+			mention = append(append(mention, b[start:end]...), '\n')
+			i = end
+		}
+	}
+	y, m, d := now.Date()
+	for _, e := range parse(mention) {
+		if e.Dir == dir {
+			ey, em, ed := e.Seen.In(now.Location()).Date()
+			if ey == y && em == m && ed == d {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Usable reports whether a registered dir still holds runs: it exists and

@@ -202,3 +202,67 @@ func TestRewrite(t *testing.T) {
 		t.Errorf("temporary files left: %v", left)
 	}
 }
+
+// Remember finds a dir's line among many others (it decodes only the lines
+// that mention the dir), however the dir is spelt in JSON, and as a bare
+// path; a dir that only contains it as a prefix is not it.
+func TestRememberAmongMany(t *testing.T) {
+	day := time.Date(2026, 3, 1, 9, 0, 0, 0, time.Local)
+	for _, dir := range []string{"/a/.faber", `/we "quote" & <esc>/.faber`, "/ünï/.faber"} {
+		path := filepath.Join(t.TempDir(), "state-dirs")
+		var b strings.Builder
+		for i := range 2000 {
+			fmt.Fprintf(&b, "{\"dir\":\"/tmp/run%d/.faber\",\"seen\":\"2026-03-01T08:00:00Z\"}\n", i)
+		}
+		fmt.Fprintf(&b, "{\"dir\":%q,\"seen\":\"2026-03-01T08:00:00Z\"}\n", dir+"2") // not dir
+		if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := Remember(path, dir, day); err != nil {
+			t.Fatal(err)
+		}
+		if n := lines(t, path); n != 2002 {
+			t.Fatalf("%s: %d lines, want one appended to 2001", dir, n)
+		}
+		if err := Remember(path, dir, day.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if n := lines(t, path); n != 2002 {
+			t.Fatalf("%s: %d lines: the line Remember wrote was not found among the others", dir, n)
+		}
+	}
+	// A bare path, the plain form of a line, counts without a day: it
+	// is seen at the zero time, so a new line is written for today.
+	path := filepath.Join(t.TempDir(), "state-dirs")
+	if err := os.WriteFile(path, []byte("/c/.faber\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Remember(path, "/c/.faber", day); err != nil {
+		t.Fatal(err)
+	}
+	if n := lines(t, path); n != 2 {
+		t.Fatalf("%d lines after a bare path and a registration; want 2", n)
+	}
+}
+
+// BenchmarkRememberSeen is the common case of every run: the dir is
+// registered already today, in a registry of 5,000 lines.
+func BenchmarkRememberSeen(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "state-dirs")
+	now := time.Now()
+	var s strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&s, "{\"dir\":\"/tmp/run%d/.faber\",\"seen\":%q}\n", i, now.UTC().Format(time.RFC3339))
+	}
+	if err := os.WriteFile(path, []byte(s.String()), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	if err := Remember(path, "/tmp/run2500/.faber", now); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := Remember(path, "/tmp/run2500/.faber", now); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

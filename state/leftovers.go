@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -44,10 +45,18 @@ func removeTemps(dir string) {
 // files and the files named names (a dead owner's control.json). It holds the run's shared lock meanwhile, so that
 // no process becomes the run's owner while it removes them; a run that
 // has no lock file yet (being created) or no meta.json is left alone.
+//
+// It looks only at the runs of the index of owned runs (owned.go) once
+// that index is whole; until then at every run, giving each run that has
+// an owner.json its place in the index, which it then marks whole.
 func CleanDeadRuns(stateDir, skip string, names ...string) {
-	ids, err := RunIDs(stateDir)
-	if err != nil {
-		return
+	ids, whole := ownedRuns(stateDir)
+	if !whole {
+		all, err := RunIDs(stateDir)
+		if err != nil {
+			return
+		}
+		ids = all
 	}
 	for _, id := range ids {
 		if id == skip {
@@ -55,9 +64,15 @@ func CleanDeadRuns(stateDir, skip string, names ...string) {
 		}
 		dir := RunDir(stateDir, id)
 		// An owner that closed the run removed owner.json, and left
-		// nothing behind: one stat per such run.
+		// nothing behind.
 		if _, err := os.Lstat(filepath.Join(dir, fileOwner)); err != nil {
+			if whole {
+				dropOwned(stateDir, id)
+			}
 			continue
+		}
+		if !whole && markOwned(stateDir, id) != nil {
+			return // no index: the next sweep looks at every run again
 		}
 		ents, err := os.ReadDir(dir)
 		if err != nil {
@@ -83,6 +98,29 @@ func CleanDeadRuns(stateDir, skip string, names ...string) {
 			_ = os.Remove(filepath.Join(dir, n))
 		}
 		releaseReaderLock(f, free)
+	}
+	if !whole {
+		markOwnedAll(stateDir)
+	}
+}
+
+// dropOwned removes a run without owner.json from the index: one that is
+// gone, or whose lock is free (its owner closed it, or died before its
+// owner.json was written). An owner between its place in the index and
+// its owner.json holds the lock: its place stays.
+func dropOwned(stateDir, id string) {
+	dir := RunDir(stateDir, id)
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		_ = unmarkOwned(stateDir, id)
+		return
+	}
+	f, free, err := readerLock(dir)
+	if err != nil || f == nil || !free {
+		return
+	}
+	defer releaseReaderLock(f, free)
+	if _, err := os.Lstat(filepath.Join(dir, fileOwner)); errors.Is(err, os.ErrNotExist) {
+		_ = unmarkOwned(stateDir, id)
 	}
 }
 

@@ -346,6 +346,12 @@ func openStore(stateDir, runID string, opt Options, first *storeSizes) (_ *Store
 			return nil, fmt.Errorf("run %q: remove %s: %w", runID, fileSummary, err)
 		}
 	}
+	// In the index of owned runs first, so that a sweep finds the run
+	// if this process dies owning it (owned.go). Without it only the
+	// sweep of leftovers misses the run: say so, and go on.
+	if err := markOwned(stateDir, runID); err != nil {
+		s.logf("not in the index of owned runs (%v): if this faber dies, other runs will not tidy what it leaves", err)
+	}
 	if err := writeOwner(dir); err != nil {
 		return nil, fmt.Errorf("run %q: write owner.json: %w", runID, err)
 	}
@@ -957,8 +963,12 @@ func (s *Store) Close() error {
 	}
 	if s.lock != nil {
 		// (A store whose directory cannot be written has said so already.)
-		if err := os.Remove(filepath.Join(s.dir, fileOwner)); err != nil && !errors.Is(err, os.ErrNotExist) && len(errs) == 0 {
-			errs = append(errs, fmt.Errorf("remove owner.json: %w", err))
+		if err := os.Remove(filepath.Join(s.dir, fileOwner)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if len(errs) == 0 {
+				errs = append(errs, fmt.Errorf("remove owner.json: %w", err))
+			}
+		} else if err := unmarkOwned(s.stateDir, s.runID); err != nil {
+			s.logf("the index of owned runs keeps this run: %v", err)
 		}
 		if err := unlock(s.lock); err != nil {
 			errs = append(errs, fmt.Errorf("release lock: %w", err))

@@ -268,12 +268,16 @@ func checkCase(t *testing.T, self string, c *model.Case, allowed map[string]mode
 			if err != nil {
 				return err.Error()
 			}
+			// One decision per gate: a fan-out's items wait at one, which
+			// deciding any of them decides (README "Approval gates").
+			decided := map[string]bool{}
 			for _, s := range st.Steps {
-				if s.Status != "awaiting_approval" {
+				if s.Status != "awaiting_approval" || decided[c.GateOf(s.ID)] {
 					continue
 				}
+				decided[c.GateOf(s.ID)] = true
 				how := []string{"approve", runID, s.ID}
-				if !c.Approve(s.ID, session+1) {
+				if !c.Approve(c.GateOf(s.ID), session+1) {
 					how = []string{"reject", runID, s.ID, "--reason", "contract test"}
 				}
 				ccode, cout := faber(0, how...)

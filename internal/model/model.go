@@ -17,6 +17,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -149,7 +150,10 @@ type Step struct {
 	// step published v; when it did not, the items cannot be read and the
 	// join fails (README "Fan-out").
 	From int
-	// Gate is its approval gate (README "Approval gates").
+	// Gate is its approval gate (README "Approval gates"). On a join and
+	// its items it is the fan-out's one gate: the items wait at it, the
+	// first that is ready opens it, and one decision (its timeout's, the
+	// user's on the join's ID) applies to every item.
 	Gate GateKind
 	// Spend[n-1] is what attempt n reports spending in $FABER_RESULT, in
 	// units (turns, or quarters of a dollar); HSpend[n-1] what the handler
@@ -571,8 +575,28 @@ func (e *explorer) resume(w *World, sessions int) *World {
 	case code == 3:
 		// Decide every gate that waits (README "Approval gates"): recorded,
 		// applied when the step reaches it.
+		fan := map[int]bool{}
 		for i := range r.S {
 			if r.S[i].Status != Awaiting {
+				continue
+			}
+			if g := e.fanOf(i); g >= 0 {
+				// A fan-out's gate: one decision, on the fan-out, for
+				// every item in the run that is not a success (those
+				// at the gate, and any other that reaches it later).
+				if fan[g] {
+					continue
+				}
+				fan[g] = true
+				ok := e.p.Policy.Approve != nil && e.p.Policy.Approve(e.p.Steps[g].ID, len(w.Codes))
+				for _, it := range e.p.Steps[g].Items {
+					if s := &r.S[it]; !s.Status.succeeded() && s.Status != Absent {
+						s.Gate = GateRejectedRecorded
+						if ok {
+							s.Gate = GateApproved
+						}
+					}
+				}
 				continue
 			}
 			if e.p.Policy.Approve != nil && e.p.Policy.Approve(e.p.Steps[i].ID, len(w.Codes)) {
@@ -696,9 +720,37 @@ func (e *explorer) explore(w *World) ([]*World, error) {
 	var res []*World
 	seen := map[string]bool{}
 	moves := 0
+	for j := range e.p.Steps {
+		if !e.p.Steps[j].Join || !e.fanAtGate(w, j) {
+			continue
+		}
+		// The timeout of fan-out j's open gate decides, for every item
+		// at it, as one event among the processes that end meanwhile.
+		moves++
+		n := w.clone()
+		e.fanTimeout(n, j)
+		e.advance(n)
+		ends, err := e.explore(n)
+		if err != nil {
+			return nil, err
+		}
+		e.n += len(ends)
+		if e.n > limit {
+			return nil, ErrTooBig
+		}
+		for _, x := range ends {
+			if k := x.key(); !seen[k] {
+				seen[k] = true
+				res = append(res, x)
+			}
+		}
+	}
 	for i := range w.S {
 		if !w.S[i].Status.active() || w.S[i].Status == Queued {
 			continue
+		}
+		if w.S[i].Status == AwaitTimed && e.fanOf(i) >= 0 {
+			continue // its fan-out's gate decides (above)
 		}
 		moves++
 		branches := []func(*World){func(n *World) { e.complete(n, i) }}
@@ -829,8 +881,11 @@ func (e *explorer) dependsOnVia(k, j int) bool {
 	return false
 }
 
-// itemSettled: an item lets its join be decided (pending_failed waits).
-func itemSettled(s Status) bool { return (s.settled() && s != PendFailed) || s == Absent }
+// itemSettled: an item lets its join be decided (pending_failed and
+// awaiting_approval wait).
+func itemSettled(s Status) bool {
+	return (s.settled() && s != PendFailed && s != Awaiting) || s == Absent
+}
 
 func (e *explorer) decideJoins(w *World) bool {
 	for i := range e.p.Steps {
@@ -1263,6 +1318,64 @@ func (e *explorer) atGate(w *World, i int) bool {
 		s.Status = AwaitTimed
 	}
 	return true
+}
+
+// fanOf is the join of item i's fan-out, or -1 (i is no item).
+func (e *explorer) fanOf(i int) int {
+	if g := e.p.Steps[i].Group; g >= 0 && g != i && e.p.Steps[g].Join && slices.Contains(e.p.Steps[g].Items, i) {
+		return g
+	}
+	return -1
+}
+
+// fanAtGate: some item of fan-out j waits at its gate for the timeout.
+func (e *explorer) fanAtGate(w *World, j int) bool {
+	for _, it := range e.p.Steps[j].Items {
+		if w.S[it].Status == AwaitTimed {
+			return true
+		}
+	}
+	return false
+}
+
+// fanTimeout applies the timeout of fan-out j's open gate (README
+// "Approval gates", "Fan-outs"): one decision for the whole fan-out.
+func (e *explorer) fanTimeout(w *World, j int) {
+	e.fanDecide(w, j, e.p.Steps[j].Gate == GateApprove, AwaitTimed)
+}
+
+// fanDecide decides fan-out j's gate: the items at it (status at) go on
+// (approved: to their start) or fail, in plan order; every other item of
+// the fan-out that is in the run and not a success keeps the decision,
+// recorded, for when it reaches the gate (an approval holds for its later
+// attempts; a rejection fails its next one).
+func (e *explorer) fanDecide(w *World, j int, approve bool, at Status) {
+	var members []int
+	for _, it := range e.p.Steps[j].Items {
+		s := &w.S[it]
+		switch {
+		case s.Status == at:
+			members = append(members, it)
+			// Off the gate before any of them fails: a stop that a
+			// rejection makes does not cancel the others, decided too.
+			s.Status = Pending
+		case s.Status.succeeded() || s.Status == Absent:
+		case approve:
+			s.Gate = GateApproved
+		default:
+			s.Gate = GateRejectedRecorded
+		}
+	}
+	for _, it := range members {
+		if s := &w.S[it]; approve {
+			s.Gate = GateApproved
+			if s.Reserved {
+				s.Status = Queued
+			}
+			continue
+		}
+		e.reject(w, it)
+	}
 }
 
 // reject fails step i for a rejection: an attempt that runs nothing, which

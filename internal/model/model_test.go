@@ -262,6 +262,54 @@ func TestOutcomes(t *testing.T) {
 		{"gate: a stop cancels a step at its gate",
 			Plan{Jobs: 2, Steps: []Step{{ID: "x", Attempts: exits(1)}, {ID: "a", Gate: GateWait}}},
 			[]string{line("x", "failure", 1, 0, 0), line("a", "canceled", 0, 0, 0)}, "[1]", 1},
+
+		// A fan-out's gate (README "Approval gates", "Fan-outs"): one gate
+		// for all its items, which wait at it holding no slot; one
+		// decision applies to all of them.
+		{"fan-out gate: the timeout approves every item at once; the approval holds for an item's retry",
+			Plan{Jobs: 1, Steps: []Step{
+				{ID: "f[x]", Group: 2, Gate: GateApprove, OnFailure: OnFailure{Kind: OnRetry, Explicit: true, MaxRetries: 1}, Attempts: exits(1, 0)},
+				{ID: "f[y]", Group: 2, Gate: GateApprove, OnFailure: OnFailure{Kind: OnRetry, Explicit: true, MaxRetries: 1}},
+				{ID: "f", Group: -1, Join: true, Items: []int{0, 1}, Gate: GateApprove, MaxPar: 1}}},
+			[]string{line("f[x]", "success", 2, 0, 0), line("f[y]", "success", 1, 0, 0), line("f", "success", 1, 0, 0)}, "[0]", 1},
+		{"fan-out gate: the timeout rejects every item (each fails, attempt 1); continue lets the dependents run",
+			Plan{Jobs: 2, Steps: []Step{
+				{ID: "f[x]", Group: 2, Gate: GateReject, OnFailure: OnFailure{Kind: OnContinue, Explicit: true}},
+				{ID: "f[y]", Group: 2, Gate: GateReject, OnFailure: OnFailure{Kind: OnContinue, Explicit: true}},
+				{ID: "f", Group: -1, Join: true, Items: []int{0, 1}, Gate: GateReject, OnFailure: OnFailure{Kind: OnContinue, Explicit: true}},
+				{ID: "g", Group: -1, Deps: []int{2}}}},
+			[]string{line("f[x]", "failure", 1, 0, 0), line("f[y]", "failure", 1, 0, 0), line("f", "failure", 1, 0, 0), line("g", "success", 1, 0, 0)}, "[1]", 1},
+		{"fan-out gate: each item's retry opens the gate again, rejected again: attempt 2 each",
+			Plan{Jobs: 1, Steps: []Step{
+				{ID: "f[x]", Group: 2, Gate: GateReject, OnFailure: OnFailure{Kind: OnRetry, Explicit: true, MaxRetries: 1}},
+				{ID: "f[y]", Group: 2, Gate: GateReject, OnFailure: OnFailure{Kind: OnRetry, Explicit: true, MaxRetries: 1}},
+				{ID: "f", Group: -1, Join: true, Items: []int{0, 1}, Gate: GateReject}}},
+			[]string{line("f[x]", "failure", 2, 0, 0), line("f[y]", "failure", 2, 0, 0), line("f", "failure", 1, 0, 0)}, "[1]", 1},
+		{"fan-out gate: a rejection that stops the run (cancel) still fails every item it decided, none canceled",
+			Plan{Jobs: 2, Cancel: true, Steps: []Step{
+				{ID: "f[x]", Group: 2, Gate: GateReject},
+				{ID: "f[y]", Group: 2, Gate: GateReject},
+				{ID: "f", Group: -1, Join: true, Items: []int{0, 1}, Gate: GateReject}}},
+			[]string{line("f[x]", "failure", 1, 0, 0), line("f[y]", "failure", 1, 0, 0), line("f", "failure", 1, 0, 0)}, "[1]", 1},
+		{"fan-out gate: the items wait, the join with them; decided between sessions on the fan-out's id, for all of them",
+			Plan{Jobs: 1, Policy: Policy{Sessions: 2, Approve: func(id string, _ int) bool { return id == "f" }}, Steps: []Step{
+				{ID: "f[x]", Group: 2, Gate: GateWait},
+				{ID: "f[y]", Group: 2, Gate: GateWait},
+				{ID: "f", Group: -1, Join: true, Items: []int{0, 1}, Gate: GateWait}}},
+			[]string{line("f[x]", "success", 1, 0, 0), line("f[y]", "success", 1, 0, 0), line("f", "success", 1, 0, 0)}, "[3 0]", 1},
+		{"fan-out gate: rejected between sessions, each item's retry asks again; approved in the third",
+			Plan{Jobs: 1, Policy: Policy{Sessions: 3, Approve: func(id string, session int) bool { return id == "f" && session == 2 }}, Steps: []Step{
+				{ID: "f[x]", Group: 2, Gate: GateWait, OnFailure: OnFailure{Kind: OnRetry, Explicit: true, MaxRetries: 1}},
+				{ID: "f[y]", Group: 2, Gate: GateWait, OnFailure: OnFailure{Kind: OnRetry, Explicit: true, MaxRetries: 1}},
+				{ID: "f", Group: -1, Join: true, Items: []int{0, 1}, Gate: GateWait}}},
+			[]string{line("f[x]", "success", 2, 0, 0), line("f[y]", "success", 2, 0, 0), line("f", "success", 1, 0, 0)}, "[3 3 0]", 1},
+		{"fan-out gate: a stop cancels the items at the gate; the join is decided from them",
+			Plan{Jobs: 2, Steps: []Step{
+				{ID: "x", Group: -1, Attempts: exits(1)},
+				{ID: "f[x]", Group: 3, Gate: GateWait},
+				{ID: "f[y]", Group: 3, Gate: GateWait},
+				{ID: "f", Group: -1, Join: true, Items: []int{1, 2}, Gate: GateWait}}},
+			[]string{line("f[x]", "canceled", 0, 0, 0), line("f[y]", "canceled", 0, 0, 0), line("f", "failure", 1, 0, 0)}, "[1]", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -442,7 +490,7 @@ func withoutOutputs(c *Case) *Case {
 			d.Phases[pi].Steps[si].CPUs = 0 // requests: their own stream too
 			d.Phases[pi].Steps[si].Pool = false
 			d.Phases[pi].Steps[si].When = GWhen{} // conditions: their own stream too
-			d.Phases[pi].Steps[si].Gate = ""      // approval gates: their own stream too
+			d.Phases[pi].Steps[si].Gate = ""      // approval gates: their own streams too (plain steps', fan-outs')
 			d.Phases[pi].Steps[si].MaxPar = 0     // max_parallel: its own stream, drawn last
 			if s := &d.Phases[pi].Steps[si]; s.From != "" {
 				delete(d.Codes, s.fromItem()) // and fan-outs over a published value

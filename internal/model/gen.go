@@ -139,6 +139,10 @@ type GPhase struct {
 	Parallel bool
 	Steps    []GStep
 	Budget   GBudget
+	// Gate is its approval: (README "Approval gates", "Phases"), of the
+	// kinds of GStep.Gate: one gate for its entry steps, decided on the
+	// phase.
+	Gate string
 }
 
 // GStep is a step of a Case.
@@ -383,7 +387,32 @@ func Gen(seed uint64) *Case {
 	c.genMaxPar(rand.New(rand.NewPCG(seed^0x3a9a, seed)))
 	// And approval gates on fan-outs, drawn last.
 	c.genFanGates(rand.New(rand.NewPCG(seed^0x9a7e, seed)))
+	// And approval gates on phases, drawn after them.
+	c.genPhaseGates(rand.New(rand.NewPCG(seed^0x9a7f, seed)))
 	return c
+}
+
+// genPhaseGates puts an approval gate, of the kinds genGates draws, on
+// about one phase in seven (a plan in four has one).
+func (c *Case) genPhaseGates(rng *rand.Rand) {
+	for pi := range c.Phases {
+		if rng.Float64() < 0.15 {
+			c.Phases[pi].Gate = []string{"wait", "approve", "reject"}[rng.IntN(3)]
+		}
+	}
+}
+
+// PhaseOf is the phase step stepID (an item: its fan-out) is in.
+func (c *Case) PhaseOf(stepID string) string {
+	id := c.GateOf(stepID)
+	for _, ph := range c.Phases {
+		for _, s := range ph.Steps {
+			if s.ID == id {
+				return ph.Name
+			}
+		}
+	}
+	return ""
 }
 
 // genFanGates puts an approval gate on about a quarter of the fan-outs,
@@ -1339,6 +1368,7 @@ func (c *Case) YAML() string {
 		if !ph.Budget.none() {
 			fmt.Fprintf(&b, "    budget: %s\n", ph.Budget.yaml(c.Cost))
 		}
+		writeGate(&b, "    ", ph.Gate)
 		b.WriteString("    steps:\n")
 		for _, s := range ph.Steps {
 			fmt.Fprintf(&b, "      - id: %s\n", s.ID)
@@ -1387,12 +1417,7 @@ func (c *Case) YAML() string {
 			if s.MaxPar > 0 {
 				fmt.Fprintf(&b, "        max_parallel: %d\n", s.MaxPar)
 			}
-			switch s.Gate {
-			case "wait":
-				b.WriteString("        approval: true\n")
-			case "approve", "reject":
-				fmt.Fprintf(&b, "        approval: {timeout: 1ms, on_timeout: %s}\n", s.Gate)
-			}
+			writeGate(&b, "        ", s.Gate)
 			writeOn(&b, s.On, s.HUses)
 		}
 	}
@@ -1411,6 +1436,16 @@ func (c *Case) YAML() string {
 		}
 	}
 	return b.String()
+}
+
+// writeGate writes approval: of kind gate (GStep.Gate), indented.
+func writeGate(b *strings.Builder, indent, gate string) {
+	switch gate {
+	case "wait":
+		b.WriteString(indent + "approval: true\n")
+	case "approve", "reject":
+		fmt.Fprintf(b, "%sapproval: {timeout: 1ms, on_timeout: %s}\n", indent, gate)
+	}
 }
 
 func writeOn(b *strings.Builder, on GOn, hUses []string) {
@@ -1487,10 +1522,25 @@ func (c *Case) Model() *Plan {
 		}
 	}
 	phaseSteps := make([][]int, len(c.Phases))
+	// The phases' gates; a gated phase's entry steps (no needs inside
+	// the phase, as written: a part does not change them) pass it.
+	pgOf := map[int]int{}
+	for pi, ph := range c.Phases {
+		if ph.Gate != "" {
+			pgOf[pi] = len(p.PhaseGates) + 1
+			p.PhaseGates = append(p.PhaseGates, PhaseGate{Name: ph.Name, Kind: gateKinds[ph.Gate]})
+		}
+	}
 	for _, t := range c.templates() {
 		s := t.s
 		if in != nil && !in[s.ID] {
 			continue // left out: done, as far as the part knows
+		}
+		phase := pgOf[phaseOf[s.ID]]
+		for _, d := range t.deps {
+			if phaseOf[d] == phaseOf[s.ID] {
+				phase = 0 // not an entry step
+			}
 		}
 		t.deps = partDeps(t.deps, in)
 		on := toOn(s.On)
@@ -1505,7 +1555,7 @@ func (c *Case) Model() *Plan {
 			p.Steps = append(p.Steps, Step{ID: id, Deps: c.idx(index, t.deps), Rules: handlers[s.Handler], OnFailure: on,
 				Attempts: c.Codes[id], Handler: c.HCodes[id], Cacheable: s.Cache, Group: join, Grown: grown, Uses: c.idx(index, s.Uses), HUses: c.idx(index, s.HUses), Maker: c.maker(s, grown, index),
 				CPUs: c.localCPUs(s), Pools: s.pools(),
-				When: c.cond(s, id, false, index), Gate: gateKinds[s.Gate],
+				When: c.cond(s, id, false, index), Gate: gateKinds[s.Gate], Phase: phase,
 				Spend: c.Spend[id], HSpend: c.HSpend[id], Budget: s.Budget.model(nil)})
 		}
 		index[s.ID] = len(p.Steps)
@@ -1520,6 +1570,9 @@ func (c *Case) Model() *Plan {
 		}
 		phaseSteps[phaseOf[s.ID]] = append(phaseSteps[phaseOf[s.ID]], len(p.Steps))
 		st.When = c.cond(s, s.ID, s.Items != nil || s.Glob, index)
+		if s.Items == nil && !s.Glob {
+			st.Phase = phase // a fan-out's items pass it, not its join
+		}
 		if s.Items != nil || s.Glob {
 			st.Join, st.Items, st.Cacheable, st.Dynamic = true, items, false, s.Glob || s.From != ""
 			st.MaxPar = s.MaxPar
@@ -1708,6 +1761,9 @@ func (c *Case) Shrinks() []*Case {
 		variant(func(d *Case) { d.Budget = GBudget{} })
 	}
 	for pi, ph := range c.Phases {
+		if ph.Gate != "" {
+			variant(func(d *Case) { d.Phases[pi].Gate = "" })
+		}
 		if !ph.Budget.none() {
 			variant(func(d *Case) { d.Phases[pi].Budget = GBudget{} })
 		}

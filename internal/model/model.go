@@ -1351,6 +1351,9 @@ func (e *explorer) atGate(w *World, i int) bool {
 	case kind == GateNone || *st == GateApproved:
 		return false
 	case *st == GateRejectedRecorded:
+		if s.Status == Queued {
+			s.Reserved = true // the retry's attempt number is the rejection's
+		}
 		e.reject(w, i, phase)
 		return true
 	}

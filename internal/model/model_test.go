@@ -285,6 +285,12 @@ func TestOutcomes(t *testing.T) {
 				{ID: "f[y]", Group: 2, Gate: GateReject, OnFailure: OnFailure{Kind: OnRetry, Explicit: true, MaxRetries: 1}},
 				{ID: "f", Group: -1, Join: true, Items: []int{0, 1}, Gate: GateReject}}},
 			[]string{line("f[x]", "failure", 2, 0, 0), line("f[y]", "failure", 2, 0, 0), line("f", "failure", 1, 0, 0)}, "[1]", 1},
+		{"fan-out gate: an item whose handler re-runs it after another's retry was rejected again takes that rejection on its reserved attempt (2), whichever ends first",
+			Plan{Jobs: 2, Steps: []Step{
+				{ID: "f[x]", Group: 2, Gate: GateReject, OnFailure: OnFailure{Kind: OnCommand, Explicit: true, MaxRetries: 1, RetryOnSuccess: true}},
+				{ID: "f[y]", Group: 2, Gate: GateReject, OnFailure: OnFailure{Kind: OnCommand, Explicit: true, MaxRetries: 1, RetryOnSuccess: true}},
+				{ID: "f", Group: -1, Join: true, Items: []int{0, 1}, Gate: GateReject}}},
+			[]string{line("f[x]", "remediation_failed", 2, 1, 0), line("f[y]", "remediation_failed", 2, 1, 0), line("f", "failure", 1, 0, 0)}, "[1]", 1},
 		{"fan-out gate: a rejection that stops the run (cancel) still fails every item it decided, none canceled",
 			Plan{Jobs: 2, Cancel: true, Steps: []Step{
 				{ID: "f[x]", Group: 2, Gate: GateReject},

@@ -597,9 +597,10 @@ func (e *explorer) resume(w *World, sessions int) *World {
 			if r.S[i].Status != Awaiting {
 				continue
 			}
-			if pg := e.p.Steps[i].Phase - 1; pg >= 0 && e.atPhase(r, i) {
-				// A phase's gate: one decision, on the phase, for
-				// every step it holds.
+			if pg := e.p.Steps[i].Phase - 1; pg >= 0 && e.atPhase(w, i) {
+				// A phase's gate (where it waited at the end of the
+				// session, w: not after a decision made here): one
+				// decision, on the phase, for every step it holds.
 				if phases[pg] {
 					continue
 				}

@@ -335,6 +335,16 @@ func TestOutcomes(t *testing.T) {
 					{ID: "b", Group: -1, Phase: 1, OnFailure: OnFailure{Kind: OnRetry, Explicit: true, MaxRetries: 1}},
 					{ID: "c", Group: -1, Deps: []int{0}}}},
 			[]string{line("a", "failure", 2, 0, 0), line("b", "failure", 2, 0, 0), line("c", "canceled", 0, 0, 0)}, "[1]", 1},
+		{"phase gate: approved between sessions, each step then meets its own gate, which that decision does not decide",
+			Plan{Jobs: 3, PhaseGates: []PhaseGate{{Name: "p", Kind: GateWait}}, Policy: Policy{Sessions: 2, Approve: func(string, int) bool { return true }},
+				Steps: []Step{
+					{ID: "a", Group: -1, Phase: 1, Gate: GateReject, Attempts: exits(3)},
+					{ID: "f[x]", Group: 2, Phase: 1, Gate: GateApprove, Attempts: exits(2)},
+					{ID: "f", Group: -1, Join: true, Items: []int{1}, Gate: GateApprove}}},
+			// Which timeout comes first decides: a's rejection stops the
+			// run (f[x] canceled at its gate, or already failed), or f[x]
+			// runs and fails first (a canceled at its gate).
+			[]string{line("f", "failure", 1, 0, 0)}, "[3 1]", 3},
 		{"phase gate: a fan-out entry step's items pass it, then the fan-out's own gate",
 			Plan{Jobs: 1, PhaseGates: []PhaseGate{{Name: "p", Kind: GateApprove}}, Policy: Policy{Sessions: 2, Approve: func(id string, _ int) bool { return id == "f" }},
 				Steps: []Step{

@@ -268,12 +268,25 @@ func checkCase(t *testing.T, self string, c *model.Case, allowed map[string]mode
 			if err != nil {
 				return err.Error()
 			}
+			// One decision per gate: a phase's entry steps wait at one,
+			// a fan-out's items at one, which deciding any of the steps
+			// at it decides (README "Approval gates"); the user's
+			// decision is drawn for the phase's name, the fan-out's id.
+			decided := map[string]bool{}
 			for _, s := range st.Steps {
 				if s.Status != "awaiting_approval" {
 					continue
 				}
+				gate := c.GateOf(s.ID)
+				if s.PhaseGate != nil && s.PhaseGate.State == "open" {
+					gate = c.PhaseOf(s.ID)
+				}
+				if decided[gate] {
+					continue
+				}
+				decided[gate] = true
 				how := []string{"approve", runID, s.ID}
-				if !c.Approve(s.ID, session+1) {
+				if !c.Approve(gate, session+1) {
 					how = []string{"reject", runID, s.ID, "--reason", "contract test"}
 				}
 				ccode, cout := faber(0, how...)
@@ -441,6 +454,10 @@ type statusOut struct {
 		ID      string `json:"id"`
 		Status  string `json:"status"`
 		Attempt int    `json:"attempt"`
+		// PhaseGate is where its phase's gate stands for it.
+		PhaseGate *struct {
+			State string `json:"state"`
+		} `json:"phase_gate"`
 	} `json:"steps"`
 }
 

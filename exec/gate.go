@@ -80,6 +80,10 @@ func (r *Runner) atGate(sr *stepRun) bool {
 			continue
 		case rec != nil && rec.State == GateRejected && rec.Recorded:
 			rec.Recorded = false
+			// A retry that comes to a rejection decided before it got
+			// there (its fan-out's or phase's gate) took its attempt
+			// number already: the rejection is that attempt.
+			sr.st.AttemptReserved = sr.st.AttemptReserved || sr.st.Status == StatusRetrying
 			r.rejectStep(sr, rec.Note)
 			return true
 		}

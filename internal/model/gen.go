@@ -139,6 +139,10 @@ type GPhase struct {
 	Parallel bool
 	Steps    []GStep
 	Budget   GBudget
+	// Gate is its approval: (README "Approval gates", "Phases"), of the
+	// kinds of GStep.Gate: one gate for its entry steps, decided on the
+	// phase.
+	Gate string
 }
 
 // GStep is a step of a Case.
@@ -184,7 +188,8 @@ type GStep struct {
 	// command references (an argument of h.sh, which records it); a
 	// missing one means the handler cannot start (remediation_failed).
 	HUses []string
-	// Gate is its approval: (README "Approval gates"): "" none; "wait"
+	// Gate is its approval: (README "Approval gates"), on a plain step or
+	// a fan-out (one gate for all its items): "" none; "wait"
 	// (approval: true: the user decides between sessions, Case.Approve);
 	// "approve" or "reject" ({timeout: 1ms, on_timeout: ...}: the timeout
 	// decides at once).
@@ -380,7 +385,48 @@ func Gen(seed uint64) *Case {
 	// And max_parallel on fan-outs (on a batch engine, the engine's
 	// throttle of their arrays).
 	c.genMaxPar(rand.New(rand.NewPCG(seed^0x3a9a, seed)))
+	// And approval gates on fan-outs, drawn last.
+	c.genFanGates(rand.New(rand.NewPCG(seed^0x9a7e, seed)))
+	// And approval gates on phases, drawn after them.
+	c.genPhaseGates(rand.New(rand.NewPCG(seed^0x9a7f, seed)))
 	return c
+}
+
+// genPhaseGates puts an approval gate, of the kinds genGates draws, on
+// about one phase in seven (a plan in four has one).
+func (c *Case) genPhaseGates(rng *rand.Rand) {
+	for pi := range c.Phases {
+		if rng.Float64() < 0.15 {
+			c.Phases[pi].Gate = []string{"wait", "approve", "reject"}[rng.IntN(3)]
+		}
+	}
+}
+
+// PhaseOf is the phase step stepID (an item: its fan-out) is in.
+func (c *Case) PhaseOf(stepID string) string {
+	id := c.GateOf(stepID)
+	for _, ph := range c.Phases {
+		for _, s := range ph.Steps {
+			if s.ID == id {
+				return ph.Name
+			}
+		}
+	}
+	return ""
+}
+
+// genFanGates puts an approval gate on about a quarter of the fan-outs,
+// of the kinds genGates draws: one gate for all the items (README
+// "Approval gates", "Fan-outs").
+func (c *Case) genFanGates(rng *rand.Rand) {
+	for pi := range c.Phases {
+		for si := range c.Phases[pi].Steps {
+			s := &c.Phases[pi].Steps[si]
+			if (s.Items != nil || s.Glob) && rng.Float64() < 0.25 {
+				s.Gate = []string{"wait", "approve", "reject"}[rng.IntN(3)]
+			}
+		}
+	}
 }
 
 // genMaxPar gives about two fan-outs in five max_parallel 1 or 2.
@@ -518,11 +564,21 @@ func (c *Case) genGates(rng *rand.Rand) {
 }
 
 // Approve is the user's decision on a step waiting at its gate after a
-// session (faber approve, else faber reject), drawn from the seed.
+// session (faber approve, else faber reject), drawn from the seed; for a
+// fan-out's gate, stepID is the fan-out's (GateOf).
 func (c *Case) Approve(stepID string, session int) bool {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%d/gate/%s/%d", c.Seed, stepID, session)
 	return h.Sum64()%3 != 0
+}
+
+// GateOf is the id whose gate step stepID waits at: its fan-out's for an
+// item (one gate for all the items, decided once), else its own.
+func (c *Case) GateOf(stepID string) string {
+	if i := strings.IndexByte(stepID, '['); i > 0 {
+		return stepID[:i]
+	}
+	return stepID
 }
 
 // genResources gives about a third of the plans a CPU capacity of 1–3
@@ -1312,6 +1368,7 @@ func (c *Case) YAML() string {
 		if !ph.Budget.none() {
 			fmt.Fprintf(&b, "    budget: %s\n", ph.Budget.yaml(c.Cost))
 		}
+		writeGate(&b, "    ", ph.Gate)
 		b.WriteString("    steps:\n")
 		for _, s := range ph.Steps {
 			fmt.Fprintf(&b, "      - id: %s\n", s.ID)
@@ -1360,12 +1417,7 @@ func (c *Case) YAML() string {
 			if s.MaxPar > 0 {
 				fmt.Fprintf(&b, "        max_parallel: %d\n", s.MaxPar)
 			}
-			switch s.Gate {
-			case "wait":
-				b.WriteString("        approval: true\n")
-			case "approve", "reject":
-				fmt.Fprintf(&b, "        approval: {timeout: 1ms, on_timeout: %s}\n", s.Gate)
-			}
+			writeGate(&b, "        ", s.Gate)
 			writeOn(&b, s.On, s.HUses)
 		}
 	}
@@ -1384,6 +1436,16 @@ func (c *Case) YAML() string {
 		}
 	}
 	return b.String()
+}
+
+// writeGate writes approval: of kind gate (GStep.Gate), indented.
+func writeGate(b *strings.Builder, indent, gate string) {
+	switch gate {
+	case "wait":
+		b.WriteString(indent + "approval: true\n")
+	case "approve", "reject":
+		fmt.Fprintf(b, "%sapproval: {timeout: 1ms, on_timeout: %s}\n", indent, gate)
+	}
 }
 
 func writeOn(b *strings.Builder, on GOn, hUses []string) {
@@ -1460,10 +1522,25 @@ func (c *Case) Model() *Plan {
 		}
 	}
 	phaseSteps := make([][]int, len(c.Phases))
+	// The phases' gates; a gated phase's entry steps (no needs inside
+	// the phase, as written: a part does not change them) pass it.
+	pgOf := map[int]int{}
+	for pi, ph := range c.Phases {
+		if ph.Gate != "" {
+			pgOf[pi] = len(p.PhaseGates) + 1
+			p.PhaseGates = append(p.PhaseGates, PhaseGate{Name: ph.Name, Kind: gateKinds[ph.Gate]})
+		}
+	}
 	for _, t := range c.templates() {
 		s := t.s
 		if in != nil && !in[s.ID] {
 			continue // left out: done, as far as the part knows
+		}
+		phase := pgOf[phaseOf[s.ID]]
+		for _, d := range t.deps {
+			if phaseOf[d] == phaseOf[s.ID] {
+				phase = 0 // not an entry step
+			}
 		}
 		t.deps = partDeps(t.deps, in)
 		on := toOn(s.On)
@@ -1478,7 +1555,7 @@ func (c *Case) Model() *Plan {
 			p.Steps = append(p.Steps, Step{ID: id, Deps: c.idx(index, t.deps), Rules: handlers[s.Handler], OnFailure: on,
 				Attempts: c.Codes[id], Handler: c.HCodes[id], Cacheable: s.Cache, Group: join, Grown: grown, Uses: c.idx(index, s.Uses), HUses: c.idx(index, s.HUses), Maker: c.maker(s, grown, index),
 				CPUs: c.localCPUs(s), Pools: s.pools(),
-				When:  c.cond(s, id, false, index),
+				When: c.cond(s, id, false, index), Gate: gateKinds[s.Gate], Phase: phase,
 				Spend: c.Spend[id], HSpend: c.HSpend[id], Budget: s.Budget.model(nil)})
 		}
 		index[s.ID] = len(p.Steps)
@@ -1488,14 +1565,18 @@ func (c *Case) Model() *Plan {
 			st.Uses = c.idx(index, s.Uses)
 			st.HUses = c.idx(index, s.HUses)
 			st.CPUs, st.Pools = c.localCPUs(s), s.pools()
-			st.Gate = map[string]GateKind{"wait": GateWait, "approve": GateApprove, "reject": GateReject}[s.Gate]
+			st.Gate = gateKinds[s.Gate]
 			st.Spend, st.HSpend, st.Budget = c.Spend[s.ID], c.HSpend[s.ID], s.Budget.model(nil)
 		}
 		phaseSteps[phaseOf[s.ID]] = append(phaseSteps[phaseOf[s.ID]], len(p.Steps))
 		st.When = c.cond(s, s.ID, s.Items != nil || s.Glob, index)
+		if s.Items == nil && !s.Glob {
+			st.Phase = phase // a fan-out's items pass it, not its join
+		}
 		if s.Items != nil || s.Glob {
 			st.Join, st.Items, st.Cacheable, st.Dynamic = true, items, false, s.Glob || s.From != ""
 			st.MaxPar = s.MaxPar
+			st.Gate = gateKinds[s.Gate] // the fan-out's gate, on its items too
 		}
 		if s.From != "" {
 			st.From = index[s.From] + 1
@@ -1518,6 +1599,9 @@ func (c *Case) Model() *Plan {
 	}
 	return p
 }
+
+// gateKinds are a GStep's Gate as the model's.
+var gateKinds = map[string]GateKind{"wait": GateWait, "approve": GateApprove, "reject": GateReject}
 
 // tmpl is a step of the plan as written, with its deps by SPEC §2 on
 // template ids (a fan-out's id is its join).
@@ -1677,6 +1761,9 @@ func (c *Case) Shrinks() []*Case {
 		variant(func(d *Case) { d.Budget = GBudget{} })
 	}
 	for pi, ph := range c.Phases {
+		if ph.Gate != "" {
+			variant(func(d *Case) { d.Phases[pi].Gate = "" })
+		}
 		if !ph.Budget.none() {
 			variant(func(d *Case) { d.Phases[pi].Budget = GBudget{} })
 		}

@@ -17,6 +17,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -149,8 +150,15 @@ type Step struct {
 	// step published v; when it did not, the items cannot be read and the
 	// join fails (README "Fan-out").
 	From int
-	// Gate is its approval gate (README "Approval gates").
+	// Gate is its approval gate (README "Approval gates"). On a join and
+	// its items it is the fan-out's one gate: the items wait at it, the
+	// first that is ready opens it, and one decision (its timeout's, the
+	// user's on the join's ID) applies to every item.
 	Gate GateKind
+	// Phase, on a step its phase's gate holds (an entry step of a gated
+	// phase, or an item of one; never a join), is 1 + the index of that
+	// gate in Plan.PhaseGates: the step passes it before its own.
+	Phase int
 	// Spend[n-1] is what attempt n reports spending in $FABER_RESULT, in
 	// units (turns, or quarters of a dollar); HSpend[n-1] what the handler
 	// run for failed attempt n reports; past the end, 0. Budget is its own
@@ -248,6 +256,17 @@ type Plan struct {
 	// Budgets are the plan's and the phases' budgets (README "Budgets");
 	// the steps' own are on them.
 	Budgets []Budget
+	// PhaseGates are the phases' approval gates (README "Approval gates",
+	// "Phases"): one gate, decided once, for the steps whose Phase names
+	// it.
+	PhaseGates []PhaseGate
+}
+
+// PhaseGate is a phase's approval gate: its Name (what the user decides,
+// Policy.Approve) and kind.
+type PhaseGate struct {
+	Name string
+	Kind GateKind
 }
 
 // hasBudgets: some budget is set (only then are attempts counted).
@@ -371,6 +390,8 @@ type St struct {
 	// taken.
 	Gate     GateState
 	Reserved bool
+	// PGate is where its phase's gate stands for it (Step.Phase).
+	PGate GateState
 	// Units and Ran are what it spent over the run (every session): units
 	// its attempts and handlers reported, attempts started (counted in a
 	// plan with budgets). Waived: classified --retry, its next start is
@@ -571,8 +592,47 @@ func (e *explorer) resume(w *World, sessions int) *World {
 	case code == 3:
 		// Decide every gate that waits (README "Approval gates"): recorded,
 		// applied when the step reaches it.
+		fan, phases := map[int]bool{}, map[int]bool{}
 		for i := range r.S {
 			if r.S[i].Status != Awaiting {
+				continue
+			}
+			if pg := e.p.Steps[i].Phase - 1; pg >= 0 && e.atPhase(w, i) {
+				// A phase's gate (where it waited at the end of the
+				// session, w: not after a decision made here): one
+				// decision, on the phase, for every step it holds.
+				if phases[pg] {
+					continue
+				}
+				phases[pg] = true
+				ok := e.p.Policy.Approve != nil && e.p.Policy.Approve(e.p.PhaseGates[pg].Name, len(w.Codes))
+				for k := range e.p.Steps {
+					if s := &r.S[k]; e.p.Steps[k].Phase == pg+1 && !s.Status.succeeded() && s.Status != Absent {
+						s.PGate = GateRejectedRecorded
+						if ok {
+							s.PGate = GateApproved
+						}
+					}
+				}
+				continue
+			}
+			if g := e.fanOf(i); g >= 0 {
+				// A fan-out's gate: one decision, on the fan-out, for
+				// every item in the run that is not a success (those
+				// at the gate, and any other that reaches it later).
+				if fan[g] {
+					continue
+				}
+				fan[g] = true
+				ok := e.p.Policy.Approve != nil && e.p.Policy.Approve(e.p.Steps[g].ID, len(w.Codes))
+				for _, it := range e.p.Steps[g].Items {
+					if s := &r.S[it]; !s.Status.succeeded() && s.Status != Absent {
+						s.Gate = GateRejectedRecorded
+						if ok {
+							s.Gate = GateApproved
+						}
+					}
+				}
 				continue
 			}
 			if e.p.Policy.Approve != nil && e.p.Policy.Approve(e.p.Steps[i].ID, len(w.Codes)) {
@@ -696,9 +756,46 @@ func (e *explorer) explore(w *World) ([]*World, error) {
 	var res []*World
 	seen := map[string]bool{}
 	moves := 0
+	// gates are the moves of the gates several steps share: the timeout
+	// of an open gate decides, for every step at it, as one event among
+	// the processes that end meanwhile.
+	var gates []func(*World)
+	for pg := range e.p.PhaseGates {
+		if e.phaseAtGate(w, pg) {
+			gates = append(gates, func(n *World) { e.phaseDecide(n, pg, e.p.PhaseGates[pg].Kind == GateApprove, AwaitTimed) })
+		}
+	}
+	for j := range e.p.Steps {
+		if e.p.Steps[j].Join && e.fanAtGate(w, j) {
+			gates = append(gates, func(n *World) { e.fanTimeout(n, j) })
+		}
+	}
+	for _, g := range gates {
+		moves++
+		n := w.clone()
+		g(n)
+		e.advance(n)
+		ends, err := e.explore(n)
+		if err != nil {
+			return nil, err
+		}
+		e.n += len(ends)
+		if e.n > limit {
+			return nil, ErrTooBig
+		}
+		for _, x := range ends {
+			if k := x.key(); !seen[k] {
+				seen[k] = true
+				res = append(res, x)
+			}
+		}
+	}
 	for i := range w.S {
 		if !w.S[i].Status.active() || w.S[i].Status == Queued {
 			continue
+		}
+		if w.S[i].Status == AwaitTimed && (e.atPhase(w, i) || e.fanOf(i) >= 0) {
+			continue // its phase's or fan-out's gate decides (above)
 		}
 		moves++
 		branches := []func(*World){func(n *World) { e.complete(n, i) }}
@@ -829,8 +926,11 @@ func (e *explorer) dependsOnVia(k, j int) bool {
 	return false
 }
 
-// itemSettled: an item lets its join be decided (pending_failed waits).
-func itemSettled(s Status) bool { return (s.settled() && s != PendFailed) || s == Absent }
+// itemSettled: an item lets its join be decided (pending_failed and
+// awaiting_approval wait).
+func itemSettled(s Status) bool {
+	return (s.settled() && s != PendFailed && s != Awaiting) || s == Absent
+}
 
 func (e *explorer) decideJoins(w *World) bool {
 	for i := range e.p.Steps {
@@ -1232,7 +1332,7 @@ func (e *explorer) complete(w *World, i int) {
 			}
 			return
 		}
-		e.reject(w, i)
+		e.reject(w, i, false)
 	}
 }
 
@@ -1243,21 +1343,29 @@ func (e *explorer) complete(w *World, i int) {
 // attempt asks again.
 func (e *explorer) atGate(w *World, i int) bool {
 	def, s := &e.p.Steps[i], &w.S[i]
+	kind, st, phase := def.Gate, &s.Gate, false
+	if def.Phase > 0 && s.PGate != GateApproved {
+		// Its phase's gate first (README "Approval gates", "Phases").
+		kind, st, phase = e.p.PhaseGates[def.Phase-1].Kind, &s.PGate, true
+	}
 	switch {
-	case def.Gate == GateNone || s.Gate == GateApproved:
+	case kind == GateNone || *st == GateApproved:
 		return false
-	case s.Gate == GateRejectedRecorded:
-		e.reject(w, i)
+	case *st == GateRejectedRecorded:
+		if s.Status == Queued {
+			s.Reserved = true // the retry's attempt number is the rejection's
+		}
+		e.reject(w, i, phase)
 		return true
 	}
-	s.Gate = GateOpen
+	*st = GateOpen
 	if s.Status == Queued {
 		s.Reserved = true
 	}
 	switch {
 	case w.Stopping:
 		s.Status = Canceled
-	case def.Gate == GateWait:
+	case kind == GateWait:
 		s.Status = Awaiting
 	default:
 		s.Status = AwaitTimed
@@ -1265,15 +1373,128 @@ func (e *explorer) atGate(w *World, i int) bool {
 	return true
 }
 
-// reject fails step i for a rejection: an attempt that runs nothing, which
-// no exit-code rule matches; on_failure decides.
-func (e *explorer) reject(w *World, i int) {
+// fanOf is the join of item i's fan-out, or -1 (i is no item).
+func (e *explorer) fanOf(i int) int {
+	if g := e.p.Steps[i].Group; g >= 0 && g != i && e.p.Steps[g].Join && slices.Contains(e.p.Steps[g].Items, i) {
+		return g
+	}
+	return -1
+}
+
+// fanAtGate: some item of fan-out j waits at its gate for the timeout.
+func (e *explorer) fanAtGate(w *World, j int) bool {
+	for _, it := range e.p.Steps[j].Items {
+		if w.S[it].Status == AwaitTimed && !e.atPhase(w, it) {
+			return true
+		}
+	}
+	return false
+}
+
+// atPhase: step i, at a gate, waits at its phase's (which comes first)
+// rather than its own.
+func (e *explorer) atPhase(w *World, i int) bool {
+	return e.p.Steps[i].Phase > 0 && w.S[i].PGate != GateApproved
+}
+
+// phaseAtGate: some step waits at phase gate pg for the timeout.
+func (e *explorer) phaseAtGate(w *World, pg int) bool {
+	for i := range e.p.Steps {
+		if e.p.Steps[i].Phase == pg+1 && w.S[i].Status == AwaitTimed && e.atPhase(w, i) {
+			return true
+		}
+	}
+	return false
+}
+
+// phaseDecide decides phase gate pg (README "Approval gates", "Phases"),
+// as fanDecide a fan-out's: the steps at it (status at) go on to their
+// own gate or start, or fail; the other steps it holds that are in the
+// run and not a success keep the decision for when they reach it.
+func (e *explorer) phaseDecide(w *World, pg int, approve bool, at Status) {
+	var members []int
+	for i := range e.p.Steps {
+		if e.p.Steps[i].Phase != pg+1 {
+			continue
+		}
+		s := &w.S[i]
+		switch {
+		case s.Status == at && e.atPhase(w, i):
+			members = append(members, i)
+			s.Status = Pending
+		case s.Status.succeeded() || s.Status == Absent:
+		case approve:
+			s.PGate = GateApproved
+		default:
+			s.PGate = GateRejectedRecorded
+		}
+	}
+	for _, i := range members {
+		if s := &w.S[i]; approve {
+			s.PGate = GateApproved
+			if s.Reserved {
+				s.Status = Queued
+			}
+			continue
+		}
+		e.reject(w, i, true)
+	}
+}
+
+// fanTimeout applies the timeout of fan-out j's open gate (README
+// "Approval gates", "Fan-outs"): one decision for the whole fan-out.
+func (e *explorer) fanTimeout(w *World, j int) {
+	e.fanDecide(w, j, e.p.Steps[j].Gate == GateApprove, AwaitTimed)
+}
+
+// fanDecide decides fan-out j's gate: the items at it (status at) go on
+// (approved: to their start) or fail, in plan order; every other item of
+// the fan-out that is in the run and not a success keeps the decision,
+// recorded, for when it reaches the gate (an approval holds for its later
+// attempts; a rejection fails its next one).
+func (e *explorer) fanDecide(w *World, j int, approve bool, at Status) {
+	var members []int
+	for _, it := range e.p.Steps[j].Items {
+		s := &w.S[it]
+		switch {
+		case s.Status == at && !e.atPhase(w, it):
+			members = append(members, it)
+			// Off the gate before any of them fails: a stop that a
+			// rejection makes does not cancel the others, decided too.
+			s.Status = Pending
+		case s.Status.succeeded() || s.Status == Absent:
+		case approve:
+			s.Gate = GateApproved
+		default:
+			s.Gate = GateRejectedRecorded
+		}
+	}
+	for _, it := range members {
+		if s := &w.S[it]; approve {
+			s.Gate = GateApproved
+			if s.Reserved {
+				s.Status = Queued
+			}
+			continue
+		}
+		e.reject(w, it, false)
+	}
+}
+
+// reject fails step i for a rejection (at its phase's gate: phase): an
+// attempt that runs nothing, which no exit-code rule matches; on_failure
+// decides.
+func (e *explorer) reject(w *World, i int, phase bool) {
 	def, s := &e.p.Steps[i], &w.S[i]
 	if !s.Reserved {
 		s.Attempt++
 	}
 	s.Reserved = false
-	s.Gate = GateRejected
+	if phase {
+		s.PGate = GateRejected
+	} else {
+		s.Gate = GateRejected
+	}
 	s.FailedN = s.Attempt
 	if def.Cacheable {
 		w.Entry[i] = "" // a failure drops the entry

@@ -262,6 +262,96 @@ func TestOutcomes(t *testing.T) {
 		{"gate: a stop cancels a step at its gate",
 			Plan{Jobs: 2, Steps: []Step{{ID: "x", Attempts: exits(1)}, {ID: "a", Gate: GateWait}}},
 			[]string{line("x", "failure", 1, 0, 0), line("a", "canceled", 0, 0, 0)}, "[1]", 1},
+
+		// A fan-out's gate (README "Approval gates", "Fan-outs"): one gate
+		// for all its items, which wait at it holding no slot; one
+		// decision applies to all of them.
+		{"fan-out gate: the timeout approves every item at once; the approval holds for an item's retry",
+			Plan{Jobs: 1, Steps: []Step{
+				{ID: "f[x]", Group: 2, Gate: GateApprove, OnFailure: OnFailure{Kind: OnRetry, Explicit: true, MaxRetries: 1}, Attempts: exits(1, 0)},
+				{ID: "f[y]", Group: 2, Gate: GateApprove, OnFailure: OnFailure{Kind: OnRetry, Explicit: true, MaxRetries: 1}},
+				{ID: "f", Group: -1, Join: true, Items: []int{0, 1}, Gate: GateApprove, MaxPar: 1}}},
+			[]string{line("f[x]", "success", 2, 0, 0), line("f[y]", "success", 1, 0, 0), line("f", "success", 1, 0, 0)}, "[0]", 1},
+		{"fan-out gate: the timeout rejects every item (each fails, attempt 1); continue lets the dependents run",
+			Plan{Jobs: 2, Steps: []Step{
+				{ID: "f[x]", Group: 2, Gate: GateReject, OnFailure: OnFailure{Kind: OnContinue, Explicit: true}},
+				{ID: "f[y]", Group: 2, Gate: GateReject, OnFailure: OnFailure{Kind: OnContinue, Explicit: true}},
+				{ID: "f", Group: -1, Join: true, Items: []int{0, 1}, Gate: GateReject, OnFailure: OnFailure{Kind: OnContinue, Explicit: true}},
+				{ID: "g", Group: -1, Deps: []int{2}}}},
+			[]string{line("f[x]", "failure", 1, 0, 0), line("f[y]", "failure", 1, 0, 0), line("f", "failure", 1, 0, 0), line("g", "success", 1, 0, 0)}, "[1]", 1},
+		{"fan-out gate: each item's retry opens the gate again, rejected again: attempt 2 each",
+			Plan{Jobs: 1, Steps: []Step{
+				{ID: "f[x]", Group: 2, Gate: GateReject, OnFailure: OnFailure{Kind: OnRetry, Explicit: true, MaxRetries: 1}},
+				{ID: "f[y]", Group: 2, Gate: GateReject, OnFailure: OnFailure{Kind: OnRetry, Explicit: true, MaxRetries: 1}},
+				{ID: "f", Group: -1, Join: true, Items: []int{0, 1}, Gate: GateReject}}},
+			[]string{line("f[x]", "failure", 2, 0, 0), line("f[y]", "failure", 2, 0, 0), line("f", "failure", 1, 0, 0)}, "[1]", 1},
+		{"fan-out gate: an item whose handler re-runs it after another's retry was rejected again takes that rejection on its reserved attempt (2), whichever ends first",
+			Plan{Jobs: 2, Steps: []Step{
+				{ID: "f[x]", Group: 2, Gate: GateReject, OnFailure: OnFailure{Kind: OnCommand, Explicit: true, MaxRetries: 1, RetryOnSuccess: true}},
+				{ID: "f[y]", Group: 2, Gate: GateReject, OnFailure: OnFailure{Kind: OnCommand, Explicit: true, MaxRetries: 1, RetryOnSuccess: true}},
+				{ID: "f", Group: -1, Join: true, Items: []int{0, 1}, Gate: GateReject}}},
+			[]string{line("f[x]", "remediation_failed", 2, 1, 0), line("f[y]", "remediation_failed", 2, 1, 0), line("f", "failure", 1, 0, 0)}, "[1]", 1},
+		{"fan-out gate: a rejection that stops the run (cancel) still fails every item it decided, none canceled",
+			Plan{Jobs: 2, Cancel: true, Steps: []Step{
+				{ID: "f[x]", Group: 2, Gate: GateReject},
+				{ID: "f[y]", Group: 2, Gate: GateReject},
+				{ID: "f", Group: -1, Join: true, Items: []int{0, 1}, Gate: GateReject}}},
+			[]string{line("f[x]", "failure", 1, 0, 0), line("f[y]", "failure", 1, 0, 0), line("f", "failure", 1, 0, 0)}, "[1]", 1},
+		{"fan-out gate: the items wait, the join with them; decided between sessions on the fan-out's id, for all of them",
+			Plan{Jobs: 1, Policy: Policy{Sessions: 2, Approve: func(id string, _ int) bool { return id == "f" }}, Steps: []Step{
+				{ID: "f[x]", Group: 2, Gate: GateWait},
+				{ID: "f[y]", Group: 2, Gate: GateWait},
+				{ID: "f", Group: -1, Join: true, Items: []int{0, 1}, Gate: GateWait}}},
+			[]string{line("f[x]", "success", 1, 0, 0), line("f[y]", "success", 1, 0, 0), line("f", "success", 1, 0, 0)}, "[3 0]", 1},
+		{"fan-out gate: rejected between sessions, each item's retry asks again; approved in the third",
+			Plan{Jobs: 1, Policy: Policy{Sessions: 3, Approve: func(id string, session int) bool { return id == "f" && session == 2 }}, Steps: []Step{
+				{ID: "f[x]", Group: 2, Gate: GateWait, OnFailure: OnFailure{Kind: OnRetry, Explicit: true, MaxRetries: 1}},
+				{ID: "f[y]", Group: 2, Gate: GateWait, OnFailure: OnFailure{Kind: OnRetry, Explicit: true, MaxRetries: 1}},
+				{ID: "f", Group: -1, Join: true, Items: []int{0, 1}, Gate: GateWait}}},
+			[]string{line("f[x]", "success", 2, 0, 0), line("f[y]", "success", 2, 0, 0), line("f", "success", 1, 0, 0)}, "[3 3 0]", 1},
+		{"fan-out gate: a stop cancels the items at the gate; the join is decided from them",
+			Plan{Jobs: 2, Steps: []Step{
+				{ID: "x", Group: -1, Attempts: exits(1)},
+				{ID: "f[x]", Group: 3, Gate: GateWait},
+				{ID: "f[y]", Group: 3, Gate: GateWait},
+				{ID: "f", Group: -1, Join: true, Items: []int{1, 2}, Gate: GateWait}}},
+			[]string{line("f[x]", "canceled", 0, 0, 0), line("f[y]", "canceled", 0, 0, 0), line("f", "failure", 1, 0, 0)}, "[1]", 1},
+
+		// A phase's gate (README "Approval gates", "Phases"): one gate,
+		// decided once on the phase, for its entry steps; a step with its
+		// own gate too waits for both, the phase's first.
+		{"phase gate: the entry steps wait, what needs them stays pending; approved on the phase's name between sessions",
+			Plan{Jobs: 2, PhaseGates: []PhaseGate{{Name: "p", Kind: GateWait}}, Policy: Policy{Sessions: 2, Approve: func(id string, _ int) bool { return id == "p" }},
+				Steps: []Step{{ID: "a", Group: -1, Phase: 1}, {ID: "b", Group: -1, Phase: 1}, {ID: "c", Group: -1, Deps: []int{0}}}},
+			[]string{line("a", "success", 1, 0, 0), line("b", "success", 1, 0, 0), line("c", "success", 1, 0, 0)}, "[3 0]", 1},
+		{"phase gate: its timeout approves, then the step's own gate asks",
+			Plan{Jobs: 1, PhaseGates: []PhaseGate{{Name: "p", Kind: GateApprove}},
+				Steps: []Step{{ID: "a", Group: -1, Phase: 1, Gate: GateWait}, {ID: "b", Group: -1, Phase: 1}}},
+			[]string{line("a", "awaiting_approval", 0, 0, 0), line("b", "success", 1, 0, 0)}, "[3]", 1},
+		{"phase gate: its timeout rejects every entry step; each retry asks the phase again",
+			Plan{Jobs: 1, PhaseGates: []PhaseGate{{Name: "p", Kind: GateReject}},
+				Steps: []Step{
+					{ID: "a", Group: -1, Phase: 1, Gate: GateApprove, OnFailure: OnFailure{Kind: OnRetry, Explicit: true, MaxRetries: 1}},
+					{ID: "b", Group: -1, Phase: 1, OnFailure: OnFailure{Kind: OnRetry, Explicit: true, MaxRetries: 1}},
+					{ID: "c", Group: -1, Deps: []int{0}}}},
+			[]string{line("a", "failure", 2, 0, 0), line("b", "failure", 2, 0, 0), line("c", "canceled", 0, 0, 0)}, "[1]", 1},
+		{"phase gate: approved between sessions, each step then meets its own gate, which that decision does not decide",
+			Plan{Jobs: 3, PhaseGates: []PhaseGate{{Name: "p", Kind: GateWait}}, Policy: Policy{Sessions: 2, Approve: func(string, int) bool { return true }},
+				Steps: []Step{
+					{ID: "a", Group: -1, Phase: 1, Gate: GateReject, Attempts: exits(3)},
+					{ID: "f[x]", Group: 2, Phase: 1, Gate: GateApprove, Attempts: exits(2)},
+					{ID: "f", Group: -1, Join: true, Items: []int{1}, Gate: GateApprove}}},
+			// Which timeout comes first decides: a's rejection stops the
+			// run (f[x] canceled at its gate, or already failed), or f[x]
+			// runs and fails first (a canceled at its gate).
+			[]string{line("f", "failure", 1, 0, 0)}, "[3 1]", 3},
+		{"phase gate: a fan-out entry step's items pass it, then the fan-out's own gate",
+			Plan{Jobs: 1, PhaseGates: []PhaseGate{{Name: "p", Kind: GateApprove}}, Policy: Policy{Sessions: 2, Approve: func(id string, _ int) bool { return id == "f" }},
+				Steps: []Step{
+					{ID: "f[x]", Group: 2, Phase: 1, Gate: GateWait},
+					{ID: "f[y]", Group: 2, Phase: 1, Gate: GateWait},
+					{ID: "f", Group: -1, Join: true, Items: []int{0, 1}, Gate: GateWait}}},
+			[]string{line("f[x]", "success", 1, 0, 0), line("f[y]", "success", 1, 0, 0), line("f", "success", 1, 0, 0)}, "[3 0]", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -435,6 +525,7 @@ func TestGenStopDead(t *testing.T) {
 func withoutOutputs(c *Case) *Case {
 	d := c.clone()
 	for pi := range d.Phases {
+		d.Phases[pi].Gate = "" // phases' approval gates: their own stream, drawn last
 		for si := range d.Phases[pi].Steps {
 			d.Phases[pi].Steps[si].Uses = nil
 			d.Phases[pi].Steps[si].UseEnv = false // where they are used: their own stream too
@@ -442,7 +533,7 @@ func withoutOutputs(c *Case) *Case {
 			d.Phases[pi].Steps[si].CPUs = 0 // requests: their own stream too
 			d.Phases[pi].Steps[si].Pool = false
 			d.Phases[pi].Steps[si].When = GWhen{} // conditions: their own stream too
-			d.Phases[pi].Steps[si].Gate = ""      // approval gates: their own stream too
+			d.Phases[pi].Steps[si].Gate = ""      // approval gates: their own streams too (plain steps', fan-outs')
 			d.Phases[pi].Steps[si].MaxPar = 0     // max_parallel: its own stream, drawn last
 			if s := &d.Phases[pi].Steps[si]; s.From != "" {
 				delete(d.Codes, s.fromItem()) // and fan-outs over a published value
@@ -902,4 +993,64 @@ func TestGenPart(t *testing.T) {
 		t.Fatalf("%d parts in %d seeds (%d named, %d from, %d both)", parts, seeds, named, from, both)
 	}
 	t.Logf("%d parts in %d seeds (%d named, %d from, %d both)", parts, seeds, named, from, both)
+}
+
+// TestGenSharedGates: gates on fan-outs and on phases are drawn, of every
+// kind, the plan says so (on the fan-out, on the phase), the model puts a
+// fan-out's on its items and join and a phase's on its entry steps only
+// (a fan-out's items, not its join), and shrinking drops each.
+func TestGenSharedGates(t *testing.T) {
+	fans, phases := map[string]int{}, map[string]int{}
+	for seed := uint64(1); seed <= 400; seed++ {
+		c := Gen(seed)
+		p := c.Model()
+		yaml := c.YAML()
+		index := map[string]int{}
+		for i, s := range p.Steps {
+			index[s.ID] = i
+		}
+		for pi, ph := range c.Phases {
+			if ph.Gate != "" {
+				phases[ph.Gate]++
+				_, block, _ := strings.Cut(yaml, "  - name: "+ph.Name+"\n")
+				block, _, _ = strings.Cut(block, "    steps:\n")
+				if !strings.Contains(block, "\n    approval: ") {
+					t.Fatalf("seed %d: phase %s's gate is not in the plan:\n%s", seed, ph.Name, yaml)
+				}
+				if !slices.ContainsFunc(c.Shrinks(), func(d *Case) bool { return len(d.Phases) == len(c.Phases) && d.Phases[pi].Gate == "" }) {
+					t.Fatalf("seed %d: no shrink drops phase %s's gate", seed, ph.Name)
+				}
+			}
+			for si, s := range ph.Steps {
+				if (s.Items == nil && !s.Glob) || s.Gate == "" {
+					continue
+				}
+				fans[s.Gate]++
+				if !slices.ContainsFunc(c.Shrinks(), func(d *Case) bool {
+					return len(d.Phases) == len(c.Phases) && len(d.Phases[pi].Steps) == len(ph.Steps) && d.Phases[pi].Steps[si].Gate == ""
+				}) {
+					t.Fatalf("seed %d: no shrink drops %s's gate", seed, s.ID)
+				}
+				j, ok := index[s.ID]
+				if !ok {
+					continue // not in the part run
+				}
+				for _, it := range append([]int{j}, p.Steps[j].Items...) {
+					if p.Steps[it].Gate != gateKinds[s.Gate] {
+						t.Fatalf("seed %d: %s has gate %v, want the fan-out's %q", seed, p.Steps[it].ID, p.Steps[it].Gate, s.Gate)
+					}
+				}
+			}
+		}
+		for _, s := range p.Steps {
+			if s.Join && s.Phase != 0 {
+				t.Fatalf("seed %d: the join %s passes a phase's gate", seed, s.ID)
+			}
+		}
+	}
+	for _, k := range []string{"wait", "approve", "reject"} {
+		if fans[k] < 10 || phases[k] < 10 {
+			t.Errorf("fan-out gates %v, phase gates %v in 400 seeds: too few of kind %q", fans, phases, k)
+		}
+	}
 }

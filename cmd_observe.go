@@ -583,8 +583,11 @@ func orText(s, alt string) string {
 func earlierAttempts(g *Globals, runID string, st *exec.StepState, n int, stderr bool) {
 	var failed []string
 	for _, a := range st.Attempts {
-		if a != nil && a.Attempt < n && a.ExitCode != 0 {
-			failed = append(failed, fmt.Sprintf("%d (exit %d)", a.Attempt, a.ExitCode))
+		// The attempts before this one that ran a process failed, by
+		// their exit code or by their result file after an exit 0 (an
+		// attempt that ran none, a rejection, has no log to point at).
+		if a != nil && a.Attempt < n && a.ExitCode != nil {
+			failed = append(failed, fmt.Sprintf("%d (exit %d)", a.Attempt, *a.ExitCode))
 		}
 	}
 	if len(failed) == 0 {

@@ -81,7 +81,7 @@ func TestFailedOnBudget(t *testing.T) {
 	}{
 		{nil, false},
 		{[]*AttemptEnd{{Attempt: 1, Cause: spec.CauseBudget}}, true},
-		{[]*AttemptEnd{{Attempt: 1, Cause: spec.CauseBudget}, {Attempt: 2, ExitCode: 1}}, false},
+		{[]*AttemptEnd{{Attempt: 1, Cause: spec.CauseBudget}, {Attempt: 2, ExitCode: new(1)}}, false},
 		{[]*AttemptEnd{{Attempt: 1, Cause: "timeout"}}, false},
 	} {
 		if got := FailedOnBudget(&StepState{Attempts: c.attempts}); got != c.want {

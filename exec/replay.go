@@ -366,7 +366,7 @@ func normalized(e *Event) Event {
 		// Keys are ASCII; a value reads back byte-exact (Output's JSON).
 		c.Outputs = slices.Clone(d.Outputs)
 		if a := d.AttemptEnd; a != nil {
-			c.AttemptEnd = &AttemptEnd{Attempt: a.Attempt, Cause: validUTF8(a.Cause), ExitCode: a.ExitCode, Spent: copySpent(a.Spent)}
+			c.AttemptEnd = &AttemptEnd{Attempt: a.Attempt, Cause: validUTF8(a.Cause), ExitCode: copyInt(a.ExitCode), Spent: copySpent(a.Spent)}
 			if r := a.Resources; r != nil {
 				rc := *r
 				rc.Source = validUTF8(r.Source)

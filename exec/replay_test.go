@@ -28,7 +28,7 @@ func replayEvents() []Event {
 		{Type: EvStepStatus, StepID: "a", Attempt: 1, Status: StatusInProgress, Data: &StepStatus{Phase: "one", StartedAt: at(0)}},
 		{Type: EvStepStatus, StepID: "a", Attempt: 1, Status: StatusFailure, ExitCode: &exit1,
 			Data: &StepStatus{Phase: "one", Error: "exit 1: " + bad, StartedAt: at(0), FinishedAt: at(time.Second), DurationMs: &ms,
-				AttemptEnd: &AttemptEnd{Attempt: 1, ExitCode: 1, Cause: "oom", Resources: &Resources{PeakRSSBytes: 1 << 20, MemoryLimitBytes: 2 << 20, Source: SourceRusage}}}},
+				AttemptEnd: &AttemptEnd{Attempt: 1, ExitCode: new(1), Cause: "oom", Resources: &Resources{PeakRSSBytes: 1 << 20, MemoryLimitBytes: 2 << 20, Source: SourceRusage}}}},
 		{Type: EvRetryReserved, StepID: "a", Data: &RetryReserved{MemoryBytes: 4 << 20}},
 		{Type: EvHandlerInvoked, StepID: "a", Data: &HandlerInvoked{HandlerType: "command", HandlerCommand: "fix " + bad,
 			HandlerResult: &HandlerResult{Status: "success", Message: bad, ActionTaken: "retry_step"}, RetryCount: 1, MaxRetries: 3}},

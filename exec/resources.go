@@ -31,9 +31,11 @@ type Resources struct {
 // AttemptEnd is one finished attempt of a step: the items of `attempts` in
 // `status --json` and the attempt_end of the step_status event that ends it.
 type AttemptEnd struct {
-	Attempt   int        `json:"attempt"`
-	Cause     string     `json:"cause,omitempty"` // oom | timeout | rejected | budget
-	ExitCode  int        `json:"exit_code"`
+	Attempt int    `json:"attempt"`
+	Cause   string `json:"cause,omitempty"` // oom | timeout | rejected | budget
+	// ExitCode is null for an attempt that ran no process (a rejection,
+	// a start a spent budget refused, a value it needs missing).
+	ExitCode  *int       `json:"exit_code"`
 	Resources *Resources `json:"resources"`
 	// Spent is what the attempt reported spending in $FABER_RESULT
 	// (README "Budgets"); nil when nothing.
@@ -125,7 +127,10 @@ func attemptEnd(n int, o *outcome) *AttemptEnd {
 	if res.Source == "" {
 		res.Source = SourceRusage
 	}
-	end := &AttemptEnd{Attempt: n, Cause: attemptCause(o), ExitCode: o.exitCode, Resources: res}
+	end := &AttemptEnd{Attempt: n, Cause: attemptCause(o), Resources: res}
+	if !o.noProcess {
+		end.ExitCode = intp(o.exitCode)
+	}
 	if !o.spent.IsZero() {
 		sp := o.spent
 		end.Spent = &sp

@@ -1034,6 +1034,9 @@ func (m *Model) applyStatus(e exec.Event) {
 	if ae := d.AttemptEnd; ae != nil && ae.Resources != nil {
 		r.peak, r.limit, r.cause = ae.Resources.PeakRSSBytes, ae.Resources.MemoryLimitBytes, ae.Cause
 		r.peakBound = !ae.Resources.PeakExact()
+		if ae.ExitCode == nil {
+			r.peak = 0 // no process ran (a rejection): nothing was measured
+		}
 	}
 	if ae := d.AttemptEnd; ae != nil && ae.Spent != nil {
 		r.log.add(logLine{text: fmt.Sprintf("attempt %d spent %s", ae.Attempt, ae.Spent.Text()), mark: true})

@@ -28,7 +28,7 @@ func TestReportBudgets(t *testing.T) {
 		l.add(a, exec.EvStepStatus, "agent", n, exec.StatusInProgress, nil, &exec.StepStatus{Phase: "main", StartedAt: tp(a)})
 		l.add(b, exec.EvStepStatus, "agent", n, status, intp(1), &exec.StepStatus{Phase: "main", FinishedAt: tp(b), DurationMs: &ms,
 			Spent:      &exec.Spent{CostUSD: 1.5 * float64(n), Turns: 4 * int64(n), Attempts: n},
-			AttemptEnd: &exec.AttemptEnd{Attempt: n, ExitCode: 1, Cause: cause, Spent: &exec.Spent{CostUSD: 1.5, Turns: 4}}})
+			AttemptEnd: &exec.AttemptEnd{Attempt: n, ExitCode: new(1), Cause: cause, Spent: &exec.Spent{CostUSD: 1.5, Turns: 4}}})
 	}
 	l.add(3*time.Second, exec.EvWorkflowFailed, "", 0, exec.RunFailed, nil, &exec.WorkflowEnded{})
 	v, err := exec.Replay(l.events)

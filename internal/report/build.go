@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -385,20 +386,11 @@ func (l *stepLog) endAttempt(ae *exec.AttemptEnd, status string, fin *time.Time,
 	}
 	a.FinishedAt = &end
 	a.Status = status
-	code := ae.ExitCode
-	a.ExitCode = &code
+	a.ExitCode = ae.ExitCode
 	a.Cause = ae.Cause
 	a.Resources = ae.Resources
 	a.Spent = ae.Spent
-	w := fmt.Sprintf("attempt %d ", ae.Attempt)
-	switch {
-	case ae.ExitCode == 0 && ae.Cause == "":
-		w += "succeeded"
-	case ae.Cause != "":
-		w += fmt.Sprintf("exited %d (%s)", ae.ExitCode, ae.Cause)
-	default:
-		w += fmt.Sprintf("exited %d", ae.ExitCode)
-	}
+	w := "attempt " + strconv.Itoa(ae.Attempt) + " " + attemptWhat(ae, status)
 	if ae.Spent != nil {
 		w += ", spent " + ae.Spent.Text()
 	}
@@ -513,4 +505,24 @@ func shorten(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// attemptWhat says how an attempt ended, for a step's trail: succeeded
+// only when the status its end committed is a success (an exit 0 whose
+// result file said failure is a failure), "ran no process" when it ran
+// none (a rejection, a refused start, a value it needed missing).
+func attemptWhat(ae *exec.AttemptEnd, status string) string {
+	why := ""
+	if ae.Cause != "" {
+		why = " (" + ae.Cause + ")"
+	}
+	switch {
+	case ae.ExitCode == nil:
+		return "ran no process" + why
+	case exec.Status(status).Succeeded() && *ae.ExitCode == 0 && ae.Cause == "":
+		return "succeeded"
+	case *ae.ExitCode == 0 && ae.Cause == "":
+		return "exited 0 and failed"
+	}
+	return fmt.Sprintf("exited %d%s", *ae.ExitCode, why)
 }

@@ -349,7 +349,7 @@ func (s *runStep) read(e *hEvent, item string) {
 			s.timeFirst = true
 		}
 	}
-	if e.Status == exec.StatusSuccess && ae.ExitCode == 0 && ae.Cause == "" {
+	if e.Status == exec.StatusSuccess && ae.ExitCode != nil && *ae.ExitCode == 0 && ae.Cause == "" {
 		if res != nil && res.PeakRSSBytes > s.peak {
 			s.peak = res.PeakRSSBytes
 		}

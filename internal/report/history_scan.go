@@ -54,10 +54,13 @@ func fastStepStatus(line []byte, e *hEvent) bool {
 			return false
 		}
 		a.Attempt = int(n)
-		if n, ok = intField(fields, `"exit_code":`, true); !ok {
-			return false
+		if !bytes.Contains(fields, []byte(`"exit_code":null`)) {
+			if n, ok = intField(fields, `"exit_code":`, true); !ok {
+				return false
+			}
+			code := int(n)
+			a.ExitCode = &code
 		}
-		a.ExitCode = int(n)
 		if a.Cause, ok = stringField(fields, `"cause":"`); !ok {
 			return false
 		}

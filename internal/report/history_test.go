@@ -33,7 +33,7 @@ func (l *runLog) try(step string, n int, a, b time.Duration, exit int, cause, st
 		res.WallMs = ms
 	}
 	l.add(b, exec.EvStepStatus, step, n, status, intp(exit), &exec.StepStatus{Phase: "main", StartedAt: tp(a), FinishedAt: tp(b), DurationMs: &ms,
-		AttemptEnd: &exec.AttemptEnd{Attempt: n, ExitCode: exit, Cause: cause, Resources: res}})
+		AttemptEnd: &exec.AttemptEnd{Attempt: n, ExitCode: intp(exit), Cause: cause, Resources: res}})
 }
 
 func (l *runLog) data() []byte { return append(bytes.Join(l.events, []byte("\n")), '\n') }
@@ -364,7 +364,7 @@ func TestFastStepStatus(t *testing.T) {
 	l.add(2*sec, exec.EvStepStatus, "c", 1, exec.StatusFailure, intp(1), &exec.StepStatus{Phase: "main", StartedAt: tp(sec), FinishedAt: tp(2 * sec), DurationMs: &ms,
 		Error: `"started_at":"2020-01-01T00:00:00Z","duration_ms":9,"attempt_end":{"attempt":7}`, Reason: `}}{"reserved":{"memory_bytes":1}`,
 		Outputs:    []exec.Output{{Key: "k", Value: `"finished_at":"x"`}},
-		AttemptEnd: &exec.AttemptEnd{Attempt: 1, ExitCode: 1, Resources: &exec.Resources{PeakRSSBytes: 1}}})
+		AttemptEnd: &exec.AttemptEnd{Attempt: 1, ExitCode: new(1), Resources: &exec.Resources{PeakRSSBytes: 1}}})
 	l.add(3*sec, exec.EvStepStatus, "d", 0, exec.StatusCanceled, nil, &exec.StepStatus{Phase: "main"})
 	l.add(3*sec, exec.EvStepStatus, "e", 1, exec.StatusCached, nil, &exec.StepStatus{Phase: "main", CacheKey: "k"})
 	read, declined := 0, 0

@@ -42,7 +42,7 @@ func (l *runLog) attempt(step string, n int, a, b time.Duration, exit int, statu
 	l.add(a, exec.EvStepStatus, step, n, exec.StatusInProgress, nil, &exec.StepStatus{Phase: "main", StartedAt: tp(a)})
 	ms := int64((b - a) / time.Millisecond)
 	l.add(b, exec.EvStepStatus, step, n, status, intp(exit), &exec.StepStatus{Phase: "main", StartedAt: tp(a), FinishedAt: tp(b), DurationMs: &ms,
-		AttemptEnd: &exec.AttemptEnd{Attempt: n, ExitCode: exit, Resources: &exec.Resources{PeakRSSBytes: 100 << 20, MemoryLimitBytes: 200 << 20, Source: "rusage", UserMs: 5, WallMs: ms}}})
+		AttemptEnd: &exec.AttemptEnd{Attempt: n, ExitCode: intp(exit), Resources: &exec.Resources{PeakRSSBytes: 100 << 20, MemoryLimitBytes: 200 << 20, Source: "rusage", UserMs: 5, WallMs: ms}}})
 }
 
 func build(t *testing.T, l *runLog, meta state.Meta) *Report {
@@ -167,7 +167,7 @@ func TestHostileValuesEscaped(t *testing.T) {
 	l.add(0, exec.EvRunStarted, "", 0, "", nil, &exec.RunStarted{Plan: evil, Steps: []exec.StepInfo{{ID: evil, Name: evil, Phase: "main", Needs: []string{}}}})
 	l.add(0, exec.EvStepStatus, evil, 1, exec.StatusInProgress, nil, &exec.StepStatus{Phase: "main", StartedAt: tp(0)})
 	l.add(time.Second, exec.EvStepStatus, evil, 1, exec.StatusFailure, intp(1), &exec.StepStatus{Phase: "main", Error: evil, FinishedAt: tp(time.Second),
-		AttemptEnd: &exec.AttemptEnd{Attempt: 1, ExitCode: 1}})
+		AttemptEnd: &exec.AttemptEnd{Attempt: 1, ExitCode: new(1)}})
 	l.add(time.Second, exec.EvHandlerInvoked, evil, 1, "", nil, &exec.HandlerInvoked{HandlerType: "command", HandlerCommand: evil, HandlerResult: &exec.HandlerResult{Status: "failure", ActionTaken: evil}})
 	r := build(t, l, state.Meta{RunID: "r1", Sets: map[string]string{evil: evil, "tok": "hunter2"}, Secrets: []string{"hunter2"}})
 	r.PlanText = evil

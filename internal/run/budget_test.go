@@ -50,7 +50,7 @@ func budgetRun(t *testing.T, planText string) (stateDir, runID string) {
 		{Type: exec.EvRunStarted, Data: &exec.RunStarted{Plan: "p"}},
 		{Type: exec.EvStepStatus, StepID: "agent", Attempt: 3, Status: exec.StatusPendingFailed, ExitCode: &code, Data: &exec.StepStatus{
 			Error: errText, Phase: "work", Spent: spent,
-			AttemptEnd: &exec.AttemptEnd{Attempt: 3, Cause: "budget", ExitCode: 1, Spent: &exec.Spent{CostUSD: 0.75, Turns: 4}}}},
+			AttemptEnd: &exec.AttemptEnd{Attempt: 3, Cause: "budget", ExitCode: new(1), Spent: &exec.Spent{CostUSD: 0.75, Turns: 4}}}},
 		{Type: exec.EvWorkflowFailed, Status: exec.RunPendingFailed},
 	}
 	exec.Stamp(evs, 0, runID, time.Now())

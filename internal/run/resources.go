@@ -27,10 +27,12 @@ func Story(st *exec.StepState) string {
 			continue
 		}
 		switch {
+		case a.Cause != "" && a.ExitCode == nil:
+			parts = append(parts, fmt.Sprintf("attempt %d ended by %s (no process)", a.Attempt, a.Cause))
 		case a.Cause != "":
-			parts = append(parts, fmt.Sprintf("attempt %d ended by %s (exit %d)", a.Attempt, a.Cause, a.ExitCode))
-		case a.ExitCode != 0:
-			parts = append(parts, fmt.Sprintf("attempt %d exited %d", a.Attempt, a.ExitCode))
+			parts = append(parts, fmt.Sprintf("attempt %d ended by %s (exit %d)", a.Attempt, a.Cause, *a.ExitCode))
+		case a.ExitCode != nil && *a.ExitCode != 0:
+			parts = append(parts, fmt.Sprintf("attempt %d exited %d", a.Attempt, *a.ExitCode))
 		default:
 			parts = append(parts, fmt.Sprintf("attempt %d failed", a.Attempt))
 		}
@@ -49,8 +51,8 @@ func PeakText(st *exec.StepState) string {
 		return "-"
 	}
 	a := st.Attempts[len(st.Attempts)-1]
-	if a.Resources == nil {
-		return "-"
+	if a.Resources == nil || a.ExitCode == nil {
+		return "-" // no process ran (a rejection, a refused start): nothing measured
 	}
 	t := a.Resources.PeakText()
 	if a.Resources.MemoryLimitBytes > 0 {

@@ -215,7 +215,10 @@ func (f *viewFile) brief() (*exec.View, error) {
 				st.CachedFrom = &exec.CachedFrom{RunID: r.str(), Attempt: int(r.varint()), Seq: r.varint()}
 			}
 			if flags&rowAttempt != 0 {
-				a := &exec.AttemptEnd{Attempt: int(r.varint()), Cause: r.str(), ExitCode: int(r.varint())}
+				a := &exec.AttemptEnd{Attempt: int(r.varint()), Cause: r.str()}
+				if code := int(r.varint()); flags&rowNoProcess == 0 {
+					a.ExitCode = &code
+				}
 				if flags&rowResources != 0 {
 					a.Resources = &exec.Resources{PeakRSSBytes: r.varint(), MemoryLimitBytes: r.varint()}
 					if flags&rowSource != 0 {
@@ -242,6 +245,10 @@ const (
 	rowResources // ... with its resources
 	rowSource    // ... and where they come from (Resources.Source)
 	rowStory     // how it got there, with more than one attempt (Story)
+	// rowNoProcess: the last attempt ran no process, so it has no exit
+	// code (the 0 written in its place, which a faber before this flag
+	// reads as the code, is not one).
+	rowNoProcess
 )
 
 // appendTable appends the table of a view file: the run's id, plan, status,
@@ -278,6 +285,9 @@ func appendTable(b []byte, v *exec.View) []byte {
 		if n := len(st.Attempts); n > 0 && st.Attempts[n-1] != nil {
 			last = st.Attempts[n-1]
 			flags |= rowAttempt
+			if last.ExitCode == nil {
+				flags |= rowNoProcess
+			}
 			if last.Resources != nil {
 				flags |= rowResources
 				if last.Resources.Source != "" {
@@ -315,7 +325,11 @@ func appendTable(b []byte, v *exec.View) []byte {
 		if last != nil {
 			w.varint(int64(last.Attempt))
 			w.str(last.Cause)
-			w.varint(int64(last.ExitCode))
+			code := 0
+			if last.ExitCode != nil {
+				code = *last.ExitCode
+			}
+			w.varint(int64(code))
 			if r := last.Resources; r != nil {
 				w.varint(r.PeakRSSBytes)
 				w.varint(r.MemoryLimitBytes)

@@ -12,7 +12,7 @@ import (
 // ApproveCmd approves a step (or a phase) that waits at its approval gate.
 type ApproveCmd struct {
 	RunRef `embed:""`
-	Step   string `arg:"" optional:"" name:"step" help:"The step awaiting approval, or a gated phase's name."`
+	Step   string `arg:"" optional:"" name:"step" help:"The step awaiting approval, a fan-out whose items wait at its gate, or a gated phase's name."`
 	Phase  bool   `name:"phase" help:"STEP names a phase (when a step has the same name)."`
 	Note   string `name:"note" placeholder:"TEXT" help:"Recorded in the step_approved event."`
 	JSON   bool   `name:"json" help:"Print {run_id, step, phase, decision, applied_now} instead of a sentence (applied_now: the running faber applies it now, else resume does)."`
@@ -40,7 +40,7 @@ func (c *ApproveCmd) Run(g *Globals) error {
 // RejectCmd rejects a step (or a phase) that waits at its approval gate.
 type RejectCmd struct {
 	RunRef `embed:""`
-	Step   string `arg:"" optional:"" name:"step" help:"The step awaiting approval, or a gated phase's name."`
+	Step   string `arg:"" optional:"" name:"step" help:"The step awaiting approval, a fan-out whose items wait at its gate, or a gated phase's name."`
 	Phase  bool   `name:"phase" help:"STEP names a phase (when a step has the same name)."`
 	Reason string `name:"reason" required:"" placeholder:"TEXT" help:"Why: the step's error is rejected: TEXT."`
 	JSON   bool   `name:"json" help:"Print {run_id, step, phase, decision, applied_now} instead of a sentence."`

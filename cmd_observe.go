@@ -333,13 +333,16 @@ func etaOf(g *Globals, plan string, steps []*exec.StepState) report.Estimate {
 // N, "runs": M}, or {"reason": "..."} when there is none. Any other run's
 // is b unchanged.
 func withETA(g *Globals, b []byte) []byte {
+	end := bytes.LastIndexByte(b, '}')
+	if status, ok := runStatusOf(b); end < 0 || !ok || status != exec.RunInProgress {
+		return b // not active: no ETA, and no need to decode every step
+	}
 	var st struct {
 		Plan   string            `json:"plan"`
 		Status string            `json:"status"`
 		Steps  []*exec.StepState `json:"steps"`
 	}
-	end := bytes.LastIndexByte(b, '}')
-	if end < 0 || json.Unmarshal(b, &st) != nil || st.Status != exec.RunInProgress {
+	if json.Unmarshal(b, &st) != nil || st.Status != exec.RunInProgress {
 		return b
 	}
 	eta, err := json.Marshal(etaOf(g, st.Plan, st.Steps).JSON())
@@ -351,6 +354,37 @@ func withETA(g *Globals, b []byte) []byte {
 	out = append(out, `,"eta":`...)
 	out = append(out, eta...)
 	return append(out, b[end:]...)
+}
+
+// runStatusOf reads the run's status from status JSON b: a top-level field
+// before "steps" (the run's fields come first), so that a finished run of
+// 10,000 steps is not decoded whole to learn that it has no ETA (that took
+// status --json from 23 to 67 ms). ok is false when b does not say.
+func runStatusOf(b []byte) (status string, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", false
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		switch t {
+		case "status":
+			if err := dec.Decode(&status); err != nil {
+				return "", false
+			}
+			return status, true
+		case "steps":
+			return "", false
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return "", false
+		}
+	}
+	return "", false
 }
 
 // EventsCmd prints the audit trail.

@@ -56,3 +56,25 @@ func TestParseSync(t *testing.T) {
 		}
 	}
 }
+
+// TestRunStatusOf: status --json learns a run's status from the fields
+// before its steps (a nested "steps", as in a part's, is skipped whole),
+// and says it does not know when the status is not there before them.
+func TestRunStatusOf(t *testing.T) {
+	for _, c := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{`{"run_id":"r","plan":"p","status":"in_progress","started_at":"x","steps":[{"status":"success"}]}`, "in_progress", true},
+		{`{"run_id":"r","part":{"steps":["a"],"from":[]},"status":"success","steps":[]}`, "success", true},
+		{`{"run_id":"r","steps":[{"status":"in_progress"}],"status":"success"}`, "", false},
+		{`{"run_id":"r"}`, "", false},
+		{`[1]`, "", false},
+		{`{"status":1}`, "", false},
+	} {
+		got, ok := runStatusOf([]byte(c.in))
+		if got != c.want || ok != c.ok {
+			t.Errorf("runStatusOf(%s) = %q, %v; want %q, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}

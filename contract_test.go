@@ -285,9 +285,18 @@ func checkCase(t *testing.T, self string, c *model.Case, allowed map[string]mode
 					continue
 				}
 				decided[gate] = true
-				how := []string{"approve", runID, s.ID}
+				// By the step, or (every other seed and session) by the
+				// gate's own name: the fan-out's id, the phase's name.
+				name := []string{s.ID}
+				if gate != s.ID && (c.Seed+uint64(session))%2 == 1 {
+					name = []string{gate}
+					if s.PhaseGate != nil && s.PhaseGate.State == "open" {
+						name = append(name, "--phase")
+					}
+				}
+				how := append([]string{"approve", runID}, name...)
 				if !c.Approve(gate, session+1) {
-					how = []string{"reject", runID, s.ID, "--reason", "contract test"}
+					how = append(append([]string{"reject", runID}, name...), "--reason", "contract test")
 				}
 				ccode, cout := faber(0, how...)
 				fmt.Fprintf(&transcript, "$ faber %s -> exit %d\n", strings.Join(how, " "), ccode)

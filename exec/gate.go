@@ -164,14 +164,14 @@ func (r *Runner) decideReq(req GateReq) error {
 // gateKey finds the open gate a decision names: the step's (a step id wins
 // over a phase of the same name), or the phase's.
 func (r *Runner) gateKey(req GateReq) (string, error) {
-	if sr := r.byID[req.Step]; sr != nil && !req.Phase && sr.def.Join && sr.def.Approval != nil {
-		// A fan-out's id names its one gate, which its items wait at.
-		if r.gates[req.Step] == nil {
-			return "", &GateError{fmt.Sprintf("fan-out %q's gate is not open: none of its items awaits approval", req.Step)}
-		}
-		return req.Step, nil
-	}
 	if sr := r.byID[req.Step]; sr != nil && !req.Phase {
+		if sr.def.Join && sr.def.Approval != nil {
+			// A fan-out's id names its one gate, which its items wait at.
+			if r.gates[req.Step] == nil {
+				return "", &GateError{fmt.Sprintf("fan-out %q's gate is not open: none of its items awaits approval", req.Step)}
+			}
+			return req.Step, nil
+		}
 		if sr.st.Status != StatusAwaitingApproval {
 			return "", &GateError{fmt.Sprintf("step %q is %s, not awaiting_approval: only a step at an open gate can be approved or rejected", req.Step, sr.st.Status)}
 		}
@@ -391,15 +391,15 @@ func DecideRecorded(p *spec.Plan, steps map[string]*StepState, req GateReq) ([]*
 	var members []*StepState
 	phase := ""
 	key := req.Step
+	def := p.Step(req.Step)
 	switch {
-	case st != nil && !req.Phase && p.Step(req.Step) != nil && p.Step(req.Step).Join && p.Step(req.Step).Approval != nil:
+	case st != nil && def != nil && !req.Phase && def.Join && def.Approval != nil:
 		// A fan-out's id names its one gate, which its items wait at:
 		// the loop below finds them.
-	case st != nil && p.Step(req.Step) != nil && !req.Phase:
+	case st != nil && def != nil && !req.Phase:
 		if st.Status != StatusAwaitingApproval {
 			return nil, nil, &GateError{fmt.Sprintf("step %q is %s, not awaiting_approval: only a step at an open gate can be approved or rejected", req.Step, st.Status)}
 		}
-		def := p.Step(req.Step)
 		switch {
 		case def.PhaseGate && st.PhaseGate != nil && st.PhaseGate.State == GateOpen:
 			phase = def.Phase

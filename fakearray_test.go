@@ -94,3 +94,65 @@ func TestArrayThrottle(t *testing.T) {
 		})
 	}
 }
+
+// TestArrayPassTakesHeld: the items max_parallel held back are ready
+// items of the next array pass (README "Fan-outs as job arrays": every
+// ready item jobs lets start), not let go one at a time. Items 1 and 2 are
+// the first array (jobs: 2, throttle 1); items 3 and 4 wait for
+// max_parallel while item 2 runs, and start together when it ends: one
+// array, throttled at 1.
+func TestArrayPassTakesHeld(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs fake batch jobs: not in -short mode")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, engine := range []*fakeEngine{fakeSlurmEngine, fakeSgeEngine} {
+		t.Run(engine.executor, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			plan := "name: held\nexecutor: " + engine.executor + "\njobs: 2\nsteps:\n" +
+				"  - id: fan\n    foreach: {range: [1, 4]}\n    max_parallel: 1\n    run: sleep 0.2\n"
+			if err := os.WriteFile(filepath.Join(dir, "plan.yaml"), []byte(plan), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			bin, err := engine.bin(dir, self)
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs := filepath.Join(dir, "fake"+engine.executor)
+			if err := os.MkdirAll(jobs, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			defer endFakeJobs(jobs)
+			cmd := faberCmd(self, dir, filepath.Join(dir, ".faber"), "run", "plan.yaml", "--ui", "plain")
+			cmd.Env = append(cmd.Env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), engine.envVar+"="+jobs)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("faber run: %v\n%s", err, out)
+			}
+			ents, err := os.ReadDir(jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var subs []string
+			for _, e := range ents {
+				if _, err := strconv.Atoi(e.Name()); err == nil {
+					subs = append(subs, e.Name())
+				}
+			}
+			if len(subs) != 2 {
+				t.Errorf("submissions = %v, want two arrays of two items\n%s", subs, out)
+			}
+			sep := map[string][2]string{"slurm": {"_0", "_1"}, "sge": {".1", ".2"}}[engine.executor]
+			for _, task := range sep {
+				b, err := os.ReadFile(filepath.Join(jobs, "2"+task, "throttle"))
+				if err != nil || !strings.HasSuffix(string(b), " 1") {
+					t.Errorf("the second array's task %s: throttle %q (%v), want the engine's throttle of 1\n%s", task, b, err, out)
+				}
+			}
+		})
+	}
+}

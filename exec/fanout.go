@@ -470,6 +470,14 @@ func (r *Runner) passJoin(sr *stepRun, ps *procSpec) {
 		r.passN++
 		j.pass = &arrayPass{id: r.passN, key: key, max: j.maxPar}
 		r.passes = append(r.passes, j.pass)
+		// Every item max_parallel held back is ready again: the pass may
+		// admit it (passAdmits), in plan order, in this scheduling pass;
+		// one it does not admit is held again.
+		for j.held.Len() > 0 {
+			next := heap.Pop(&j.held).(*stepRun)
+			next.queued = false
+			r.push(next)
+		}
 	}
 	p := j.pass
 	if p == nil || p.closed {

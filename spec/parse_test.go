@@ -403,6 +403,7 @@ func TestErrors(t *testing.T) {
 		{"missing id", head + "steps:\n  - run: x\n", `plan.yaml:3:5: steps[0]: missing required field "id"`},
 		{"bad id", head + "steps:\n  - id: Build\n    run: x\n", `plan.yaml:3:9: step "Build": id: "Build" must match [a-z0-9][a-z0-9._-]*`},
 		{"duplicate id", head + "steps:\n  - id: a\n    run: x\n  - id: a\n    run: y\n", `plan.yaml:5:5: step "a": duplicate id (first at line 3)`},
+		{"duplicate phase name", head + "phases:\n  - name: p\n    steps: [{id: a, run: x}]\n  - name: p\n    steps: [{id: b, run: y}]\n", `plan.yaml:5:11: phase "p": name: another phase is named "p" (first at line 3)`},
 		{"reserved id", head + "steps:\n  - id: end\n    run: x\n", `plan.yaml:3:9: step "end": the id end is reserved for the end step (use end: for it)`},
 		{"unknown needs", head + "steps:\n  - id: fetch\n    run: x\n  - id: b\n    run: x\n    needs: [fetc]\n", `plan.yaml:7:13: step "b": needs unknown step "fetc" (did you mean "fetch"?)`},
 		{"needs end", head + "steps:\n  - id: a\n    run: x\n    needs: [end]\n", `plan.yaml:5:13: step "a": needs the end step, which always runs last`},

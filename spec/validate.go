@@ -463,10 +463,21 @@ func (b *builder) steps(raw *rawPlan) {
 			b.errorf(raw.Phases.Pos, "plan has no phases")
 			return
 		}
+		// A phase's name is what approve --phase, its budget's line and
+		// its gate's events name: two phases may not share one.
+		named := map[string]Pos{}
 		for _, rp := range raw.Phases.Items {
-			if rp != nil {
-				b.phase(rp)
+			if rp == nil {
+				continue
 			}
+			if n := rp.Name.V; rp.Name.Set && strings.TrimSpace(n) != "" {
+				if first, dup := named[n]; dup {
+					b.errorf(rp.Name.Pos, "%s: name: another phase is named %q (first at line %d)", rp.Where, n, first.Line)
+				} else {
+					named[n] = rp.Name.Pos
+				}
+			}
+			b.phase(rp)
 		}
 	default:
 		b.consequencef(raw.Pos, "plan has no steps (add steps: or phases:)")

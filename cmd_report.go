@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -133,7 +135,7 @@ func (c *ReportCmd) write(g *Globals, def string, write func(io.Writer) error) e
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(abs), "."+filepath.Base(abs)+".*.tmp")
+	f, err := createBeside(abs)
 	if err != nil {
 		return withCode(exitUsage, fmt.Errorf("cannot write %s: %w", out, err))
 	}
@@ -142,8 +144,9 @@ func (c *ReportCmd) write(g *Globals, def string, write func(io.Writer) error) e
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
+	if fi, serr := os.Stat(abs); err == nil && serr == nil && fi.Mode().IsRegular() {
+		// A report written over keeps its mode, as a shell's > would.
+		err = os.Chmod(tmp, fi.Mode().Perm())
 	}
 	if err == nil {
 		err = os.Rename(tmp, abs)
@@ -154,4 +157,19 @@ func (c *ReportCmd) write(g *Globals, def string, write func(io.Writer) error) e
 	}
 	fmt.Fprintln(g.stdout, out)
 	return nil
+}
+
+// createBeside creates a new file beside abs (a hidden temporary name) with
+// the mode a new file gets from the umask, as a shell's > gives it: a
+// report holds the run's errors and stderr tails, so umask 077 keeps it
+// private and nothing widens it.
+func createBeside(abs string) (*os.File, error) {
+	dir, base := filepath.Split(abs)
+	for try := 0; ; try++ {
+		name := filepath.Join(dir, "."+base+"."+strconv.FormatUint(rand.Uint64(), 36)+".tmp")
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		if !os.IsExist(err) || try == 99 {
+			return f, err
+		}
+	}
 }

@@ -22,44 +22,23 @@ func TestArrayThrottle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs fake batch jobs: not in -short mode")
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, engine := range []*fakeEngine{fakeSlurmEngine, fakeSgeEngine} {
 		t.Run(engine.executor, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
 			// Item 3 fails its first attempt: its retry comes while
 			// the array's other tasks run.
-			plan := "name: throttle\nexecutor: " + engine.executor + "\nsteps:\n" +
-				"  - id: fan\n    foreach: {range: [1, 6]}\n    max_parallel: 2\n    result_handling: {on_failure: retry}\n    run: |\n" +
-				"      mkdir -p " + dir + "/running && touch " + dir + "/running/{item}\n" +
-				"      [ \"$(ls " + dir + "/running | wc -l)\" -le 2 ] || touch " + dir + "/overflow\n" +
-				"      sleep 0.3\n" +
-				"      [ \"$(ls " + dir + "/running | wc -l)\" -le 2 ] || touch " + dir + "/overflow\n" +
-				"      rm " + dir + "/running/{item}\n" +
-				"      if [ {item} = 3 ] && mkdir " + dir + "/failed3 2>/dev/null; then exit 1; fi\n" +
-				"      touch " + dir + "/ran-{item}\n" +
-				"  - id: after\n    needs: [fan]\n    executor: local\n    run: echo after\n"
-			if err := os.WriteFile(filepath.Join(dir, "plan.yaml"), []byte(plan), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			bin, err := engine.bin(dir, self)
-			if err != nil {
-				t.Fatal(err)
-			}
-			jobs := filepath.Join(dir, "fake"+engine.executor)
-			if err := os.MkdirAll(jobs, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			defer endFakeJobs(jobs)
-			cmd := faberCmd(self, dir, filepath.Join(dir, ".faber"), "run", "plan.yaml", "--jobs", "8", "--ui", "plain")
-			cmd.Env = append(cmd.Env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), engine.envVar+"="+jobs)
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("faber run: %v\n%s", err, out)
-			}
+			dir, jobs, subs, out := runFakeArray(t, engine, func(dir string) string {
+				return "name: throttle\nexecutor: " + engine.executor + "\nsteps:\n" +
+					"  - id: fan\n    foreach: {range: [1, 6]}\n    max_parallel: 2\n    result_handling: {on_failure: retry}\n    run: |\n" +
+					"      mkdir -p " + dir + "/running && touch " + dir + "/running/{item}\n" +
+					"      [ \"$(ls " + dir + "/running | wc -l)\" -le 2 ] || touch " + dir + "/overflow\n" +
+					"      sleep 0.3\n" +
+					"      [ \"$(ls " + dir + "/running | wc -l)\" -le 2 ] || touch " + dir + "/overflow\n" +
+					"      rm " + dir + "/running/{item}\n" +
+					"      if [ {item} = 3 ] && mkdir " + dir + "/failed3 2>/dev/null; then exit 1; fi\n" +
+					"      touch " + dir + "/ran-{item}\n" +
+					"  - id: after\n    needs: [fan]\n    executor: local\n    run: echo after\n"
+			}, "--jobs", "8")
 			for i := 1; i <= 6; i++ {
 				if _, err := os.Stat(filepath.Join(dir, "ran-"+strconv.Itoa(i))); err != nil {
 					t.Errorf("item %d did not run to its end\n%s", i, out)
@@ -70,16 +49,6 @@ func TestArrayThrottle(t *testing.T) {
 			}
 			// Submissions: the six items as one array, throttled at 2;
 			// item 3's retry as a job of its own.
-			ents, err := os.ReadDir(jobs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var subs []string
-			for _, e := range ents {
-				if _, err := strconv.Atoi(e.Name()); err == nil {
-					subs = append(subs, e.Name())
-				}
-			}
 			if len(subs) != 2 {
 				t.Errorf("submissions = %v, want the array and the retry's job\n%s", subs, out)
 			}
@@ -105,44 +74,13 @@ func TestArrayPassTakesHeld(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs fake batch jobs: not in -short mode")
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, engine := range []*fakeEngine{fakeSlurmEngine, fakeSgeEngine} {
 		t.Run(engine.executor, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			plan := "name: held\nexecutor: " + engine.executor + "\njobs: 2\nsteps:\n" +
-				"  - id: fan\n    foreach: {range: [1, 4]}\n    max_parallel: 1\n    run: sleep 0.2\n"
-			if err := os.WriteFile(filepath.Join(dir, "plan.yaml"), []byte(plan), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			bin, err := engine.bin(dir, self)
-			if err != nil {
-				t.Fatal(err)
-			}
-			jobs := filepath.Join(dir, "fake"+engine.executor)
-			if err := os.MkdirAll(jobs, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			defer endFakeJobs(jobs)
-			cmd := faberCmd(self, dir, filepath.Join(dir, ".faber"), "run", "plan.yaml", "--ui", "plain")
-			cmd.Env = append(cmd.Env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), engine.envVar+"="+jobs)
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("faber run: %v\n%s", err, out)
-			}
-			ents, err := os.ReadDir(jobs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var subs []string
-			for _, e := range ents {
-				if _, err := strconv.Atoi(e.Name()); err == nil {
-					subs = append(subs, e.Name())
-				}
-			}
+			_, jobs, subs, out := runFakeArray(t, engine, func(string) string {
+				return "name: held\nexecutor: " + engine.executor + "\njobs: 2\nsteps:\n" +
+					"  - id: fan\n    foreach: {range: [1, 4]}\n    max_parallel: 1\n    run: sleep 0.2\n"
+			})
 			if len(subs) != 2 {
 				t.Errorf("submissions = %v, want two arrays of two items\n%s", subs, out)
 			}
@@ -155,4 +93,45 @@ func TestArrayPassTakesHeld(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runFakeArray runs the plan that plan makes of its directory on the fake
+// engine, with args after faber run plan.yaml, and fails unless the run
+// succeeds. It returns the directory, the engine's job directory, the
+// submissions' job ids (an array's is its one id) and faber's output.
+func runFakeArray(t *testing.T, engine *fakeEngine, plan func(dir string) string, args ...string) (dir, jobs string, subs []string, out []byte) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "plan.yaml"), []byte(plan(dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin, err := engine.bin(dir, self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs = filepath.Join(dir, "fake"+engine.executor)
+	if err := os.MkdirAll(jobs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { endFakeJobs(jobs) })
+	cmd := faberCmd(self, dir, filepath.Join(dir, ".faber"), append([]string{"run", "plan.yaml", "--ui", "plain"}, args...)...)
+	cmd.Env = append(cmd.Env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), engine.envVar+"="+jobs)
+	out, err = cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("faber run: %v\n%s", err, out)
+	}
+	ents, err := os.ReadDir(jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err == nil {
+			subs = append(subs, e.Name())
+		}
+	}
+	return dir, jobs, subs, out
 }

@@ -753,33 +753,49 @@ func (e *explorer) explore(w *World) ([]*World, error) {
 	if e.n > limit {
 		return nil, ErrTooBig
 	}
-	var res []*World
-	seen := map[string]bool{}
-	moves := 0
-	// gates are the moves of the gates several steps share: the timeout
-	// of an open gate decides, for every step at it, as one event among
-	// the processes that end meanwhile.
-	var gates []func(*World)
+	// moves are the ways w may go on, in this order: the timeout of an
+	// open gate that several steps share decides, for every step at it,
+	// as one event among the processes that end meanwhile; then each
+	// active step's end (and, for one the cancel stop caught, its kill).
+	var moves []func(*World)
 	for pg := range e.p.PhaseGates {
 		if e.phaseAtGate(w, pg) {
-			gates = append(gates, func(n *World) { e.phaseDecide(n, pg, e.p.PhaseGates[pg].Kind == GateApprove, AwaitTimed) })
+			moves = append(moves, func(n *World) { e.phaseDecide(n, pg, e.p.PhaseGates[pg].Kind == GateApprove, AwaitTimed) })
 		}
 	}
 	for j := range e.p.Steps {
 		if e.p.Steps[j].Join && e.fanAtGate(w, j) {
-			gates = append(gates, func(n *World) { e.fanTimeout(n, j) })
+			moves = append(moves, func(n *World) { e.fanTimeout(n, j) })
 		}
 	}
-	for _, g := range gates {
-		moves++
+	for i := range w.S {
+		if !w.S[i].Status.active() || w.S[i].Status == Queued {
+			continue
+		}
+		if w.S[i].Status == AwaitTimed && (e.atPhase(w, i) || e.fanOf(i) >= 0) {
+			continue // its phase's or fan-out's gate decides (above)
+		}
+		moves = append(moves, func(n *World) { e.complete(n, i) })
+		if w.S[i].Late {
+			// Killed by the cancel stop, rather than ended on its own.
+			moves = append(moves, func(n *World) {
+				s := &n.S[i]
+				e.free(n, s)
+				s.Status, s.Late = Canceled, false
+			})
+		}
+	}
+	var res []*World
+	seen := map[string]bool{}
+	for _, m := range moves {
 		n := w.clone()
-		g(n)
+		m(n)
 		e.advance(n)
 		ends, err := e.explore(n)
 		if err != nil {
 			return nil, err
 		}
-		e.n += len(ends)
+		e.n += len(ends) // merging is work too
 		if e.n > limit {
 			return nil, ErrTooBig
 		}
@@ -790,44 +806,7 @@ func (e *explorer) explore(w *World) ([]*World, error) {
 			}
 		}
 	}
-	for i := range w.S {
-		if !w.S[i].Status.active() || w.S[i].Status == Queued {
-			continue
-		}
-		if w.S[i].Status == AwaitTimed && (e.atPhase(w, i) || e.fanOf(i) >= 0) {
-			continue // its phase's or fan-out's gate decides (above)
-		}
-		moves++
-		branches := []func(*World){func(n *World) { e.complete(n, i) }}
-		if w.S[i].Late {
-			// Killed by the cancel stop, rather than ended on its own.
-			branches = append(branches, func(n *World) {
-				s := &n.S[i]
-				e.free(n, s)
-				s.Status, s.Late = Canceled, false
-			})
-		}
-		for _, b := range branches {
-			n := w.clone()
-			b(n)
-			e.advance(n)
-			ends, err := e.explore(n)
-			if err != nil {
-				return nil, err
-			}
-			e.n += len(ends) // merging is work too
-			if e.n > limit {
-				return nil, ErrTooBig
-			}
-			for _, x := range ends {
-				if k := x.key(); !seen[k] {
-					seen[k] = true
-					res = append(res, x)
-				}
-			}
-		}
-	}
-	if moves == 0 {
+	if len(moves) == 0 {
 		end := w.clone()
 		e.finish(end)
 		res = []*World{end}
@@ -1408,37 +1387,15 @@ func (e *explorer) phaseAtGate(w *World, pg int) bool {
 }
 
 // phaseDecide decides phase gate pg (README "Approval gates", "Phases"),
-// as fanDecide a fan-out's: the steps at it (status at) go on to their
-// own gate or start, or fail; the other steps it holds that are in the
-// run and not a success keep the decision for when they reach it.
+// as fanDecide a fan-out's, over the steps of the phase.
 func (e *explorer) phaseDecide(w *World, pg int, approve bool, at Status) {
-	var members []int
+	var steps []int
 	for i := range e.p.Steps {
-		if e.p.Steps[i].Phase != pg+1 {
-			continue
-		}
-		s := &w.S[i]
-		switch {
-		case s.Status == at && e.atPhase(w, i):
-			members = append(members, i)
-			s.Status = Pending
-		case s.Status.succeeded() || s.Status == Absent:
-		case approve:
-			s.PGate = GateApproved
-		default:
-			s.PGate = GateRejectedRecorded
+		if e.p.Steps[i].Phase == pg+1 {
+			steps = append(steps, i)
 		}
 	}
-	for _, i := range members {
-		if s := &w.S[i]; approve {
-			s.PGate = GateApproved
-			if s.Reserved {
-				s.Status = Queued
-			}
-			continue
-		}
-		e.reject(w, i, true)
-	}
+	e.sharedDecide(w, steps, true, approve, at)
 }
 
 // fanTimeout applies the timeout of fan-out j's open gate (README
@@ -1447,37 +1404,49 @@ func (e *explorer) fanTimeout(w *World, j int) {
 	e.fanDecide(w, j, e.p.Steps[j].Gate == GateApprove, AwaitTimed)
 }
 
-// fanDecide decides fan-out j's gate: the items at it (status at) go on
-// (approved: to their start) or fail, in plan order; every other item of
-// the fan-out that is in the run and not a success keeps the decision,
-// recorded, for when it reaches the gate (an approval holds for its later
-// attempts; a rejection fails its next one).
+// fanDecide decides fan-out j's gate, over its items.
 func (e *explorer) fanDecide(w *World, j int, approve bool, at Status) {
+	e.sharedDecide(w, e.p.Steps[j].Items, false, approve, at)
+}
+
+// sharedDecide decides a gate that several steps share, a phase's (phase)
+// or a fan-out's: the steps at it (status at, at that gate) go on
+// (approved: to their own gate or start) or fail, in plan order; every
+// other step it holds that is in the run and not a success keeps the
+// decision, recorded, for when it reaches the gate (an approval holds for
+// its later attempts; a rejection fails its next one).
+func (e *explorer) sharedDecide(w *World, steps []int, phase, approve bool, at Status) {
+	gate := func(s *St) *GateState {
+		if phase {
+			return &s.PGate
+		}
+		return &s.Gate
+	}
 	var members []int
-	for _, it := range e.p.Steps[j].Items {
-		s := &w.S[it]
+	for _, i := range steps {
+		s := &w.S[i]
 		switch {
-		case s.Status == at && !e.atPhase(w, it):
-			members = append(members, it)
+		case s.Status == at && e.atPhase(w, i) == phase:
+			members = append(members, i)
 			// Off the gate before any of them fails: a stop that a
 			// rejection makes does not cancel the others, decided too.
 			s.Status = Pending
 		case s.Status.succeeded() || s.Status == Absent:
 		case approve:
-			s.Gate = GateApproved
+			*gate(s) = GateApproved
 		default:
-			s.Gate = GateRejectedRecorded
+			*gate(s) = GateRejectedRecorded
 		}
 	}
-	for _, it := range members {
-		if s := &w.S[it]; approve {
-			s.Gate = GateApproved
+	for _, i := range members {
+		if s := &w.S[i]; approve {
+			*gate(s) = GateApproved
 			if s.Reserved {
 				s.Status = Queued
 			}
 			continue
 		}
-		e.reject(w, it, false)
+		e.reject(w, i, phase)
 	}
 }
 

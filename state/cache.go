@@ -27,6 +27,13 @@ const dirCache = "cache"
 // CacheDir is the directory of the step cache.
 func CacheDir(stateDir string) string { return filepath.Join(stateDir, dirCache) }
 
+// dirCacheTemp, under the cache, holds the entries being written, so that
+// the sweep of a dead writer's files (CleanCacheTemps) reads a directory of
+// a few files, not one of every entry.
+const dirCacheTemp = ".tmp"
+
+func cacheTempDir(stateDir string) string { return filepath.Join(CacheDir(stateDir), dirCacheTemp) }
+
 func cacheFile(stateDir, plan, step string) string {
 	sum := sha256.Sum256([]byte(plan + "\x00" + step))
 	return filepath.Join(CacheDir(stateDir), hex.EncodeToString(sum[:16])+".json")
@@ -52,13 +59,13 @@ var syncEntry = (*os.File).Sync
 // CachePut replaces the entry of a plan's step; with sync, the new file is
 // on the device before it replaces the old one.
 func CachePut(stateDir, plan, step string, data []byte, sync bool) error {
-	dir := CacheDir(stateDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	tmpDir := cacheTempDir(stateDir)
+	if err := os.MkdirAll(tmpDir, 0o700); err != nil {
 		return err
 	}
 	// The writer's pid in the name lets a later faber remove the file
 	// if this one dies before the rename (CleanCacheTemps).
-	f, err := os.CreateTemp(dir, cacheTempPrefix+strconv.Itoa(os.Getpid())+"-*")
+	f, err := os.CreateTemp(tmpDir, cacheTempPrefix+strconv.Itoa(os.Getpid())+"-*")
 	if err != nil {
 		return err
 	}

@@ -16,8 +16,8 @@ import (
 //   - temporary files in a run directory (writeFileAtomic's .<name>.*.tmp,
 //     and any *.tmp) by the run's next owner, which holds its lock, or by
 //     CleanDeadRuns;
-//   - a cache entry's temporary file (.entry-<pid>-*) by CleanCacheTemps,
-//     once no process has that pid.
+//   - a cache entry's temporary file (cache/.tmp/.entry-<pid>-*) by
+//     CleanCacheTemps, once no process has that pid.
 //
 // The run's lock file itself stays: it is how readers and owners tell a
 // live owner from a dead one, and removing it could let two processes
@@ -147,9 +147,32 @@ func OwnerDead(stateDir, runID string) bool {
 const cacheTempPrefix = ".entry-"
 
 // CleanCacheTemps removes the cache entries' temporary files whose writer
-// is no longer running.
+// is no longer running. They are in cache/.tmp; a faber before it wrote
+// them beside the entries, so the first sweep of a state dir looks there
+// too, once, and leaves a mark (cacheSweptMark) that it did.
 func CleanCacheTemps(stateDir string) {
-	dir := CacheDir(stateDir)
+	tmp := cacheTempDir(stateDir)
+	cleanCacheTempsIn(tmp)
+	if _, err := os.Lstat(filepath.Join(tmp, cacheSweptMark)); err == nil || !errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	if _, err := os.Stat(CacheDir(stateDir)); err != nil {
+		return // no cache yet: nothing of an older faber's either
+	}
+	cleanCacheTempsIn(CacheDir(stateDir))
+	if err := os.MkdirAll(tmp, 0o700); err == nil {
+		if f, err := os.OpenFile(filepath.Join(tmp, cacheSweptMark), os.O_WRONLY|os.O_CREATE, 0o600); err == nil {
+			f.Close()
+		}
+	}
+}
+
+// cacheSweptMark, in cache/.tmp, says that the cache directory itself was
+// swept of an older faber's temporary files.
+const cacheSweptMark = ".swept"
+
+// cleanCacheTempsIn removes the temporary files in dir whose writer is gone.
+func cleanCacheTempsIn(dir string) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return

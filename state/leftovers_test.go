@@ -77,3 +77,47 @@ func TestCleanCacheTemps(t *testing.T) {
 		t.Errorf("the entry itself: %q, %v", b, err)
 	}
 }
+
+// TestCleanCacheTempsLayout: temporary files are written in cache/.tmp and
+// swept there; the cache directory itself, where a faber before wrote them,
+// is swept once per state dir (the mark), not at every run.
+func TestCleanCacheTempsLayout(t *testing.T) {
+	dir := t.TempDir()
+	cache := CacheDir(dir)
+	if err := os.MkdirAll(cache, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	older := filepath.Join(cache, cacheTempPrefix+"999999999-old")
+	if err := os.WriteFile(older, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := CachePut(dir, "p", "s", []byte("{}"), false); err != nil {
+		t.Fatal(err)
+	}
+	CleanCacheTemps(dir)
+	if _, err := os.Stat(older); err == nil {
+		t.Errorf("an older faber's temporary file in cache/ is left after the first sweep")
+	}
+	gone := filepath.Join(cacheTempDir(dir), cacheTempPrefix+"999999999-1")
+	later := filepath.Join(cache, cacheTempPrefix+"999999999-later")
+	for _, p := range []string{gone, later} {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	CleanCacheTemps(dir)
+	if _, err := os.Stat(gone); err == nil {
+		t.Errorf("a dead writer's file in cache/.tmp is left")
+	}
+	if _, err := os.Stat(later); err != nil {
+		t.Errorf("the second sweep read cache/ itself again: %v", err)
+	}
+	ents, err := os.ReadDir(cacheTempDir(dir))
+	if err != nil || len(ents) != 1 || ents[0].Name() != cacheSweptMark {
+		t.Errorf("cache/.tmp holds %v (%v), want only the mark", ents, err)
+	}
+	list, err := CacheList(dir)
+	if err != nil || len(list) != 1 {
+		t.Errorf("CacheList: %d entries (%v), want the one", len(list), err)
+	}
+}

@@ -121,7 +121,7 @@ func TestLeftoversAfterKill(t *testing.T) {
 	plant := func(id string) {
 		rd := state.RunDir(stateDir, id)
 		for _, p := range []string{filepath.Join(rd, ".owner.json.12345.tmp"), filepath.Join(rd, "control.json.tmp"),
-			filepath.Join(state.CacheDir(stateDir), ".entry-"+strconv.Itoa(deadPID())+"-777")} {
+			filepath.Join(state.CacheDir(stateDir), ".tmp", ".entry-"+strconv.Itoa(deadPID())+"-777")} {
 			os.MkdirAll(filepath.Dir(p), 0o700)
 			if err := os.WriteFile(p, []byte("half"), 0o600); err != nil {
 				t.Fatal(err)
@@ -137,10 +137,12 @@ func TestLeftoversAfterKill(t *testing.T) {
 				t.Errorf("after %s: run %s still has %s", after, id, e.Name())
 			}
 		}
-		ents, _ = os.ReadDir(state.CacheDir(stateDir))
-		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), ".entry-") {
-				t.Errorf("after %s: the cache still has %s", after, e.Name())
+		for _, d := range []string{state.CacheDir(stateDir), filepath.Join(state.CacheDir(stateDir), ".tmp")} {
+			ents, _ = os.ReadDir(d)
+			for _, e := range ents {
+				if strings.HasPrefix(e.Name(), ".entry-") {
+					t.Errorf("after %s: the cache still has %s in %s", after, e.Name(), d)
+				}
 			}
 		}
 		if cgroups {

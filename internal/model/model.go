@@ -1268,13 +1268,18 @@ func (e *explorer) complete(w *World, i int) {
 			e.free(w, s)
 			s.Status = Success
 			s.Published = x.Out == OutPublish
-			if def.Cacheable {
+			if def.Cacheable && s.Probed {
+				// Only an attempt whose key was computed this
+				// session writes (or drops) the entry: not one that
+				// ran after a continued failure upstream, a reserved
+				// retry a resume started, or one that failed without
+				// a lookup (README "Caching").
 				w.Entry[i] = e.keyOf(w, i)
 				w.Pub[i] = s.Published
 			}
 			return
 		}
-		if def.Cacheable {
+		if def.Cacheable && s.Probed {
 			w.Entry[i] = "" // a failure drops the entry
 			w.Pub[i] = false
 		}
@@ -1465,7 +1470,7 @@ func (e *explorer) reject(w *World, i int, phase bool) {
 		s.Gate = GateRejected
 	}
 	s.FailedN = s.Attempt
-	if def.Cacheable {
+	if def.Cacheable && s.Probed {
 		w.Entry[i] = "" // a failure drops the entry
 		w.Pub[i] = false
 	}

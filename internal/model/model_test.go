@@ -227,6 +227,12 @@ func TestOutcomes(t *testing.T) {
 				{ID: "a", Cacheable: true},
 				{ID: "b", Deps: []int{0}, Uses: []int{0}}}},
 			[]string{line("run2:a", "cached", 0, 0, 0), line("run2:b", "failure", 1, 0, 0)}, "[1 1]", 1},
+		{"cache: a success after a continued failure upstream has no key: no entry, the next run runs it (seed 114942)",
+			Plan{Jobs: 1, Policy: Policy{Sessions: 2, ResumeFailed: true, Rerun: true}, Steps: []Step{
+				{ID: "a", Cacheable: true, OnFailure: OnFailure{Kind: OnContinue, Explicit: true}, Attempts: exits(1, 0)},
+				{ID: "b", Deps: []int{0}, Cacheable: true}}},
+			[]string{line("a", "success", 2, 0, 0), line("b", "success", 1, 0, 0),
+				line("run2:a", "cached", 0, 0, 0), line("run2:b", "success", 1, 0, 0)}, "[1 0 0]", 1},
 		{"outputs: a consumer's key holds the outputs it uses: the same ones are a hit",
 			Plan{Jobs: 1, Policy: Policy{Rerun: true}, Steps: []Step{
 				{ID: "a", Attempts: pub},

@@ -89,7 +89,10 @@ type jobPoller struct {
 	watched map[string]*jobWatch
 	running bool
 	wake    chan struct{}
-	calls   atomic.Int64 // status calls made (list and record): bench/ reports them
+	// listed is when the last listing that answered was asked for: what
+	// it says of a job is no older than that.
+	listed time.Time
+	calls  atomic.Int64 // status calls made (list and record): bench/ reports them
 }
 
 type jobWatch struct {
@@ -113,10 +116,7 @@ func (p *jobPoller) watch(id string) <-chan jobState {
 		p.running = true
 		go p.loop()
 	} else {
-		select {
-		case p.wake <- struct{}{}:
-		default:
-		}
+		p.nudge()
 	}
 	return w.done
 }
@@ -135,6 +135,21 @@ func (p *jobPoller) left(id string) bool {
 	defer p.mu.Unlock()
 	w := p.watched[id]
 	return w != nil && !w.gone.IsZero()
+}
+
+// listedSince reports whether a listing asked for after t has answered.
+func (p *jobPoller) listedSince(t time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.listed.After(t)
+}
+
+// nudge asks for a listing now, instead of after the backed-off interval.
+func (p *jobPoller) nudge() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
 }
 
 // last is what the poller saw of job id last.
@@ -177,6 +192,7 @@ func (p *jobPoller) loop() {
 // it) and hands every job that ended its final state. It reports whether
 // any job changed.
 func (p *jobPoller) tick() (changed bool) {
+	asked := time.Now()
 	jobs, err := p.list()
 	p.calls.Add(1)
 	if err != nil {
@@ -185,6 +201,7 @@ func (p *jobPoller) tick() (changed bool) {
 	now := time.Now()
 	var gone []string
 	p.mu.Lock()
+	p.listed = asked
 	for id, w := range p.watched {
 		js, ok := jobs[id]
 		if !ok {
@@ -302,6 +319,9 @@ func (o *outcome) finishBatch(ps procSpec, ctrl *procCtrl, b batchExecutor, id s
 		}
 	}()
 	sawQueued := false
+	// deadline is when the timeout first came: only a listing asked for
+	// after it may say the job ran too long.
+	var deadline time.Time
 	switch {
 	case ps.timeout <= 0:
 	case ps.timeoutFrom == fromStart:
@@ -360,10 +380,18 @@ wait:
 			}
 		case <-timer:
 			timer = nil
-			if poll.left(id) {
+			if deadline.IsZero() {
+				deadline = time.Now()
+			}
+			if poll.left(id) || !poll.listedSince(deadline) {
 				// It left the engine's listing: it ended within its
 				// timeout, and its record is on the way (qacct's comes
-				// seconds later). Looked at again while it is not back.
+				// seconds later). Or the last listing is older than the
+				// deadline (the poller backs off to pollMax while
+				// nothing changes): the job may have ended since, so a
+				// listing taken after the deadline decides. Looked at
+				// again while it is not back.
+				poll.nudge()
 				armed = time.NewTimer(pollMin)
 				timer = armed.C
 				break

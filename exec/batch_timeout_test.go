@@ -111,3 +111,37 @@ func TestBatchTimeoutRecordLate(t *testing.T) {
 		t.Errorf("the job that had ended was canceled")
 	}
 }
+
+// TestBatchTimeoutStaleListing: the poller backs off while nothing
+// changes, so when a job's timeout comes its last listing may be seconds
+// old. A job that ended after that listing, within its timeout, is not
+// timed out: a listing asked for after the deadline decides. Here the
+// job runs 1.6 s with a timeout of 2 s; the poller's listings come at
+// about 0, 0.2, 0.6 and 1.4 s, then not before 3 s.
+func TestBatchTimeoutStaleListing(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Now()
+	j := &queuedJob{}
+	j.poll = newJobPoller(func() (map[string]jobState, error) {
+		if time.Since(start) < 1600*time.Millisecond {
+			return map[string]jobState{"1": {state: "r", node: "n1"}}, nil
+		}
+		return map[string]jobState{}, nil // it left the listing
+	}, func([]string) map[string]jobState {
+		if time.Since(start) < 1600*time.Millisecond {
+			return nil
+		}
+		return map[string]jobState{"1": {state: "ended", done: true}}
+	})
+	ps := procSpec{timeout: 2 * time.Second, grace: 50 * time.Millisecond,
+		stdoutPath: filepath.Join(dir, "out"), stderrPath: filepath.Join(dir, "err")}
+	out, _ := os.Create(ps.stdoutPath)
+	errF, _ := os.Create(ps.stderrPath)
+	o := runBatch(ps, newCtrl(), procLogs{out: out, err: errF}, j)
+	if o.timedOut || o.exitCode != 0 {
+		t.Errorf("timed out %v, exit %d: want the job's own end (exit 0), which came before its timeout", o.timedOut, o.exitCode)
+	}
+	if j.canceled {
+		t.Errorf("the job that had ended was canceled")
+	}
+}

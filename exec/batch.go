@@ -383,15 +383,17 @@ wait:
 			if deadline.IsZero() {
 				deadline = time.Now()
 			}
-			if poll.left(id) || !poll.listedSince(deadline) {
+			if left := poll.left(id); left || !poll.listedSince(deadline) {
 				// It left the engine's listing: it ended within its
 				// timeout, and its record is on the way (qacct's comes
-				// seconds later). Or the last listing is older than the
-				// deadline (the poller backs off to pollMax while
-				// nothing changes): the job may have ended since, so a
-				// listing taken after the deadline decides. Looked at
-				// again while it is not back.
-				poll.nudge()
+				// seconds later, at the poller's own pace). Or the last
+				// listing is older than the deadline (the poller backs
+				// off to pollMax while nothing changes): the job may
+				// have ended since, so a listing asked for now decides.
+				// Looked at again while it is not back.
+				if !left {
+					poll.nudge()
+				}
 				armed = time.NewTimer(pollMin)
 				timer = armed.C
 				break

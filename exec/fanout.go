@@ -426,10 +426,15 @@ func (r *Runner) holdItem(sr *stepRun) bool {
 // internal/model has it.
 func (r *Runner) releaseHeld(g *stepRun) {
 	if g.join.held.Len() > 0 && (g.join.maxPar <= 0 || g.join.running < g.join.maxPar) {
-		next := heap.Pop(&g.join.held).(*stepRun)
-		next.queued = false
-		r.push(next)
+		r.unhold(g.join)
 	}
+}
+
+// unhold makes the first item j holds back (in plan order) ready again.
+func (r *Runner) unhold(j *joinRun) {
+	next := heap.Pop(&j.held).(*stepRun)
+	next.queued = false
+	r.push(next)
 }
 
 // passAdmits reports whether an item beyond its fan-out's max_parallel
@@ -474,9 +479,7 @@ func (r *Runner) passJoin(sr *stepRun, ps *procSpec) {
 		// admit it (passAdmits), in plan order, in this scheduling pass;
 		// one it does not admit is held again.
 		for j.held.Len() > 0 {
-			next := heap.Pop(&j.held).(*stepRun)
-			next.queued = false
-			r.push(next)
+			r.unhold(j)
 		}
 	}
 	p := j.pass

@@ -85,31 +85,7 @@ func TestBatchTimeoutFromRun(t *testing.T) {
 // its timeout ended then, though its record comes later (Grid Engine's
 // qacct writes it seconds after): it is not timed out meanwhile.
 func TestBatchTimeoutRecordLate(t *testing.T) {
-	dir := t.TempDir()
-	start := time.Now()
-	j := &queuedJob{}
-	j.poll = newJobPoller(func() (map[string]jobState, error) {
-		if time.Since(start) < 200*time.Millisecond {
-			return map[string]jobState{"1": {state: "r", node: "n1"}}, nil
-		}
-		return map[string]jobState{}, nil // left the listing
-	}, func([]string) map[string]jobState {
-		if time.Since(start) < 1500*time.Millisecond {
-			return nil // no record yet
-		}
-		return map[string]jobState{"1": {state: "ended", done: true}}
-	})
-	ps := procSpec{timeout: 500 * time.Millisecond, grace: 50 * time.Millisecond,
-		stdoutPath: filepath.Join(dir, "out"), stderrPath: filepath.Join(dir, "err")}
-	out, _ := os.Create(ps.stdoutPath)
-	errF, _ := os.Create(ps.stderrPath)
-	o := runBatch(ps, newCtrl(), procLogs{out: out, err: errF}, j)
-	if o.timedOut || o.exitCode != 0 {
-		t.Errorf("timed out %v, exit %d: want the job's own end (exit 0)", o.timedOut, o.exitCode)
-	}
-	if j.canceled {
-		t.Errorf("the job that had ended was canceled")
-	}
+	endsInTime(t, 200*time.Millisecond, 1500*time.Millisecond, 500*time.Millisecond)
 }
 
 // TestBatchTimeoutStaleListing: the poller backs off while nothing
@@ -119,21 +95,30 @@ func TestBatchTimeoutRecordLate(t *testing.T) {
 // job runs 1.6 s with a timeout of 2 s; the poller's listings come at
 // about 0, 0.2, 0.6 and 1.4 s, then not before 3 s.
 func TestBatchTimeoutStaleListing(t *testing.T) {
+	endsInTime(t, 1600*time.Millisecond, 1600*time.Millisecond, 2*time.Second)
+}
+
+// endsInTime runs a job that lists as running for runs, then leaves the
+// listing, its record (exit 0) coming after recordAfter, under timeout
+// (more than runs): it must end on its own, neither timed out nor
+// canceled.
+func endsInTime(t *testing.T, runs, recordAfter, timeout time.Duration) {
+	t.Helper()
 	dir := t.TempDir()
 	start := time.Now()
 	j := &queuedJob{}
 	j.poll = newJobPoller(func() (map[string]jobState, error) {
-		if time.Since(start) < 1600*time.Millisecond {
+		if time.Since(start) < runs {
 			return map[string]jobState{"1": {state: "r", node: "n1"}}, nil
 		}
 		return map[string]jobState{}, nil // it left the listing
 	}, func([]string) map[string]jobState {
-		if time.Since(start) < 1600*time.Millisecond {
-			return nil
+		if time.Since(start) < recordAfter {
+			return nil // no record yet
 		}
 		return map[string]jobState{"1": {state: "ended", done: true}}
 	})
-	ps := procSpec{timeout: 2 * time.Second, grace: 50 * time.Millisecond,
+	ps := procSpec{timeout: timeout, grace: 50 * time.Millisecond,
 		stdoutPath: filepath.Join(dir, "out"), stderrPath: filepath.Join(dir, "err")}
 	out, _ := os.Create(ps.stdoutPath)
 	errF, _ := os.Create(ps.stderrPath)

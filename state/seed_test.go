@@ -39,7 +39,10 @@ func TestSeedStore(t *testing.T) {
 	if len(a) != len(b) || !bytes.Equal(a[16:], b[16:]) {
 		t.Errorf("seeded KEYREGISTRY %q, Badger writes %q (after a random IV of 16 bytes)", b, a)
 	}
-	for _, name := range []string{"MANIFEST", "KEYREGISTRY"} {
+	if a, b := read(own, badgerDiscard), read(seeded, badgerDiscard); len(a) != len(b) || len(b) != badgerDiscardSize || bytes.Count(b, []byte{0}) != len(b) {
+		t.Errorf("seeded DISCARD of %d bytes (zeros: %v), Badger writes %d", len(b), bytes.Count(b, []byte{0}) == len(b), len(a))
+	}
+	for _, name := range []string{"MANIFEST", "KEYREGISTRY", badgerDiscard} {
 		if fi, err := os.Stat(filepath.Join(seeded, name)); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v, mode %v; want 0600", name, err, fi.Mode().Perm())
 		}

@@ -25,7 +25,7 @@ func newestSize(t *testing.T, dbDir, ext string) int64 {
 
 // TestFirstOpeningIsSmall: a run with a small plan is created with Badger's
 // files at firstSizes (the kernel's read-around of each new mapping is then
-// clipped to a small file); a big plan's run, and every later opening, at
+// clipped to a small file), a tiny plan's at tinySizes; a big plan's run, and every later opening, at
 // fullSizes; so is the run of a small plan with many steps (a fan-out),
 // which would rotate to fullSizes soon.
 func TestFirstOpeningIsSmall(t *testing.T) {
@@ -37,6 +37,10 @@ func TestFirstOpeningIsSmall(t *testing.T) {
 		want  storeSizes
 	}{
 		{"small", []byte("name: p\n"), 0, firstSizes},
+		{"one step", []byte("name: p\n"), 1, tinySizes},
+		{"tiny edge", bytes.Repeat([]byte("#"), tinyPlan), tinySteps, tinySizes},
+		{"past tiny steps", []byte("name: p\n"), tinySteps + 1, firstSizes},
+		{"past tiny plan", bytes.Repeat([]byte("#"), tinyPlan+1), 1, firstSizes},
 		{"edge", bytes.Repeat([]byte("#"), smallPlan), fewSteps, firstSizes},
 		{"big", bytes.Repeat([]byte("#"), smallPlan+1), 1, fullSizes},
 		{"fan-out", []byte("name: p\n"), fewSteps + 1, fullSizes},

@@ -110,7 +110,7 @@ func fakeClient(t *testing.T, name, answer string) (calls string) {
 // fanItem is item key of fan-out "fan" running script, its attempt 1's
 // logs in their own directory under logs.
 func fanItem(logs, key, script string) (*spec.Step, procSpec) {
-	s := &spec.Step{ID: "fan[" + key + "]", FanOutOf: "fan", Run: "true"}
+	s := &spec.Step{ID: "fan[" + key + "]", FanOutOf: "fan", StepBody: &spec.StepBody{Run: "true"}}
 	d := filepath.Join(logs, key)
 	_ = os.MkdirAll(d, 0o700)
 	return s, procSpec{argv: []string{"/bin/sh", "-c", script}, env: []string{"FABER_STEP_ID=" + s.ID},

@@ -60,7 +60,7 @@ func TestAgentSpentReplay(t *testing.T) {
 // TestPlanBudgetReached: the plan's budget counts the run's agents with
 // its steps; none set is never reached.
 func TestPlanBudgetReached(t *testing.T) {
-	p := &spec.Plan{Budget: &spec.Budget{MaxCostUSD: 2}, Steps: []*spec.Step{{ID: "a"}}}
+	p := &spec.Plan{Budget: &spec.Budget{MaxCostUSD: 2}, Steps: []*spec.Step{{ID: "a", StepBody: &spec.StepBody{}}}}
 	steps := []*StepState{{ID: "a", Spent: &Spent{CostUSD: 0.5}}}
 	if got := PlanBudgetReached(p, &RunState{Spent: &Spent{CostUSD: 1}}, steps); got != "" {
 		t.Errorf("$1.50 of $2: reached %q", got)

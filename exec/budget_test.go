@@ -77,8 +77,8 @@ func TestBudgets(t *testing.T) {
 	p := &spec.Plan{
 		Budget: &spec.Budget{MaxTurns: 10},
 		Phases: []*spec.Phase{{Name: "a", Budget: &spec.Budget{MaxAttempts: 2}}, {Name: "b"}},
-		Steps:  []*spec.Step{{ID: "x", Phase: "a", Budget: &spec.Budget{MaxCostUSD: 1}}, {ID: "y", Phase: "b"}},
-		End:    &spec.Step{ID: "end", Index: -1},
+		Steps:  []*spec.Step{{ID: "x", StepBody: &spec.StepBody{Phase: "a", Budget: &spec.Budget{MaxCostUSD: 1}}}, {ID: "y", StepBody: &spec.StepBody{Phase: "b"}}},
+		End:    &spec.Step{ID: "end", Index: -1, StepBody: &spec.StepBody{}},
 	}
 	steps := []*StepState{
 		{ID: "x[1]", Phase: "a", FanOut: "x", Spent: &Spent{CostUSD: 1, Turns: 4, Attempts: 2}},

@@ -31,15 +31,15 @@ func TestDirectWords(t *testing.T) {
 	}
 	p := &spec.Plan{}
 	for script, want := range cases {
-		s := &spec.Step{Run: script}
+		s := &spec.Step{StepBody: &spec.StepBody{Run: script}}
 		if got := strings.Join(DirectWords(p, s, script), "|"); got != want {
 			t.Errorf("%q: %q, want %q", script, got, want)
 		}
 	}
-	if DirectWords(&spec.Plan{Shell: "bash"}, &spec.Step{}, "true") != nil {
+	if DirectWords(&spec.Plan{Shell: "bash"}, spec.NewStep(), "true") != nil {
 		t.Error("a plan shell: still runs without it")
 	}
-	if DirectWords(p, &spec.Step{Env: map[string]string{"PATH": "/x"}}, "true") != nil {
+	if DirectWords(p, &spec.Step{StepBody: &spec.StepBody{Env: map[string]string{"PATH": "/x"}}}, "true") != nil {
 		t.Error("a step that sets PATH runs without the shell that would use it")
 	}
 }

@@ -82,7 +82,7 @@ func TestSlurmOOMAndUsage(t *testing.T) {
 	if got := slurmMem(1536 << 20); got != "1536M" {
 		t.Errorf("slurmMem: %s", got)
 	}
-	s := &spec.Step{ID: "a", Timeout: 90 * time.Second, Slurm: &spec.Slurm{Mem: "1G", Time: "5"}}
+	s := &spec.Step{ID: "a", StepBody: &spec.StepBody{Timeout: 90 * time.Second, Slurm: &spec.Slurm{Mem: "1G", Time: "5"}}}
 	argv := slurmArgv("j", "/d", s, limits{memory: 3 << 29, cpus: 2, timeout: 3 * time.Minute}, []string{"x"})
 	got := flagValue(argv, "--mem") + " " + flagValue(argv, "--cpus-per-task") + " " + flagValue(argv, "--time")
 	if got != "1536M 2 3" {

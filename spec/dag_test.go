@@ -150,7 +150,7 @@ end: {run: x}
 		t.Error("Step lookup")
 	}
 	// Hand-built plans (as in other packages' tests) work without Parse.
-	hand := &Plan{Steps: []*Step{{ID: "x"}, {ID: "y", Deps: []string{"x"}}}}
+	hand := &Plan{Steps: []*Step{{ID: "x", StepBody: &StepBody{}}, {ID: "y", Deps: []string{"x"}, StepBody: &StepBody{}}}}
 	if hand.Step("y") == nil || strings.Join(hand.Downstream("x"), ",") != "x,y" {
 		t.Error("hand-built plan")
 	}

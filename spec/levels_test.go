@@ -75,10 +75,10 @@ func TestLevels(t *testing.T) {
 // every step: the cycle comes last; unknown ids are ignored.
 func TestLevelsCycleAndUnknown(t *testing.T) {
 	p := &Plan{Steps: []*Step{
-		{ID: "a"},
-		{ID: "b", Deps: []string{"c", "ghost"}},
-		{ID: "c", Deps: []string{"b"}},
-		{ID: "d", Deps: []string{"a", "a"}},
+		{ID: "a", StepBody: &StepBody{}},
+		{ID: "b", Deps: []string{"c", "ghost"}, StepBody: &StepBody{}},
+		{ID: "c", Deps: []string{"b"}, StepBody: &StepBody{}},
+		{ID: "d", Deps: []string{"a", "a"}, StepBody: &StepBody{}},
 	}}
 	if got, want := levelString(p.Levels()), "a | d | b,c"; got != want {
 		t.Errorf("Levels() = %q, want %q", got, want)

@@ -404,7 +404,7 @@ func (b *builder) planOutputs(raw *rawPlan) {
 	b.plan.Outputs, b.plan.OutputKeys = b.omap(m)
 	// The templates are checked as an end step's would be: any step of the
 	// plan may be named (they are read when the run has succeeded).
-	b.consumer = &Step{Index: -1}
+	b.consumer = &Step{Index: -1, StepBody: &StepBody{}}
 	defer func() { b.consumer = nil }()
 	for i, k := range m.Keys {
 		b.checkTemplate(&m.Vals[i], "outputs: "+k.V, false, refsHandler)

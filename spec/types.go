@@ -193,19 +193,39 @@ func (p *Plan) PhaseNamed(name string) *Phase {
 	return nil
 }
 
-// Step is one unit of work.
+// Step is one unit of work. What tells the item steps of a fan-out apart
+// is the Step's own (its id, name, place and dependencies, and the fan-out
+// fields); the rest, the definition as written and checked, is its
+// StepBody, which a fan-out's items share with their fan-out step: one
+// body, not a copy of some 600 bytes for each of up to 100,000 items. A
+// body is written only while the plan is built, before any item is made
+// (TestStepBodyWrites holds every write of a body field to that).
 type Step struct {
-	ID          string
-	Name        string // defaults to ID
+	ID    string
+	Name  string   // defaults to ID
+	Index int      // position in Plan.Steps; -1 for the end step
+	Deps  []string // resolved dependencies (explicit or implicit), plan order
+
+	// FanOut is set on the join step of a fan-out (foreach:/matrix:): it
+	// runs no process and succeeds when every item did.
+	FanOut *FanOut
+	Join   bool
+	// Item and FanOutOf are set on an item step <id>[<key>] of a fan-out.
+	Item     *Item
+	FanOutOf string
+
+	*StepBody
+}
+
+// StepBody is a step's definition: every step has one (NewStep).
+type StepBody struct {
 	Description string
 	Phase       string
-	Index       int // position in Plan.Steps; -1 for the end step
 
 	Run            string        // shell script, or a /command line (see IsCommand)
 	Timeout        time.Duration // 0 = none
 	Needs          []string      // as written; nil when not written
 	NeedsSet       bool          // true when `needs:` was written (even empty)
-	Deps           []string      // resolved dependencies (explicit or implicit), plan order
 	Env            map[string]string
 	EnvKeys        []string
 	Dir            string        // as written (may hold {vars}); "" = plan dir
@@ -249,14 +269,6 @@ type Step struct {
 
 	Pos Pos // position of the step's mapping (its `id:` key where known)
 
-	// FanOut is set on the join step of a fan-out (foreach:/matrix:): it
-	// runs no process and succeeds when every item did.
-	FanOut *FanOut
-	Join   bool
-	// Item and FanOutOf are set on an item step <id>[<key>] of a fan-out.
-	Item     *Item
-	FanOutOf string
-
 	// Cache holds inputs:, outputs:, cache_key: and cache: (spec/cache.go);
 	// nil when the step declares no inputs (it is never cached).
 	Cache *Cache
@@ -283,6 +295,9 @@ type Step struct {
 	// src is what the step was built from, while the plan is built.
 	src *stepSrc
 }
+
+// NewStep returns a step with an empty body of its own.
+func NewStep() *Step { return &Step{StepBody: &StepBody{}} }
 
 // stepSrc is what the builder keeps of a step's raw form. While the step
 // is built and checked: its body, how messages name it, and (not for the end

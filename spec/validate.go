@@ -561,8 +561,7 @@ func (b *builder) end(re *rawEnd) {
 // step builds the fields shared by steps and the end step.
 func (b *builder) step(rs *rawStepBody, where string, pos Pos) *Step {
 	pl := b.plan
-	s := &Step{
-		Name:           rs.Name.V,
+	s := &Step{Name: rs.Name.V, StepBody: &StepBody{
 		Description:    rs.Description.V,
 		Run:            rs.Run.V,
 		Timeout:        rs.Timeout.V,
@@ -575,7 +574,7 @@ func (b *builder) step(rs *rawStepBody, where string, pos Pos) *Step {
 		CPUs:           pl.CPUs,
 		Executor:       pl.Executor,
 		Pos:            pos,
-	}
+	}}
 	s.Budget = b.budget(rs.Budget, where)
 	if rs.Prompt.Set {
 		if rs.Run.Set {

@@ -19,8 +19,8 @@ func budgetModel(t *testing.T) *Model {
 		Budget: &spec.Budget{MaxCostUSD: 5},
 		Phases: []*spec.Phase{{Name: "main", Budget: &spec.Budget{MaxTurns: 20}}},
 		Steps: []*spec.Step{
-			{ID: "agent", Phase: "main", Budget: &spec.Budget{MaxCostUSD: 2}},
-			{ID: "other", Phase: "main"},
+			{ID: "agent", StepBody: &spec.StepBody{Phase: "main", Budget: &spec.Budget{MaxCostUSD: 2}}},
+			{ID: "other", StepBody: &spec.StepBody{Phase: "main"}},
 		},
 	}
 	c := &clock{t: t0}

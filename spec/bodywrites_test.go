@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // bodyWriters are the functions that may write a field of a StepBody: the
@@ -169,4 +170,18 @@ func bodyField(sel *types.Selection) bool {
 		typ = st.Field(k).Type()
 	}
 	return false
+}
+
+// TestStepSizes holds the two halves of a step to the sizes the README
+// states: an item step is its Step alone (one per item, up to 100,000 in
+// a fan-out), and a body with Go's 8-byte header fits the 576-byte size
+// class. A field added to either must find room (or the README's figure
+// and this test change with it).
+func TestStepSizes(t *testing.T) {
+	if n := unsafe.Sizeof(Step{}); n > 112 {
+		t.Errorf("a Step takes %d bytes, more than 112: it is what every fan-out item costs", n)
+	}
+	if n := unsafe.Sizeof(StepBody{}); n > 568 {
+		t.Errorf("a StepBody takes %d bytes, more than 568: with its header it leaves Go's 576-byte class for 640", n)
+	}
 }

@@ -222,10 +222,18 @@ type StepBody struct {
 	Description string
 	Phase       string
 
-	Run            string        // shell script, or a /command line (see IsCommand)
-	Timeout        time.Duration // 0 = none
-	Needs          []string      // as written; nil when not written
-	NeedsSet       bool          // true when `needs:` was written (even empty)
+	Run      string        // shell script, or a /command line (see IsCommand)
+	Timeout  time.Duration // 0 = none
+	Needs    []string      // as written; nil when not written
+	NeedsSet bool          // true when `needs:` was written (even empty)
+	// Command is true when Run is a /command line (IsCommand): it is resolved
+	// with Plan.ResolveCommand and run without a shell.
+	Command bool
+	// PhaseGate is set on an entry step of a phase with a gate (a step
+	// with no needs inside its phase): it waits for the phase's decision
+	// first. (The three bools share a word: a body of 568 bytes and Go's
+	// 8-byte header take 576, one more word would take 640.)
+	PhaseGate      bool
 	Env            map[string]string
 	EnvKeys        []string
 	Dir            string        // as written (may hold {vars}); "" = plan dir
@@ -244,9 +252,6 @@ type StepBody struct {
 	Pools     []string
 	OnFailure OnFailure
 
-	// Command is true when Run is a /command line (IsCommand): it is resolved
-	// with Plan.ResolveCommand and run without a shell.
-	Command bool
 	// Executor is the step's executor ("" or "local", or "slurm"), the
 	// plan's when the step does not set one.
 	Executor string
@@ -281,11 +286,8 @@ type StepBody struct {
 	// When is the step's condition (when:), or nil; items of a fan-out
 	// share their fan-out step's.
 	When *When
-	// Approval is the step's own gate (approval:), or nil. PhaseGate is
-	// set on an entry step of a phase with a gate (a step with no needs
-	// inside its phase): it waits for the phase's decision first.
-	Approval  *Approval
-	PhaseGate bool
+	// Approval is the step's own gate (approval:), or nil.
+	Approval *Approval
 	// Budget is the step's own budget: (on a fan-out, each item's), or
 	// nil; its phase's and the plan's apply too (README "Budgets"). Not
 	// in the definition hash: raising it with resume --plan re-runs

@@ -119,8 +119,9 @@ var (
 )
 
 // tinyPlan and tinySteps bound a run that starts with tinySizes: its plan
-// (at most a tenth of the memtable, so its first records take one
-// transaction) and its steps once expanded, 1 to 100 (0 is not known).
+// (at most 16 KiB, well under the 15% of the memtable a transaction may
+// take, so its first records take one) and its steps once expanded, 1 to
+// 100 (0 is not known).
 const (
 	tinyPlan  = 16 << 10
 	tinySteps = 100

@@ -119,7 +119,9 @@ func (z storeSizes) rotateAt() int64   { return z.mem - z.mem*3/8 }
 // openReserve is what opening a store for writing needs: the log's
 // reservation, Badger's discard-stats file (1 MiB, written through when
 // created) and a few pages of headers and small files.
-func (z storeSizes) openReserve() int64 { return z.walReserve() + 1<<20 + 256<<10 }
+func (z storeSizes) openReserve() int64 {
+	return z.walReserve() + badgerDiscardSize + 256<<10
+}
 
 const (
 	// closeMargin is room for the small writes of closing: MANIFEST,

@@ -36,7 +36,7 @@ func TestDirectWords(t *testing.T) {
 			t.Errorf("%q: %q, want %q", script, got, want)
 		}
 	}
-	if DirectWords(&spec.Plan{Shell: "bash"}, spec.NewStep(), "true") != nil {
+	if DirectWords(&spec.Plan{Shell: "bash"}, &spec.Step{StepBody: &spec.StepBody{}}, "true") != nil {
 		t.Error("a plan shell: still runs without it")
 	}
 	if DirectWords(p, &spec.Step{StepBody: &spec.StepBody{Env: map[string]string{"PATH": "/x"}}}, "true") != nil {

@@ -217,7 +217,7 @@ type Step struct {
 	*StepBody
 }
 
-// StepBody is a step's definition: every step has one (NewStep).
+// StepBody is a step's definition: every step has one.
 type StepBody struct {
 	Description string
 	Phase       string
@@ -297,9 +297,6 @@ type StepBody struct {
 	// src is what the step was built from, while the plan is built.
 	src *stepSrc
 }
-
-// NewStep returns a step with an empty body of its own.
-func NewStep() *Step { return &Step{StepBody: &StepBody{}} }
 
 // stepSrc is what the builder keeps of a step's raw form. While the step
 // is built and checked: its body, how messages name it, and (not for the end

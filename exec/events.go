@@ -400,6 +400,15 @@ func (e Event) payloadFields() ([]byte, error) {
 		raw = []byte("{}")
 	case Other:
 		return sortedObject(d, e.ParentRunID, e.ParentStepID)
+	case *StepStatus:
+		// The two payloads of every step's transitions and cache hits,
+		// without reflection (jsonenc.go).
+		var err error
+		if raw, err = d.appendJSON(nil); err != nil {
+			return nil, err
+		}
+	case *CacheHit:
+		raw, _ = d.appendJSON(nil)
 	default:
 		var err error
 		if raw, err = json.Marshal(d); err != nil {
@@ -449,19 +458,7 @@ func sortedObject(m map[string]json.RawMessage, parentRun, parentStep string) ([
 }
 
 func writeJSONString(b *bytes.Buffer, s string) {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			// Something encoding/json escapes: let it.
-			q, _ := json.Marshal(s)
-			b.Write(q)
-			return
-		}
-	}
-	// Printable ASCII that encoding/json writes as it is (the common case:
-	// ids, types, statuses), without its reflection and allocation.
-	b.WriteByte('"')
-	b.WriteString(s)
-	b.WriteByte('"')
+	b.Write(appendJSONString(b.AvailableBuffer(), s))
 }
 
 func itoa64(n int64) string {

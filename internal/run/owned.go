@@ -119,7 +119,7 @@ func (a Recorder) Commit(run *exec.RunState, steps []*exec.StepState, events []e
 	if len(steps) > 0 {
 		c.Steps = make(map[string][]byte, len(steps))
 		for _, st := range steps {
-			b, err := json.Marshal(st)
+			b, err := exec.AppendStepJSON(make([]byte, 0, 640), st)
 			if err != nil {
 				return err
 			}

@@ -119,13 +119,15 @@ func writeStatusJSON(w io.Writer, v *exec.View) error {
 	if _, err := w.Write(append(head, '[')); err != nil {
 		return err
 	}
+	var b []byte // one buffer for every step: w does not keep it
 	for i, st := range v.Steps {
-		b, err := json.Marshal(st)
+		b = b[:0]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b, err = exec.AppendStepJSON(b, st)
 		if err != nil {
 			return err
-		}
-		if i > 0 {
-			b = append([]byte{','}, b...)
 		}
 		if _, err := w.Write(b); err != nil {
 			return err

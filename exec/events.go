@@ -342,44 +342,49 @@ func (e Event) MarshalJSON() ([]byte, error) {
 // event type this version does not know (Other) are raw JSON as read, not
 // known to be either.
 func (e Event) marshal() (_ []byte, wellFormed bool, _ error) {
-	fields, err := e.payloadFields()
+	// Room for the common fields and most payloads: one allocation.
+	b := make([]byte, 0, 384+len(e.Type)+len(e.RunID)+len(e.StepID)+len(e.Status))
+	b = append(b, `{"seq":`...)
+	b = appendInt(b, e.Seq)
+	b = append(b, `,"time":"`...)
+	b = e.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","type":`...)
+	b = appendJSONString(b, e.Type)
+	b = append(b, `,"run_id":`...)
+	b = appendJSONString(b, e.RunID)
+	if e.StepID != "" {
+		b = append(b, `,"step_id":`...)
+		b = appendJSONString(b, e.StepID)
+	}
+	if e.Attempt != 0 {
+		b = append(b, `,"attempt":`...)
+		b = appendInt(b, int64(e.Attempt))
+	}
+	if e.Status != "" {
+		b = append(b, `,"status":`...)
+		b = appendJSONString(b, e.Status)
+	}
+	if e.ExitCode != nil {
+		b = append(b, `,"exit_code":`...)
+		b = appendInt(b, int64(*e.ExitCode))
+	}
+	// The payload's object goes on the end: its opening brace becomes the
+	// comma after the common fields and its closing one ends the event,
+	// or, empty ({}), it leaves only the closing brace.
+	mark := len(b)
+	b, err := e.appendPayload(b)
 	if err != nil {
 		return nil, false, err
 	}
-	var b bytes.Buffer
-	// Room for the common fields and the payload: one allocation.
-	b.Grow(192 + len(e.Type) + len(e.RunID) + len(e.StepID) + len(e.Status) + len(fields))
-	b.WriteString(`{"seq":`)
-	b.Write(appendInt(b.AvailableBuffer(), e.Seq))
-	b.WriteString(`,"time":"`)
-	b.Write(e.Time.UTC().AppendFormat(b.AvailableBuffer(), time.RFC3339Nano))
-	b.WriteString(`","type":`)
-	writeJSONString(&b, e.Type)
-	b.WriteString(`,"run_id":`)
-	writeJSONString(&b, e.RunID)
-	if e.StepID != "" {
-		b.WriteString(`,"step_id":`)
-		writeJSONString(&b, e.StepID)
-	}
-	if e.Attempt != 0 {
-		b.WriteString(`,"attempt":`)
-		b.WriteString(itoa64(int64(e.Attempt)))
-	}
-	if e.Status != "" {
-		b.WriteString(`,"status":`)
-		writeJSONString(&b, e.Status)
-	}
-	if e.ExitCode != nil {
-		b.WriteString(`,"exit_code":`)
-		b.WriteString(itoa64(int64(*e.ExitCode)))
-	}
-	if len(fields) > 2 { // more than {}
-		b.WriteByte(',')
-		b.Write(fields[1 : len(fields)-1])
-	}
-	b.WriteByte('}')
+	p := b[mark:]
 	_, other := e.Data.(Other)
-	return b.Bytes(), !other && fields[0] == '{', nil
+	wellFormed = !other && len(p) > 0 && p[0] == '{'
+	if len(p) > 2 {
+		p[0], p[len(p)-1] = ',', '}'
+	} else {
+		b = append(b[:mark], '}')
+	}
+	return b, wellFormed, nil
 }
 
 // MarshalChecked returns e.JSON when set, else the event marshaled, and
@@ -393,36 +398,50 @@ func (e Event) MarshalChecked() ([]byte, bool, error) {
 
 // payloadFields is the JSON object of the payload's fields, sorted by key,
 // with the parent run's fields of a child event merged in.
-func (e Event) payloadFields() ([]byte, error) {
+func (e Event) payloadFields() ([]byte, error) { return e.appendPayload(nil) }
+
+// appendPayload appends payloadFields to b.
+func (e Event) appendPayload(b []byte) ([]byte, error) {
+	parent := e.ParentRunID != "" || e.ParentStepID != ""
 	var raw []byte
+	var err error
 	switch d := e.Data.(type) {
 	case nil:
 		raw = []byte("{}")
 	case Other:
-		return sortedObject(d, e.ParentRunID, e.ParentStepID)
+		if raw, err = sortedObject(d, e.ParentRunID, e.ParentStepID); err != nil {
+			return b, err
+		}
+		return append(b, raw...), nil
 	case *StepStatus:
 		// The two payloads of every step's transitions and cache hits,
 		// without reflection (jsonenc.go).
-		var err error
-		if raw, err = d.appendJSON(nil); err != nil {
-			return nil, err
+		if !parent {
+			return d.appendJSON(b)
 		}
+		raw, err = d.appendJSON(nil)
 	case *CacheHit:
-		raw, _ = d.appendJSON(nil)
-	default:
-		var err error
-		if raw, err = json.Marshal(d); err != nil {
-			return nil, err
+		if !parent {
+			return d.appendJSON(b)
 		}
+		raw, err = d.appendJSON(nil)
+	default:
+		raw, err = json.Marshal(d)
 	}
-	if e.ParentRunID == "" && e.ParentStepID == "" {
-		return raw, nil
+	if err != nil {
+		return b, err
+	}
+	if !parent {
+		return append(b, raw...), nil
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, err
+		return b, err
 	}
-	return sortedObject(m, e.ParentRunID, e.ParentStepID)
+	if raw, err = sortedObject(m, e.ParentRunID, e.ParentStepID); err != nil {
+		return b, err
+	}
+	return append(b, raw...), nil
 }
 
 func sortedObject(m map[string]json.RawMessage, parentRun, parentStep string) ([]byte, error) {
@@ -459,11 +478,6 @@ func sortedObject(m map[string]json.RawMessage, parentRun, parentStep string) ([
 
 func writeJSONString(b *bytes.Buffer, s string) {
 	b.Write(appendJSONString(b.AvailableBuffer(), s))
-}
-
-func itoa64(n int64) string {
-	var a [20]byte
-	return string(appendInt(a[:0], n))
 }
 
 func appendInt(b []byte, n int64) []byte {

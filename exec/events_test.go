@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -114,7 +115,7 @@ func BenchmarkReplay10k(b *testing.B) {
 	}
 	infos := make([]StepInfo, 10000)
 	for i := range infos {
-		infos[i] = StepInfo{ID: "s" + itoa64(int64(i)), Name: "s", Phase: "main", Needs: []string{}}
+		infos[i] = StepInfo{ID: "s" + strconv.Itoa(i), Name: "s", Phase: "main", Needs: []string{}}
 	}
 	add(Event{Type: EvRunStarted, Data: &RunStarted{Plan: "p", Steps: infos, TotalSteps: len(infos)}})
 	ms := int64(3)

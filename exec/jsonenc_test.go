@@ -212,18 +212,58 @@ func TestRecordJSONFillsEveryField(t *testing.T) {
 	}
 }
 
-// The events that carry these payloads are encoding/json's too.
+// The events that carry these payloads are encoding/json's too: the
+// common fields as a struct of them marshals, then the payload's.
 func TestEventPayloadJSON(t *testing.T) {
+	type head struct {
+		Seq      int64     `json:"seq"`
+		Time     time.Time `json:"time"`
+		Type     string    `json:"type"`
+		RunID    string    `json:"run_id"`
+		StepID   string    `json:"step_id,omitempty"`
+		Attempt  int       `json:"attempt,omitempty"`
+		Status   string    `json:"status,omitempty"`
+		ExitCode *int      `json:"exit_code,omitempty"`
+	}
 	f := &filler{r: rand.New(rand.NewPCG(3, 4))}
-	for range 2000 {
+	for range 3000 {
 		var d StepStatus
 		f.fill(reflect.ValueOf(&d).Elem(), 3)
 		var h CacheHit
 		f.fill(reflect.ValueOf(&h).Elem(), 3)
-		for _, p := range []Payload{&d, &h} {
-			e := Event{Seq: 3, Time: time.Unix(1, 2), Type: p.eventType(), RunID: "r", StepID: "s", Data: p}
-			got, err := e.payloadFields()
-			sameJSON(t, p, got, err)
+		var hd head
+		f.fill(reflect.ValueOf(&hd).Elem(), 1)
+		hd.Time = hd.Time.UTC()
+		for _, p := range []Payload{&d, &h, nil} {
+			got, err := Event{Data: p}.payloadFields()
+			if p != nil {
+				sameJSON(t, p, got, err)
+			}
+			e := Event{Seq: hd.Seq, Time: hd.Time, Type: hd.Type, RunID: hd.RunID, StepID: hd.StepID,
+				Attempt: hd.Attempt, Status: hd.Status, ExitCode: hd.ExitCode, Data: p}
+			got, ok, err := e.marshal()
+			hj, herr := json.Marshal(hd)
+			pj, perr := json.Marshal(p)
+			if p == nil {
+				pj = []byte("{}")
+			}
+			if perr != nil {
+				if err == nil {
+					t.Fatalf("marshaled a payload encoding/json refuses (%v): %s", perr, got)
+				}
+				continue
+			}
+			if herr != nil {
+				continue // a time past 9999: the event's own format writes it
+			}
+			want := append(hj[:len(hj)-1:len(hj)-1], ',')
+			want = append(want, pj[1:]...)
+			if len(pj) == 2 {
+				want = append(hj[:len(hj)-1:len(hj)-1], '}')
+			}
+			if err != nil || !ok || !bytes.Equal(got, want) {
+				t.Fatalf("event JSON (well formed %v, %v):\n got %s\nwant %s", ok, err, got, want)
+			}
 		}
 	}
 }

@@ -58,19 +58,13 @@ func AppendStepJSON(b []byte, st *StepState) ([]byte, error) {
 		o.value(st.Remediation)
 	}
 	o.strOmit("fan_out", st.FanOut)
-	if st.Expanded != nil {
-		o.key("expanded")
-		o.value(st.Expanded)
-	}
+	o.opt("expanded", st.Expanded != nil, st.Expanded)
 	o.strOmit("child_run_id", st.ChildRunID)
-	if len(st.Attempts) > 0 {
+	if len(st.Attempts) > 0 { // a slice as an interface would be allocated
 		o.key("attempts")
 		o.value(st.Attempts)
 	}
-	if st.Limits != nil {
-		o.key("limits")
-		o.value(st.Limits)
-	}
+	o.opt("limits", st.Limits != nil, st.Limits)
 	o.strOmit("classified", st.Classified)
 	o.strOmit("hash", st.Hash)
 	o.strOmit("cache_key", st.CacheKey)
@@ -87,26 +81,17 @@ func AppendStepJSON(b []byte, st *StepState) ([]byte, error) {
 	}
 	o.strOmit("pstart", st.PStart)
 	o.strOmit("job", st.Job)
-	if len(st.Outputs) > 0 {
+	if len(st.Outputs) > 0 { // a slice as an interface would be allocated
 		o.key("outputs")
 		o.value(st.Outputs)
 	}
-	if st.Spent != nil {
-		o.key("spent")
-		o.value(st.Spent)
-	}
+	o.opt("spent", st.Spent != nil, st.Spent)
 	if st.BudgetWaived {
 		o.key("budget_waived")
 		o.b = append(o.b, "true"...)
 	}
-	if st.Gate != nil {
-		o.key("gate")
-		o.value(st.Gate)
-	}
-	if st.PhaseGate != nil {
-		o.key("phase_gate")
-		o.value(st.PhaseGate)
-	}
+	o.opt("gate", st.Gate != nil, st.Gate)
+	o.opt("phase_gate", st.PhaseGate != nil, st.PhaseGate)
 	if st.AttemptReserved {
 		o.key("attempt_reserved")
 		o.b = append(o.b, "true"...)
@@ -125,10 +110,7 @@ func (d *StepStatus) appendJSON(b []byte) ([]byte, error) {
 		return append(b, "null"...), nil
 	}
 	o := jsonObject{b: append(b, '{')}
-	if d.AttemptEnd != nil {
-		o.key("attempt_end")
-		o.value(d.AttemptEnd)
-	}
+	o.opt("attempt_end", d.AttemptEnd != nil, d.AttemptEnd)
 	o.strOmit("cache_key", d.CacheKey)
 	o.strOmit("child_run_id", d.ChildRunID)
 	if d.DurationMs != nil {
@@ -139,20 +121,14 @@ func (d *StepStatus) appendJSON(b []byte) ([]byte, error) {
 		o.timeOrNull("finished_at", d.FinishedAt)
 	}
 	o.strOmit("handler_command", d.HandlerCommand)
-	if len(d.Outputs) > 0 {
+	if len(d.Outputs) > 0 { // a slice as an interface would be allocated
 		o.key("outputs")
 		o.value(d.Outputs)
 	}
 	o.str("phase", d.Phase)
 	o.strOmit("reason", d.Reason)
-	if d.Reserved != nil {
-		o.key("reserved")
-		o.value(d.Reserved)
-	}
-	if d.Spent != nil {
-		o.key("spent")
-		o.value(d.Spent)
-	}
+	o.opt("reserved", d.Reserved != nil, d.Reserved)
+	o.opt("spent", d.Spent != nil, d.Spent)
 	if d.StartedAt != nil {
 		o.timeOrNull("started_at", d.StartedAt)
 	}
@@ -227,6 +203,15 @@ func (o *jsonObject) timeOrNull(k string, t *time.Time) {
 		return
 	}
 	o.b = append(b, '"')
+}
+
+// opt writes field k, tagged omitempty, with encoding/json when set: a
+// pointer (which an interface holds without an allocation).
+func (o *jsonObject) opt(k string, set bool, v any) {
+	if set {
+		o.key(k)
+		o.value(v)
+	}
 }
 
 // value writes v with encoding/json, as it writes a nested value.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"sort"
+	"strconv"
 	"time"
 )
 
@@ -345,7 +346,7 @@ func (e Event) marshal() (_ []byte, wellFormed bool, _ error) {
 	// Room for the common fields and most payloads: one allocation.
 	b := make([]byte, 0, 384+len(e.Type)+len(e.RunID)+len(e.StepID)+len(e.Status))
 	b = append(b, `{"seq":`...)
-	b = appendInt(b, e.Seq)
+	b = strconv.AppendInt(b, e.Seq, 10)
 	b = append(b, `,"time":"`...)
 	b = e.Time.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","type":`...)
@@ -358,7 +359,7 @@ func (e Event) marshal() (_ []byte, wellFormed bool, _ error) {
 	}
 	if e.Attempt != 0 {
 		b = append(b, `,"attempt":`...)
-		b = appendInt(b, int64(e.Attempt))
+		b = strconv.AppendInt(b, int64(e.Attempt), 10)
 	}
 	if e.Status != "" {
 		b = append(b, `,"status":`...)
@@ -366,7 +367,7 @@ func (e Event) marshal() (_ []byte, wellFormed bool, _ error) {
 	}
 	if e.ExitCode != nil {
 		b = append(b, `,"exit_code":`...)
-		b = appendInt(b, int64(*e.ExitCode))
+		b = strconv.AppendInt(b, int64(*e.ExitCode), 10)
 	}
 	// The payload's object goes on the end: its opening brace becomes the
 	// comma after the common fields and its closing one ends the event,
@@ -413,14 +414,9 @@ func (e Event) appendPayload(b []byte) ([]byte, error) {
 			return b, err
 		}
 		return append(b, raw...), nil
-	case *StepStatus:
-		// The two payloads of every step's transitions and cache hits,
-		// without reflection (jsonenc.go).
-		if !parent {
-			return d.appendJSON(b)
-		}
-		raw, err = d.appendJSON(nil)
-	case *CacheHit:
+	case jsonAppender:
+		// The payloads of every step's transitions and cache hits, without
+		// reflection (jsonenc.go).
 		if !parent {
 			return d.appendJSON(b)
 		}
@@ -468,37 +464,12 @@ func sortedObject(m map[string]json.RawMessage, parentRun, parentStep string) ([
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		writeJSONString(&b, k)
+		b.Write(appendJSONString(b.AvailableBuffer(), k))
 		b.WriteByte(':')
 		b.Write(all[k])
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
-}
-
-func writeJSONString(b *bytes.Buffer, s string) {
-	b.Write(appendJSONString(b.AvailableBuffer(), s))
-}
-
-func appendInt(b []byte, n int64) []byte {
-	if n < 0 {
-		b = append(b, '-')
-		if n == -n { // the smallest int64
-			return append(b, "9223372036854775808"...)
-		}
-		n = -n
-	}
-	var a [20]byte
-	i := len(a)
-	for {
-		i--
-		a[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			break
-		}
-	}
-	return append(b, a[i:]...)
 }
 
 // eventHead is the common part of an event's JSON.

@@ -1,7 +1,6 @@
 package exec
 
 import (
-	"bytes"
 	"encoding/json"
 	"reflect"
 	"sort"
@@ -170,19 +169,18 @@ func TestMarshalWellFormed(t *testing.T) {
 	}
 }
 
-// TestWriteJSONString: the shortcut for plain ASCII writes what
+// TestAppendJSONString: the shortcut for plain ASCII writes what
 // encoding/json writes, for every byte and around the escaped ones.
-func TestWriteJSONString(t *testing.T) {
+func TestAppendJSONString(t *testing.T) {
 	strs := []string{"", "t[5]", "cachedfan-20261127T113848-4066", "a b", "~", "\u2028", "é", "\xff"}
 	for c := 0; c < 256; c++ {
 		strs = append(strs, string(rune(c)), "x"+string([]byte{byte(c)})+"y")
 	}
 	for _, s := range strs {
-		var b bytes.Buffer
-		writeJSONString(&b, s)
+		got := appendJSONString(nil, s)
 		want, _ := json.Marshal(s)
-		if b.String() != string(want) {
-			t.Errorf("writeJSONString(%q) = %s, encoding/json writes %s", s, b.String(), want)
+		if string(got) != string(want) {
+			t.Errorf("appendJSONString(%q) = %s, encoding/json writes %s", s, got, want)
 		}
 	}
 }

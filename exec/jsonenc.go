@@ -104,6 +104,11 @@ func AppendStepJSON(b []byte, st *StepState) ([]byte, error) {
 	return append(o.b, '}'), nil
 }
 
+// jsonAppender is a payload that appends its own JSON, json.Marshal's.
+type jsonAppender interface {
+	appendJSON(b []byte) ([]byte, error)
+}
+
 // appendJSON appends json.Marshal(d) to b.
 func (d *StepStatus) appendJSON(b []byte) ([]byte, error) {
 	if d == nil {

@@ -262,7 +262,7 @@ func (s *Store) PriorView() (b []byte, lastSeq int64, ok bool) {
 	if s.priorView == nil {
 		return nil, 0, false
 	}
-	b, err := readStamped(s.dir, *s.priorView)
+	b, err := readStamped(s.dir, *s.priorView, -1)
 	if err != nil {
 		return nil, 0, false
 	}
@@ -315,16 +315,49 @@ func ReadView(stateDir, runID string) (b []byte, sum Summary, ok bool) {
 	if !ok || sum.View == nil || sum.View.Name != fileView {
 		return nil, sum, false
 	}
-	b, err := readStamped(RunDir(stateDir, runID), *sum.View)
+	b, err := readStamped(RunDir(stateDir, runID), *sum.View, -1)
 	if err != nil {
 		return nil, sum, false
 	}
 	return b, sum, true
 }
 
+// ReadViewHead is ReadView of the view file's first bytes only, as many
+// as more asks for: it is called with what was read so far, the file's
+// first max(n, 64 KiB) bytes, and returns how many the caller needs in
+// all (at most the file's size, else ok is false); when that is more, it
+// reads them; ok is false when it returns less than 0. A reader of the
+// status table need not read the JSON after it, 90% of the file in a big
+// run.
+func ReadViewHead(stateDir, runID string, more func(head []byte) int) (b []byte, sum Summary, ok bool) {
+	sum, ok = ReadSummary(stateDir, runID)
+	if !ok || sum.View == nil || sum.View.Name != fileView {
+		return nil, sum, false
+	}
+	b, err := readStamped(RunDir(stateDir, runID), *sum.View, 64<<10)
+	if err != nil {
+		return nil, sum, false
+	}
+	need := more(b)
+	if need < 0 {
+		return nil, sum, false
+	}
+	if need <= len(b) {
+		return b[:need], sum, true
+	}
+	if int64(need) > sum.View.Size {
+		return nil, sum, false
+	}
+	if b, err = readStamped(RunDir(stateDir, runID), *sum.View, need); err != nil {
+		return nil, sum, false
+	}
+	return b, sum, true
+}
+
 // readStamped reads the file a stamp names, failing unless it is a regular
-// file that still has the stamp's size and modification time.
-func readStamped(dir string, st FileStamp) ([]byte, error) {
+// file that still has the stamp's size and modification time: its first n
+// bytes, all of it when n < 0 or the file is smaller.
+func readStamped(dir string, st FileStamp, n int) ([]byte, error) {
 	f, err := os.Open(filepath.Join(dir, st.Name))
 	if err != nil {
 		return nil, err
@@ -337,7 +370,11 @@ func readStamped(dir string, st FileStamp) ([]byte, error) {
 	if !fi.Mode().IsRegular() || fi.Size() != st.Size || fi.ModTime().UnixNano() != st.MTime {
 		return nil, errors.New("changed since its stamp was taken")
 	}
-	b := make([]byte, st.Size)
+	size := st.Size
+	if n >= 0 && int64(n) < size {
+		size = int64(n)
+	}
+	b := make([]byte, size)
 	if _, err := io.ReadFull(f, b); err != nil {
 		return nil, err
 	}

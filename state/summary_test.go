@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -235,6 +236,56 @@ func wantView(t *testing.T, dir, id, content string) {
 	}
 	if !ok || string(b) != content {
 		t.Fatalf("view = %q, %v; want %q", b, ok, content)
+	}
+}
+
+// bytesViewer is a Viewer whose view is b.
+type bytesViewer struct {
+	seq int64
+	b   []byte
+}
+
+func (v *bytesViewer) LastSeq() int64 { return v.seq }
+func (v *bytesViewer) WriteView(w io.Writer) error {
+	_, err := w.Write(v.b)
+	return err
+}
+
+// ReadViewHead reads a current view file's first bytes, as many as the
+// caller asks for after the first 64 KiB, and no more; none when it asks
+// for more than the file holds, for less than nothing, or when the file
+// changed since the summary took its stamp.
+func TestReadViewHead(t *testing.T) {
+	dir, id := t.TempDir(), "p-20260101T000000-abcd"
+	s := newRun(t, dir, id)
+	content := make([]byte, 200<<10)
+	rand.NewChaCha8([32]byte{1}).Read(content)
+	s.SetViewer(&bytesViewer{seq: s.lastSeq + 1, b: content}) // finish's commit
+	finish(t, s, "success", time.Now())
+	for _, need := range []int{0, 1, 100, 64<<10 - 1, 64 << 10, 64<<10 + 1, 150 << 10, len(content)} {
+		var first int
+		b, _, ok := ReadViewHead(dir, id, func(head []byte) int {
+			first = len(head)
+			if !bytes.Equal(head, content[:len(head)]) {
+				t.Errorf("need %d: the head handed over is not the file's", need)
+			}
+			return need
+		})
+		if first != 64<<10 || !ok || !bytes.Equal(b, content[:need]) {
+			t.Errorf("need %d: handed %d bytes, then got %d bytes, %v; want the file's first %d", need, first, len(b), ok, need)
+		}
+	}
+	for _, need := range []int{-1, len(content) + 1} {
+		if b, _, ok := ReadViewHead(dir, id, func([]byte) int { return need }); ok {
+			t.Errorf("need %d: got %d bytes", need, len(b))
+		}
+	}
+	time.Sleep(10 * time.Millisecond) // past the file system's clock tick
+	changed := append([]byte{}, content...)
+	changed[0]++
+	writeFile(t, filepath.Join(RunDir(dir, id), fileView), string(changed))
+	if b, _, ok := ReadViewHead(dir, id, func([]byte) int { return 10 }); ok {
+		t.Errorf("a view changed since its stamp was read: %q", b)
 	}
 }
 

@@ -96,11 +96,30 @@ func storedView(stateDir, runID string) (*viewFile, bool) {
 	return f, true
 }
 
+// storedTable is storedView without the JSON: the view file is read up
+// to the end of its table.
+func storedTable(stateDir, runID string) (*viewFile, bool) {
+	var f *viewFile
+	head, n := 0, 0
+	b, sum, ok := state.ReadViewHead(stateDir, runID, func(b []byte) int {
+		var err error
+		if f, head, n, err = parseViewHead(b); err != nil {
+			return -1
+		}
+		return head + n
+	})
+	if !ok || f == nil || len(b) != head+n || f.lastSeq != sum.LastSeq {
+		return nil, false
+	}
+	f.table = b[head:]
+	return f, true
+}
+
 // LoadBrief is Load for 'faber status': a run closed cleanly comes from
 // its view file's table, so each step holds only what the status table
 // shows of it (see appendTable); any other run is Load's, whole.
 func LoadBrief(stateDir, runID string) (*exec.View, *state.DamagedError, error) {
-	if f, ok := storedView(stateDir, runID); ok {
+	if f, ok := storedTable(stateDir, runID); ok {
 		if v, err := f.brief(); err == nil {
 			if meta, err := state.ReadMeta(stateDir, runID); err == nil {
 				settle(v, meta, stateDir, runID)

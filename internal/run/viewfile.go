@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/faber-run/faber/exec"
@@ -146,19 +147,30 @@ type viewFile struct {
 }
 
 func parseView(b []byte) (*viewFile, error) {
+	f, head, n, err := parseViewHead(b)
+	if err != nil || n > len(b)-head {
+		return nil, errors.New("not a view file")
+	}
+	f.table, f.json = b[head:head+n], b[head+n:]
+	return f, nil
+}
+
+// parseViewHead parses the header of a view file, all of it or its first
+// bytes: the header is b[:head], the table the n bytes after it (f has
+// neither the table nor the JSON).
+func parseViewHead(b []byte) (f *viewFile, head, n int, err error) {
 	bad := errors.New("not a view file")
 	rest, ok := bytes.CutPrefix(b, []byte(viewMagic))
 	if !ok {
-		return nil, bad
+		return nil, 0, 0, bad
 	}
 	r := &reader{b: rest}
-	f := &viewFile{lastSeq: int64(r.uvarint()), endAt: int(r.varint())}
-	n := r.uvarint()
-	if r.err != nil || n > uint64(len(r.b)) {
-		return nil, bad
+	f = &viewFile{lastSeq: int64(r.uvarint()), endAt: int(r.varint())}
+	size := r.uvarint()
+	if r.err != nil || size > uint64(math.MaxInt-len(b)) {
+		return nil, 0, 0, bad
 	}
-	f.table, f.json = r.b[:n], r.b[n:]
-	return f, nil
+	return f, len(b) - len(r.b), int(size), nil
 }
 
 // full is the whole view, from its JSON.
@@ -194,8 +206,16 @@ func (f *viewFile) brief() (*exec.View, error) {
 		return nil, errors.New("view table damaged")
 	}
 	if n > 0 {
+		// One allocation for each kind of thing the steps point to, and
+		// their strings cut from one copy of the table.
+		r.s = string(r.b)
 		v.Steps = make([]*exec.StepState, n)
 		all := make([]exec.StepState, n)
+		ends := make([]exec.AttemptEnd, n)
+		lasts := make([]*exec.AttemptEnd, n)
+		var res []exec.Resources
+		codes := make([]int, 0, 2*n)
+		times := make([]time.Time, 0, n)
 		for i := range all {
 			st := &all[i]
 			flags := r.byte()
@@ -206,28 +226,35 @@ func (f *viewFile) brief() (*exec.View, error) {
 				st.Story = r.str()
 			}
 			if flags&rowExit != 0 {
-				c := int(r.varint())
-				st.ExitCode = &c
+				codes = append(codes, int(r.varint()))
+				st.ExitCode = &codes[len(codes)-1]
 			}
 			if flags&rowFinished != 0 {
-				t := r.time()
-				st.FinishedAt = &t
+				times = append(times, r.time())
+				st.FinishedAt = &times[len(times)-1]
 			}
 			if flags&rowCached != 0 {
 				st.CachedFrom = &exec.CachedFrom{RunID: r.str(), Attempt: int(r.varint()), Seq: r.varint()}
 			}
 			if flags&rowAttempt != 0 {
-				a := &exec.AttemptEnd{Attempt: int(r.varint()), Cause: r.str()}
+				a := &ends[i]
+				a.Attempt, a.Cause = int(r.varint()), r.str()
 				if code := int(r.varint()); flags&rowNoProcess == 0 {
-					a.ExitCode = &code
+					codes = append(codes, code)
+					a.ExitCode = &codes[len(codes)-1]
 				}
 				if flags&rowResources != 0 {
-					a.Resources = &exec.Resources{PeakRSSBytes: r.varint(), MemoryLimitBytes: r.varint()}
+					if res == nil {
+						res = make([]exec.Resources, 0, n)
+					}
+					res = append(res, exec.Resources{PeakRSSBytes: r.varint(), MemoryLimitBytes: r.varint()})
+					a.Resources = &res[len(res)-1]
 					if flags&rowSource != 0 {
 						a.Resources.Source = r.str()
 					}
 				}
-				st.Attempts = []*exec.AttemptEnd{a}
+				lasts[i] = a
+				st.Attempts = lasts[i : i+1 : i+1]
 			}
 			v.Steps[i] = st
 		}
@@ -255,7 +282,7 @@ const (
 
 // appendTable appends the table of a view file: the run's id, plan, status,
 // start and finish, then for each step the fields 'faber status' shows
-// (StatusCmd, PeakText, FanOuts): id, phase, status, error, fan-out, child
+// (StatusCmd, AppendPeak, FanOuts): id, phase, status, error, fan-out, child
 // run, attempt, duration, exit code, finish time, the run and attempt a
 // cached step reuses, and the last attempt's end (its cause, exit code,
 // peak memory and memory limit).
@@ -360,9 +387,12 @@ func (w *writer) time(t time.Time) {
 	w.varint(int64(t.Nanosecond()))
 }
 
-// reader reads what writer wrote; the first error sticks.
+// reader reads what writer wrote; the first error sticks. Its strings
+// are cut from s when set, a copy of all of b (the strings then share
+// it), else copied from b one by one.
 type reader struct {
 	b   []byte
+	s   string
 	err error
 }
 
@@ -409,7 +439,13 @@ func (r *reader) str() string {
 		r.fail()
 		return ""
 	}
-	s := string(r.b[:n])
+	var s string
+	if r.s != "" {
+		at := len(r.s) - len(r.b)
+		s = r.s[at : at+int(n)]
+	} else {
+		s = string(r.b[:n])
+	}
 	r.b = r.b[n:]
 	return s
 }

@@ -172,9 +172,7 @@ func (c *StatusCmd) Run(g *Globals) error {
 		warnDamaged(g, de)
 		b = withETA(g, b)
 		b = run.WithBudgets(b, run.BudgetsOfRun(g.StateDir, c.RunID))
-		out := run.IndentJSON(make([]byte, 0, len(b)+len(b)/2), b)
-		_, err = g.stdout.Write(append(out, '\n'))
-		return err
+		return run.WriteIndentedJSON(g.stdout, b)
 	}
 	v, de, err := run.LoadBrief(g.StateDir, c.RunID)
 	if err != nil {

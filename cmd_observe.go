@@ -238,16 +238,35 @@ func printStatusUsage(g *Globals, v *exec.View, all bool, part string, u *exec.U
 	}
 	tw := tui.NewTable(buf) // padded by display width: the status cells are coloured
 	fmt.Fprintln(tw, "STEP\tPHASE\tSTATUS\tATTEMPT\tEXIT\tDURATION\tPEAK MEM\tERROR")
+	// A row is appended to one buffer, field by field: a run of 10,000
+	// steps prints 10,000 of them.
+	var line []byte
+	glyphs := map[string]string{}
 	row := func(indent string, st *exec.StepState, errText string) {
-		exit := "-"
+		glyph, ok := glyphs[st.Status]
+		if !ok {
+			glyph = s.Glyph(st.Status)
+			glyphs[st.Status] = glyph
+		}
+		line = append(append(line[:0], indent...), st.ID...)
+		line = append(append(line, '\t'), st.Phase...)
+		line = append(append(append(append(line, '\t'), glyph...), ' '), st.Status...)
+		line = strconv.AppendInt(append(line, '\t'), int64(st.Attempt), 10)
+		line = append(line, '\t')
 		if st.ExitCode != nil {
-			exit = strconv.Itoa(*st.ExitCode)
+			line = strconv.AppendInt(line, int64(*st.ExitCode), 10)
+		} else {
+			line = append(line, '-')
 		}
-		dur := "-"
+		line = append(line, '\t')
 		if st.FinishedAt != nil {
-			dur = exec.FormatDuration(time.Duration(st.DurationMs) * time.Millisecond)
+			line = exec.AppendDuration(line, time.Duration(st.DurationMs)*time.Millisecond)
+		} else {
+			line = append(line, '-')
 		}
-		fmt.Fprintf(tw, "%s%s\t%s\t%s %s\t%d\t%s\t%s\t%s\t%s\n", indent, st.ID, st.Phase, s.Glyph(st.Status), st.Status, st.Attempt, exit, dur, run.PeakText(st), errText)
+		line = run.AppendPeak(append(line, '\t'), st)
+		line = append(append(append(line, '\t'), errText...), '\n')
+		tw.Write(line)
 		if st.ChildRunID != "" {
 			fmt.Fprintf(tw, "%s  └ child run %s: %s\n", indent, st.ChildRunID, childSummary(g, st.ChildRunID))
 		}

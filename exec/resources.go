@@ -1,7 +1,6 @@
 package exec
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -223,23 +222,33 @@ func FormatSize(n int64) string { return spec.FormatSize(n) }
 // "Durations and times"): 268ms below a second, 3.7s below a minute,
 // 3m07s below an hour, then 1h02m03s. The machine form is whole
 // milliseconds (duration_ms) in JSON.
-func FormatDuration(d time.Duration) string {
+func FormatDuration(d time.Duration) string { return string(AppendDuration(nil, d)) }
+
+// AppendDuration appends FormatDuration(d) to b.
+func AppendDuration(b []byte, d time.Duration) []byte {
 	if d < 0 {
 		d = 0
 	}
 	switch {
 	case d < time.Second:
-		return fmt.Sprintf("%dms", d.Milliseconds())
+		return append(strconv.AppendInt(b, d.Milliseconds(), 10), "ms"...)
 	case d < time.Minute:
-		return fmt.Sprintf("%.1fs", float64(d.Truncate(100*time.Millisecond))/float64(time.Second))
+		tenths := int64(d / (100 * time.Millisecond))
+		b = strconv.AppendInt(b, tenths/10, 10)
+		return append(b, '.', byte('0'+tenths%10), 's')
 	}
-	d = d.Truncate(time.Second)
-	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
+	secs := int64(d / time.Second)
+	h, m, s := secs/3600, secs/60%60, secs%60
 	if h > 0 {
-		return fmt.Sprintf("%dh%02dm%02ds", h, m, s)
+		b = appendTwo(append(strconv.AppendInt(b, h, 10), 'h'), m)
+	} else {
+		b = strconv.AppendInt(b, m, 10)
 	}
-	return fmt.Sprintf("%dm%02ds", m, s)
+	return append(appendTwo(append(b, 'm'), s), 's')
 }
+
+// appendTwo appends n, 0 to 99, as two digits.
+func appendTwo(b []byte, n int64) []byte { return append(b, byte('0'+n/10), byte('0'+n%10)) }
 
 // PeakExact reports whether the peak memory is the attempt's own: measured
 // by its cgroup or by Slurm's accounting. From rusage (wait4) it is an
@@ -252,12 +261,15 @@ func (r *Resources) PeakExact() bool {
 
 // PeakText is the peak memory as the views print it: "164MiB" when it is
 // the attempt's own (PeakExact), "≤38MiB" when it is an upper bound.
-func (r *Resources) PeakText() string {
+func (r *Resources) PeakText() string { return string(r.AppendPeak(nil)) }
+
+// AppendPeak appends PeakText() to b.
+func (r *Resources) AppendPeak(b []byte) []byte {
 	if r == nil {
-		return ""
+		return b
 	}
-	if r.PeakExact() {
-		return spec.FormatSize(r.PeakRSSBytes)
+	if !r.PeakExact() {
+		b = append(b, "≤"...)
 	}
-	return "≤" + spec.FormatSize(r.PeakRSSBytes)
+	return spec.AppendSize(b, r.PeakRSSBytes)
 }

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -102,6 +104,47 @@ func TestCgroupRunID(t *testing.T) {
 	} {
 		if got := cgroupRunID(c.name); got != c.want {
 			t.Errorf("cgroupRunID(%q) = %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// formatDurationFmt is FormatDuration as it was written with fmt, before
+// it appended: the oracle of TestFormatDuration.
+func formatDurationFmt(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", float64(d.Truncate(100*time.Millisecond))/float64(time.Second))
+	}
+	d = d.Truncate(time.Second)
+	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
+	if h > 0 {
+		return fmt.Sprintf("%dh%02dm%02ds", h, m, s)
+	}
+	return fmt.Sprintf("%dm%02ds", m, s)
+}
+
+// FormatDuration (and AppendDuration, after what is in the buffer) write
+// what the fmt version wrote, at every unit's edges and at random.
+func TestFormatDuration(t *testing.T) {
+	ds := []time.Duration{-time.Hour, -1, 0, 1, time.Millisecond - 1, time.Millisecond, 999 * time.Millisecond,
+		time.Second - 1, time.Second, 1050 * time.Millisecond, 9950 * time.Millisecond, time.Minute - 1, time.Minute,
+		time.Hour - 1, time.Hour, 100*time.Hour + 59*time.Minute + 59*time.Second, 1<<63 - 1}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		ds = append(ds, time.Duration(r.Int64N(int64(1)<<r.IntN(62)+1)))
+	}
+	for _, d := range ds {
+		want := formatDurationFmt(d)
+		if got := FormatDuration(d); got != want {
+			t.Fatalf("FormatDuration(%d) = %q, want %q", d, got, want)
+		}
+		if got := string(AppendDuration([]byte("x\t"), d)); got != "x\t"+want {
+			t.Fatalf("AppendDuration(%d) = %q, want %q", d, got, "x\t"+want)
 		}
 	}
 }

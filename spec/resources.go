@@ -61,17 +61,20 @@ func ParseSize(s string) (int64, error) {
 
 // FormatSize writes a byte count the way faber shows sizes: the largest
 // binary unit that keeps one decimal at most (1.5GiB, 512MiB, 1023B).
-func FormatSize(n int64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+func FormatSize(n int64) string { return string(AppendSize(nil, n)) }
+
+// AppendSize appends FormatSize(n) to b.
+func AppendSize(b []byte, n int64) []byte {
+	units := [...]string{"B", "KiB", "MiB", "GiB", "TiB"}
 	f, u := float64(n), 0
 	for f >= 1024 && u < len(units)-1 {
 		f /= 1024
 		u++
 	}
 	if u == 0 {
-		return strconv.FormatInt(n, 10) + "B"
+		return append(strconv.AppendInt(b, n, 10), 'B')
 	}
-	return strconv.FormatFloat(math.Round(f*10)/10, 'f', -1, 64) + units[u]
+	return append(strconv.AppendFloat(b, math.Round(f*10)/10, 'f', -1, 64), units[u]...)
 }
 
 // sizev is a memory size (ParseSize).

@@ -44,24 +44,24 @@ func Story(st *exec.StepState) string {
 	return strings.Join(parts, "; ")
 }
 
-// PeakText is a step's last attempt's peak memory for `faber status`:
-// "48.2MiB", "64MiB/64MiB oom" with its limit and cause, or "-".
-func PeakText(st *exec.StepState) string {
+// AppendPeak appends a step's last attempt's peak memory for `faber
+// status`: "48.2MiB", "64MiB/64MiB oom" with its limit and cause, or "-".
+func AppendPeak(b []byte, st *exec.StepState) []byte {
 	if len(st.Attempts) == 0 {
-		return "-"
+		return append(b, '-')
 	}
 	a := st.Attempts[len(st.Attempts)-1]
 	if a.Resources == nil || a.ExitCode == nil {
-		return "-" // no process ran (a rejection, a refused start): nothing measured
+		return append(b, '-') // no process ran (a rejection, a refused start): nothing measured
 	}
-	t := a.Resources.PeakText()
+	b = a.Resources.AppendPeak(b)
 	if a.Resources.MemoryLimitBytes > 0 {
-		t += "/" + spec.FormatSize(a.Resources.MemoryLimitBytes)
+		b = spec.AppendSize(append(b, '/'), a.Resources.MemoryLimitBytes)
 	}
 	if a.Cause == spec.CauseOOM || a.Cause == spec.CauseTimeout {
-		t += " " + a.Cause // what ended it, beside its memory (not a rejection, not a budget)
+		b = append(append(b, ' '), a.Cause...) // what ended it, beside its memory (not a rejection, not a budget)
 	}
-	return t
+	return b
 }
 
 // ClassifyLimits reads a retry classification's --memory and --timeout

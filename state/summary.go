@@ -262,7 +262,7 @@ func (s *Store) PriorView() (b []byte, lastSeq int64, ok bool) {
 	if s.priorView == nil {
 		return nil, 0, false
 	}
-	b, err := readStamped(s.dir, *s.priorView, -1)
+	b, err := readStamped(s.dir, *s.priorView)
 	if err != nil {
 		return nil, 0, false
 	}
@@ -311,72 +311,88 @@ func writeAtomic(path string, write func(io.Writer) error) error {
 // the run's summary is (ReadSummary) and names the view file as it is. ok
 // is false otherwise; the caller then replays the run's event log.
 func ReadView(stateDir, runID string) (b []byte, sum Summary, ok bool) {
-	sum, ok = ReadSummary(stateDir, runID)
-	if !ok || sum.View == nil || sum.View.Name != fileView {
-		return nil, sum, false
-	}
-	b, err := readStamped(RunDir(stateDir, runID), *sum.View, -1)
-	if err != nil {
-		return nil, sum, false
-	}
-	return b, sum, true
+	return readView(stateDir, runID, nil)
 }
 
 // ReadViewHead is ReadView of the view file's first bytes only, as many
-// as more asks for: it is called with what was read so far, the file's
-// first max(n, 64 KiB) bytes, and returns how many the caller needs in
-// all (at most the file's size, else ok is false); when that is more, it
-// reads them; ok is false when it returns less than 0. A reader of the
-// status table need not read the JSON after it, 90% of the file in a big
-// run.
+// as more asks for: it is called with the file's first 64 KiB (all of it
+// if smaller) and returns how many bytes the caller needs in all, which
+// are then read from the same open file; ok is false when that is less
+// than 0 or more than the file holds. A reader of the status table need
+// not read the JSON after it, 90% of the file in a big run.
 func ReadViewHead(stateDir, runID string, more func(head []byte) int) (b []byte, sum Summary, ok bool) {
-	sum, ok = ReadSummary(stateDir, runID)
+	return readView(stateDir, runID, more)
+}
+
+// viewHead is how much of a view file ReadViewHead reads first.
+const viewHead = 64 << 10
+
+// readView is ReadViewHead, or ReadView where more is nil.
+func readView(stateDir, runID string, more func(head []byte) int) ([]byte, Summary, bool) {
+	sum, ok := ReadSummary(stateDir, runID)
 	if !ok || sum.View == nil || sum.View.Name != fileView {
 		return nil, sum, false
 	}
-	b, err := readStamped(RunDir(stateDir, runID), *sum.View, 64<<10)
+	f, err := openStamped(RunDir(stateDir, runID), *sum.View)
 	if err != nil {
 		return nil, sum, false
 	}
-	need := more(b)
-	if need < 0 {
+	defer f.Close()
+	size := sum.View.Size
+	if more != nil {
+		size = min(size, viewHead)
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(f, b); err != nil {
 		return nil, sum, false
 	}
-	if need <= len(b) {
+	if more == nil {
+		return b, sum, true
+	}
+	need := more(b)
+	switch {
+	case need < 0 || int64(need) > sum.View.Size:
+		return nil, sum, false
+	case need <= len(b):
 		return b[:need], sum, true
 	}
-	if int64(need) > sum.View.Size {
-		return nil, sum, false
-	}
-	if b, err = readStamped(RunDir(stateDir, runID), *sum.View, need); err != nil {
+	read := len(b)
+	b = slices.Grow(b, need-read)[:need]
+	if _, err := io.ReadFull(f, b[read:]); err != nil {
 		return nil, sum, false
 	}
 	return b, sum, true
 }
 
 // readStamped reads the file a stamp names, failing unless it is a regular
-// file that still has the stamp's size and modification time: its first n
-// bytes, all of it when n < 0 or the file is smaller.
-func readStamped(dir string, st FileStamp, n int) ([]byte, error) {
-	f, err := os.Open(filepath.Join(dir, st.Name))
+// file that still has the stamp's size and modification time.
+func readStamped(dir string, st FileStamp) ([]byte, error) {
+	f, err := openStamped(dir, st)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() || fi.Size() != st.Size || fi.ModTime().UnixNano() != st.MTime {
-		return nil, errors.New("changed since its stamp was taken")
-	}
-	size := st.Size
-	if n >= 0 && int64(n) < size {
-		size = int64(n)
-	}
-	b := make([]byte, size)
+	b := make([]byte, st.Size)
 	if _, err := io.ReadFull(f, b); err != nil {
 		return nil, err
 	}
 	return b, nil
+}
+
+// openStamped opens the file a stamp names, failing unless it is a
+// regular file that still has the stamp's size and modification time.
+func openStamped(dir string, st FileStamp) (*os.File, error) {
+	f, err := os.Open(filepath.Join(dir, st.Name))
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && (!fi.Mode().IsRegular() || fi.Size() != st.Size || fi.ModTime().UnixNano() != st.MTime) {
+		err = errors.New("changed since its stamp was taken")
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }

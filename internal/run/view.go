@@ -108,7 +108,7 @@ func storedTable(stateDir, runID string) (*viewFile, bool) {
 		}
 		return head + n
 	})
-	if !ok || f == nil || len(b) != head+n || f.lastSeq != sum.LastSeq {
+	if !ok || f.lastSeq != sum.LastSeq { // ok: more parsed the header, and b is head+n bytes
 		return nil, false
 	}
 	f.table = b[head:]

@@ -116,7 +116,35 @@ var (
 	// zeroed (4 MiB of 7), some 6% of its CPU with 8 MiB of read-ahead;
 	// a chain of 100 still never rotates.
 	tinySizes = storeSizes{mem: 512 << 10, vlog: 1 << 20}
+	// fewSizes are tinySizes for a run of a few steps and a plan of a
+	// page (at most fewPlan and fewTinySteps): a log file of 256 KiB, its
+	// first rotation some 20 steps in. Of a one-step run's 1 MiB log at
+	// tinySizes, the read-around zeroed all and the run wrote 8 KiB.
+	fewSizes = storeSizes{mem: 128 << 10, vlog: 1 << 20}
 )
+
+// fewPlan and fewTinySteps bound a run that starts with fewSizes (its
+// records, some 3 KiB a step, stay under a rotation), like tinyPlan and
+// tinySteps.
+const (
+	fewPlan      = 4 << 10
+	fewTinySteps = 8
+)
+
+// threshold is Badger's ValueThreshold at these sizes: valueThreshold, or
+// less when the memtable is so small that a transaction (at most 15% of it,
+// Badger's maxBatchSize) could not hold a value that big; Badger refuses a
+// threshold above that. A bigger value goes to the value log, which Badger
+// reads back checked like the rest (VerifyValueChecksum).
+func (z storeSizes) threshold() int64 { return min(valueThreshold, z.mem*15/100) }
+
+// small reports whether these are a tiny run's sizes (tinySizes or less).
+// Such an opening neither compresses its tables nor keeps a block cache
+// (which Badger requires with compression): its one table, written when
+// it closes, is a few KiB, and Ristretto's cache cost some 1% of a one-step
+// run's CPU to set up. Each table records its compression in the MANIFEST,
+// so a later opening with Snappy reads it as it is.
+func (z storeSizes) small() bool { return z.mem <= tinySizes.mem }
 
 // tinyPlan and tinySteps bound a run that starts with tinySizes: its plan
 // (at most 16 KiB, well under the 15% of the memtable a transaction may
@@ -140,6 +168,9 @@ const fewSteps = 400
 // sizesFor returns the sizes a new run's store is created with, for a plan
 // (its file) of steps steps (0: not known).
 func sizesFor(plan []byte, steps int) storeSizes {
+	if len(plan) <= fewPlan && steps >= 1 && steps <= fewTinySteps {
+		return fewSizes
+	}
 	if len(plan) <= tinyPlan && steps >= 1 && steps <= tinySteps {
 		return tinySizes
 	}
@@ -152,7 +183,7 @@ func sizesFor(plan []byte, steps int) storeSizes {
 // badgerOptions returns Badger options sized for a CLI. Every setting that
 // departs from badger.DefaultOptions says why.
 func badgerOptions(dir string, opt Options, readOnly bool, z storeSizes) badger.Options {
-	return badger.DefaultOptions(dir).
+	o := badger.DefaultOptions(dir).
 		// SyncWrites: with it each commit is fsynced (msync of the WAL), so a
 		// committed transition survives power loss, not only a crash of faber.
 		// Where the store syncs its commits itself (sync.go), Badger doesn't.
@@ -174,7 +205,7 @@ func badgerOptions(dir string, opt Options, readOnly bool, z storeSizes) badger.
 		// and set the run's peak RSS.
 		WithBaseTableSize(512 << 10).
 		WithBaseLevelSize(8 << 20).
-		WithValueThreshold(valueThreshold).
+		WithValueThreshold(z.threshold()).
 		// Check each value read from the value log against its checksum, so
 		// that a big plan snapshot changed on disk is an error (damage), not
 		// a different plan. Tables are checked by checkTables on open.
@@ -218,6 +249,10 @@ func badgerOptions(dir string, opt Options, readOnly bool, z storeSizes) badger.
 		// Badger's logger must never write over the TUI or into stdout/stderr.
 		// (WithLoggingLevel is not used: it swaps in Badger's stderr logger.)
 		WithLogger(newBadgerLogger(opt.Logger))
+	if z.small() {
+		o = o.WithCompression(options.None).WithBlockCacheSize(0)
+	}
+	return o
 }
 
 // badgerLogger adapts Badger's Logger to an io.Writer (the debug log).

@@ -2,11 +2,16 @@ package state
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 )
 
 // newestSize returns the size of the newest dbDir file ending in ext.
@@ -25,7 +30,8 @@ func newestSize(t *testing.T, dbDir, ext string) int64 {
 
 // TestFirstOpeningIsSmall: a run with a small plan is created with Badger's
 // files at firstSizes (the kernel's read-around of each new mapping is then
-// clipped to a small file), a tiny plan's at tinySizes; a big plan's run, and every later opening, at
+// clipped to a small file), a tiny plan's at tinySizes, a plan of a few
+// steps at fewSizes; a big plan's run, and every later opening, at
 // fullSizes; so is the run of a small plan with many steps (a fan-out),
 // which would rotate to fullSizes soon.
 func TestFirstOpeningIsSmall(t *testing.T) {
@@ -37,7 +43,10 @@ func TestFirstOpeningIsSmall(t *testing.T) {
 		want  storeSizes
 	}{
 		{"small", []byte("name: p\n"), 0, firstSizes},
-		{"one step", []byte("name: p\n"), 1, tinySizes},
+		{"one step", []byte("name: p\n"), 1, fewSizes},
+		{"few edge", bytes.Repeat([]byte("#"), fewPlan), fewTinySteps, fewSizes},
+		{"past few steps", []byte("name: p\n"), fewTinySteps + 1, tinySizes},
+		{"past few plan", bytes.Repeat([]byte("#"), fewPlan+1), 1, tinySizes},
 		{"tiny edge", bytes.Repeat([]byte("#"), tinyPlan), tinySteps, tinySizes},
 		{"past tiny steps", []byte("name: p\n"), tinySteps + 1, firstSizes},
 		{"past tiny plan", bytes.Repeat([]byte("#"), tinyPlan+1), 1, firstSizes},
@@ -139,6 +148,96 @@ func TestFirstOpeningGrows(t *testing.T) {
 	if err != nil || len(evs) != 1 || !bytes.Equal(evs[0], bigEv.JSON) {
 		t.Fatalf("events read back: %d, %v", len(evs), err)
 	}
+}
+
+// TestFewSizes: a run of a few steps opens Badger at fewSizes, whose
+// memtable is too small for valueThreshold: a value over its threshold goes
+// to the value log, values just under it that do not fit one transaction
+// take the staged path, and all of it reads back in this process, in the
+// next owner's and in a reader's; its table is written uncompressed (no
+// block cache) and read back by an opening that compresses.
+func TestFewSizes(t *testing.T) {
+	dir := t.TempDir()
+	var log lockedBuffer
+	s, err := Create(dir, Meta{RunID: "r", Plan: "p", StartedAt: time.Now()}, []byte("name: p\n"), Options{Steps: 1, Logger: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.sizes != fewSizes || fewSizes.threshold() >= valueThreshold {
+		t.Fatalf("created with %+v (threshold %d), want %+v under %d", s.sizes, s.sizes.threshold(), fewSizes, valueThreshold)
+	}
+	th := int(fewSizes.threshold())
+	pad := func(c string, n int) []byte { return []byte(`{"pad":"` + strings.Repeat(c, n) + `"}`) }
+	recs := map[string][]byte{"over": pad("o", 2*th)}
+	evs := []Event{{Seq: 1, JSON: []byte(`{"seq":1,"pad":"` + strings.Repeat("e", th+100) + `"}`)}}
+	if err := s.Commit(Change{Steps: recs, Events: evs}); err != nil {
+		t.Fatalf("commit of a record of %d bytes at threshold %d: %v", 2*th, th, err)
+	}
+	if s.sizes != fewSizes {
+		t.Fatalf("the store rotated to %+v for a value under its value log's size (log:\n%s)", s.sizes, log.String())
+	}
+	// Two values just under the threshold do not fit one transaction
+	// (the store may rotate to fullSizes meanwhile: it counts them whole).
+	near := map[string][]byte{"near1": pad("a", th-200), "near2": pad("b", th-200)}
+	evs = append(evs, ev(2, "small"))
+	if err := s.Commit(Change{Steps: near, Events: evs[1:]}); err != nil {
+		t.Fatalf("commit of two records of %d bytes at threshold %d: %v", th-200, th, err)
+	}
+	maps.Copy(recs, near)
+	check := func(s *Store) {
+		t.Helper()
+		snap, err := s.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id, v := range recs {
+			if !bytes.Equal(snap.Steps[id], v) {
+				t.Fatalf("record %s read back as %d bytes, want %d", id, len(snap.Steps[id]), len(v))
+			}
+		}
+		if snap.LastSeq != 2 {
+			t.Fatalf("last seq %d, want 2", snap.LastSeq)
+		}
+	}
+	check(s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dbDir := filepath.Join(RunDir(dir, "r"), dirDB)
+	f, err := os.Open(filepath.Join(dbDir, "MANIFEST"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf, _, err := badger.ReplayManifestFile(f, 0, badger.DefaultOptions(dbDir).WithLogger(nil))
+	f.Close()
+	if err != nil || len(mf.Tables) == 0 {
+		t.Fatalf("manifest: %d tables, %v", len(mf.Tables), err)
+	}
+	// The first table is the fewSizes opening's memtable (written at the
+	// rotation the second commit made, or at Close); any later one was
+	// written at fullSizes, with Snappy: Load above read both kinds.
+	first := slices.Min(slices.Collect(maps.Keys(mf.Tables)))
+	if c := mf.Tables[first].Compression; c != options.None {
+		t.Errorf("table %d written with compression %v at fewSizes, want none", first, c)
+	}
+	for id, tm := range mf.Tables {
+		if id != first && tm.Compression != options.Snappy {
+			t.Errorf("table %d written with compression %v at fullSizes, want Snappy", id, tm.Compression)
+		}
+	}
+	got, err := ReadEvents(dir, "r", 0)
+	if err != nil || len(got) != 2 || !bytes.Equal(got[0], evs[0].JSON) || !bytes.Equal(got[1], evs[1].JSON) {
+		t.Fatalf("a reader read %d events back, %v", len(got), err)
+	}
+	s, err = Open(dir, "r", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.sizes != fullSizes {
+		t.Fatalf("reopened with %+v, want %+v", s.sizes, fullSizes)
+	}
+	check(s)
 }
 
 // TestNoBadgerLock: Badger's own LOCK file is not made (the run's lock keeps

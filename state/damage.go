@@ -144,19 +144,9 @@ func causeOf(err error) string {
 // corrupt table is an error here instead. A table missing from the directory
 // is left to Badger, which names it.
 func checkTables(dbDir string) error {
-	f, err := os.Open(filepath.Join(dbDir, "MANIFEST"))
+	mf, err := readManifest(dbDir)
 	if err != nil {
 		return err
-	}
-	var mf badger.Manifest
-	err = guard(func() error {
-		var err error
-		mf, _, err = badger.ReplayManifestFile(f, 0, badger.DefaultOptions(dbDir).WithLogger(nil))
-		return err
-	})
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("manifest: %w", err)
 	}
 	ids := make([]uint64, 0, len(mf.Tables))
 	for id := range mf.Tables {
@@ -173,6 +163,26 @@ func checkTables(dbDir string) error {
 		}
 	}
 	return nil
+}
+
+// readManifest reads the store's MANIFEST (the tables of each level, each
+// with its compression), under guard.
+func readManifest(dbDir string) (badger.Manifest, error) {
+	f, err := os.Open(filepath.Join(dbDir, "MANIFEST"))
+	if err != nil {
+		return badger.Manifest{}, err
+	}
+	defer f.Close()
+	var mf badger.Manifest
+	err = guard(func() error {
+		var err error
+		mf, _, err = badger.ReplayManifestFile(f, 0, badger.DefaultOptions(dbDir).WithLogger(nil))
+		return err
+	})
+	if err != nil {
+		return badger.Manifest{}, fmt.Errorf("manifest: %w", err)
+	}
+	return mf, nil
 }
 
 // checkTable opens one table read-only and verifies every block's checksum.

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 )
 
@@ -204,12 +203,7 @@ func TestFewSizes(t *testing.T) {
 		t.Fatal(err)
 	}
 	dbDir := filepath.Join(RunDir(dir, "r"), dirDB)
-	f, err := os.Open(filepath.Join(dbDir, "MANIFEST"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mf, _, err := badger.ReplayManifestFile(f, 0, badger.DefaultOptions(dbDir).WithLogger(nil))
-	f.Close()
+	mf, err := readManifest(dbDir)
 	if err != nil || len(mf.Tables) == 0 {
 		t.Fatalf("manifest: %d tables, %v", len(mf.Tables), err)
 	}

@@ -333,21 +333,19 @@ func readView(stateDir, runID string, more func(head []byte) int) ([]byte, Summa
 	if !ok || sum.View == nil || sum.View.Name != fileView {
 		return nil, sum, false
 	}
-	f, err := openStamped(RunDir(stateDir, runID), *sum.View)
+	dir := RunDir(stateDir, runID)
+	if more == nil {
+		b, err := readStamped(dir, *sum.View)
+		return b, sum, err == nil
+	}
+	f, err := openStamped(dir, *sum.View)
 	if err != nil {
 		return nil, sum, false
 	}
 	defer f.Close()
-	size := sum.View.Size
-	if more != nil {
-		size = min(size, viewHead)
-	}
-	b := make([]byte, size)
+	b := make([]byte, min(sum.View.Size, viewHead))
 	if _, err := io.ReadFull(f, b); err != nil {
 		return nil, sum, false
-	}
-	if more == nil {
-		return b, sum, true
 	}
 	need := more(b)
 	switch {

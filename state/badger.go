@@ -116,19 +116,19 @@ var (
 	// zeroed (4 MiB of 7), some 6% of its CPU with 8 MiB of read-ahead;
 	// a chain of 100 still never rotates.
 	tinySizes = storeSizes{mem: 512 << 10, vlog: 1 << 20}
-	// fewSizes are tinySizes for a run of a few steps and a plan of a
-	// page (at most fewPlan and fewTinySteps): a log file of 256 KiB, its
+	// miniSizes are tinySizes for a run of a few steps and a plan of a
+	// page (at most miniPlan and miniSteps): a log file of 256 KiB, its
 	// first rotation some 20 steps in. Of a one-step run's 1 MiB log at
 	// tinySizes, the read-around zeroed all and the run wrote 8 KiB.
-	fewSizes = storeSizes{mem: 128 << 10, vlog: 1 << 20}
+	miniSizes = storeSizes{mem: 128 << 10, vlog: 1 << 20}
 )
 
-// fewPlan and fewTinySteps bound a run that starts with fewSizes (its
+// miniPlan and miniSteps bound a run that starts with miniSizes (its
 // records, some 3 KiB a step, stay under a rotation), like tinyPlan and
 // tinySteps.
 const (
-	fewPlan      = 4 << 10
-	fewTinySteps = 8
+	miniPlan  = 4 << 10
+	miniSteps = 8
 )
 
 // threshold is Badger's ValueThreshold at these sizes: valueThreshold, or
@@ -168,8 +168,8 @@ const fewSteps = 400
 // sizesFor returns the sizes a new run's store is created with, for a plan
 // (its file) of steps steps (0: not known).
 func sizesFor(plan []byte, steps int) storeSizes {
-	if len(plan) <= fewPlan && steps >= 1 && steps <= fewTinySteps {
-		return fewSizes
+	if len(plan) <= miniPlan && steps >= 1 && steps <= miniSteps {
+		return miniSizes
 	}
 	if len(plan) <= tinyPlan && steps >= 1 && steps <= tinySteps {
 		return tinySizes

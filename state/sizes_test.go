@@ -30,7 +30,7 @@ func newestSize(t *testing.T, dbDir, ext string) int64 {
 // TestFirstOpeningIsSmall: a run with a small plan is created with Badger's
 // files at firstSizes (the kernel's read-around of each new mapping is then
 // clipped to a small file), a tiny plan's at tinySizes, a plan of a few
-// steps at fewSizes; a big plan's run, and every later opening, at
+// steps at miniSizes; a big plan's run, and every later opening, at
 // fullSizes; so is the run of a small plan with many steps (a fan-out),
 // which would rotate to fullSizes soon.
 func TestFirstOpeningIsSmall(t *testing.T) {
@@ -42,10 +42,10 @@ func TestFirstOpeningIsSmall(t *testing.T) {
 		want  storeSizes
 	}{
 		{"small", []byte("name: p\n"), 0, firstSizes},
-		{"one step", []byte("name: p\n"), 1, fewSizes},
-		{"few edge", bytes.Repeat([]byte("#"), fewPlan), fewTinySteps, fewSizes},
-		{"past few steps", []byte("name: p\n"), fewTinySteps + 1, tinySizes},
-		{"past few plan", bytes.Repeat([]byte("#"), fewPlan+1), 1, tinySizes},
+		{"one step", []byte("name: p\n"), 1, miniSizes},
+		{"mini edge", bytes.Repeat([]byte("#"), miniPlan), miniSteps, miniSizes},
+		{"past mini steps", []byte("name: p\n"), miniSteps + 1, tinySizes},
+		{"past mini plan", bytes.Repeat([]byte("#"), miniPlan+1), 1, tinySizes},
 		{"tiny edge", bytes.Repeat([]byte("#"), tinyPlan), tinySteps, tinySizes},
 		{"past tiny steps", []byte("name: p\n"), tinySteps + 1, firstSizes},
 		{"past tiny plan", bytes.Repeat([]byte("#"), tinyPlan+1), 1, firstSizes},
@@ -149,30 +149,30 @@ func TestFirstOpeningGrows(t *testing.T) {
 	}
 }
 
-// TestFewSizes: a run of a few steps opens Badger at fewSizes, whose
+// TestMiniSizes: a run of a few steps opens Badger at miniSizes, whose
 // memtable is too small for valueThreshold: a value over its threshold goes
 // to the value log, values just under it that do not fit one transaction
 // take the staged path, and all of it reads back in this process, in the
 // next owner's and in a reader's; its table is written uncompressed (no
 // block cache) and read back by an opening that compresses.
-func TestFewSizes(t *testing.T) {
+func TestMiniSizes(t *testing.T) {
 	dir := t.TempDir()
 	var log lockedBuffer
 	s, err := Create(dir, Meta{RunID: "r", Plan: "p", StartedAt: time.Now()}, []byte("name: p\n"), Options{Steps: 1, Logger: &log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.sizes != fewSizes || fewSizes.threshold() >= valueThreshold {
-		t.Fatalf("created with %+v (threshold %d), want %+v under %d", s.sizes, s.sizes.threshold(), fewSizes, valueThreshold)
+	if s.sizes != miniSizes || miniSizes.threshold() >= valueThreshold {
+		t.Fatalf("created with %+v (threshold %d), want %+v under %d", s.sizes, s.sizes.threshold(), miniSizes, valueThreshold)
 	}
-	th := int(fewSizes.threshold())
+	th := int(miniSizes.threshold())
 	pad := func(c string, n int) []byte { return []byte(`{"pad":"` + strings.Repeat(c, n) + `"}`) }
 	recs := map[string][]byte{"over": pad("o", 2*th)}
 	evs := []Event{{Seq: 1, JSON: []byte(`{"seq":1,"pad":"` + strings.Repeat("e", th+100) + `"}`)}}
 	if err := s.Commit(Change{Steps: recs, Events: evs}); err != nil {
 		t.Fatalf("commit of a record of %d bytes at threshold %d: %v", 2*th, th, err)
 	}
-	if s.sizes != fewSizes {
+	if s.sizes != miniSizes {
 		t.Fatalf("the store rotated to %+v for a value under its value log's size (log:\n%s)", s.sizes, log.String())
 	}
 	// Two values just under the threshold do not fit one transaction
@@ -207,12 +207,12 @@ func TestFewSizes(t *testing.T) {
 	if err != nil || len(mf.Tables) == 0 {
 		t.Fatalf("manifest: %d tables, %v", len(mf.Tables), err)
 	}
-	// The first table is the fewSizes opening's memtable (written at the
+	// The first table is the miniSizes opening's memtable (written at the
 	// rotation the second commit made, or at Close); any later one was
 	// written at fullSizes, with Snappy: Load above read both kinds.
 	first := slices.Min(slices.Collect(maps.Keys(mf.Tables)))
 	if c := mf.Tables[first].Compression; c != options.None {
-		t.Errorf("table %d written with compression %v at fewSizes, want none", first, c)
+		t.Errorf("table %d written with compression %v at miniSizes, want none", first, c)
 	}
 	for id, tm := range mf.Tables {
 		if id != first && tm.Compression != options.Snappy {

@@ -66,6 +66,17 @@ type FileStamp struct {
 	MTime int64  `json:"mtime"` // UnixNano
 }
 
+// stampOf is the stamp of the file name that fi describes.
+func stampOf(name string, fi os.FileInfo) FileStamp {
+	return FileStamp{Name: name, Size: fi.Size(), MTime: fi.ModTime().UnixNano()}
+}
+
+// fits reports whether fi is a regular file with the stamp's size and
+// modification time.
+func (f FileStamp) fits(fi os.FileInfo) bool {
+	return fi.Mode().IsRegular() && fi.Size() == f.Size && fi.ModTime().UnixNano() == f.MTime
+}
+
 // stampRun takes the stamps of the files a summary is valid for, in name
 // order, each a regular file: meta.json (List reads the run from it) and
 // every file of the store (a reader would open it and may find it
@@ -73,9 +84,7 @@ type FileStamp struct {
 // store, and from events.jsonl only when the store cannot be read.
 func stampRun(dir string) ([]FileStamp, error) {
 	var out []FileStamp
-	add := func(name string, fi os.FileInfo) {
-		out = append(out, FileStamp{Name: name, Size: fi.Size(), MTime: fi.ModTime().UnixNano()})
-	}
+	add := func(name string, fi os.FileInfo) { out = append(out, stampOf(name, fi)) }
 	fi, err := os.Lstat(filepath.Join(dir, fileMeta))
 	if err != nil {
 		return nil, err
@@ -282,10 +291,11 @@ func (s *Store) publishView() *FileStamp {
 			break
 		}
 		if fi, err := os.Lstat(path); err == nil {
-			return &FileStamp{Name: fileView, Size: fi.Size(), MTime: fi.ModTime().UnixNano()}
+			st := stampOf(fileView, fi)
+			return &st
 		}
 	case s.viewer == nil && s.priorView != nil && s.priorSeq == s.lastSeq:
-		if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == s.priorView.Size && fi.ModTime().UnixNano() == s.priorView.MTime {
+		if fi, err := os.Lstat(path); err == nil && s.priorView.fits(fi) {
 			return s.priorView
 		}
 	}
@@ -385,7 +395,7 @@ func openStamped(dir string, st FileStamp) (*os.File, error) {
 		return nil, err
 	}
 	fi, err := f.Stat()
-	if err == nil && (!fi.Mode().IsRegular() || fi.Size() != st.Size || fi.ModTime().UnixNano() != st.MTime) {
+	if err == nil && !st.fits(fi) {
 		err = errors.New("changed since its stamp was taken")
 	}
 	if err != nil {

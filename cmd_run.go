@@ -286,6 +286,7 @@ func runSession(g *Globals, s *run.Session, a sessionArgs) error {
 	}
 	s.WantOutput = ui != "json" && ui != "owner"
 	s.Grown = tuneGCSteps
+	s.CacheHit = tuneGCHit
 	out, err := s.Run(ctx)
 	if se := (*run.StoppedError)(nil); errors.As(err, &se) {
 		return withCode(exitState, resumableStateErr(g, se.RunID, se.Err))

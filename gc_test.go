@@ -106,6 +106,7 @@ func TestGCReader(t *testing.T) {
 func resetGC() {
 	gcTune.Lock()
 	gcTune.percent, gcTune.planBytes = 100, 0
+	gcTune.big, gcTune.steps, gcTune.hit, gcTune.floor = false, 0, false, 0
 	gcTune.Unlock()
 	debug.SetGCPercent(100)
 }
@@ -200,5 +201,114 @@ func TestStartGCTinyNeighbour(t *testing.T) {
 	}
 	if got := gogc(); got != 100 {
 		t.Fatalf("GOGC %d after collections, want 100: the sentinel's finalizer did not run", got)
+	}
+}
+
+// TestFloorPercent: the pace that lets a heap of live bytes grow to the
+// floor, +25% once that is more, never above the start-up pace.
+func TestFloorPercent(t *testing.T) {
+	const mb = 1 << 20
+	for _, tc := range []struct {
+		floor, live int64
+		want        int
+	}{
+		{50 * mb, 0, 25},        // no collection yet: the big plan's pace
+		{50 * mb, 40 * mb, 25},  // +25% goes past the floor
+		{50 * mb, 20 * mb, 150}, // 20 MB may grow to 50
+		{50 * mb, 1 * mb, 400},  // no faster than the start-up pace
+		{50 * mb, 50 * mb, 25},  // at the floor
+		{heapFloor(10000), 28 * mb, int((heapFloor(10000) - 28*mb) * 100 / (28 * mb))},
+	} {
+		if got := floorPercent(tc.floor, tc.live); got != tc.want {
+			t.Errorf("floorPercent(%d, %d) = %d, want %d", tc.floor, tc.live, got, tc.want)
+		}
+	}
+	if f := heapFloor(10000); f < 45*mb || f > 55*mb {
+		t.Errorf("heapFloor(10,000) = %d MB, want about 50", f/mb)
+	}
+}
+
+// keepBig is live heap that TestGCFloorOnHit holds across collections.
+var keepBig []byte
+
+// TestGCFloorOnHit: a big plan's run collects at +25% until its first
+// cache hit, then at the floor's pace, set again after each collection;
+// a plan that is not big, GOGC in the environment, and the next run
+// (tuneStartGC) are left without a floor.
+func TestGCFloorOnHit(t *testing.T) {
+	if userGC() {
+		t.Skip("GOGC or GOMEMLIMIT is set")
+	}
+	defer resetGC()
+	// collect runs collections until GOGC is want (finalizers run on
+	// their own goroutine after one), or fails.
+	collect := func(want int, what string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			runtime.GC()
+			time.Sleep(10 * time.Millisecond)
+			got := gogc()
+			if got == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: GOGC %d after collections, want %d", what, got, want)
+			}
+		}
+	}
+	runtime.GC() // a live heap to pace from: this test's, a few MB
+	tuneStartGC()
+	tuneGC(100)
+	tuneGCSteps(10000)
+	if got := gogc(); got != 25 {
+		t.Fatalf("a foreach: of 10,000 items before any hit: GOGC %d, want 25", got)
+	}
+	tuneGCHit()
+	want := floorPercent(heapFloor(10000), liveHeap())
+	if want <= 25 {
+		t.Fatalf("this test's live heap (%d bytes) is too big to see the floor", liveHeap())
+	}
+	if got := gogc(); got != want {
+		t.Fatalf("after the first hit: GOGC %d, want %d (the floor's pace at once)", got, want)
+	}
+	// Each collection sets the pace again from what is live: with 20 MB
+	// more held, the heap may grow to the floor (about 50 MB), not by 400%.
+	keepBig = make([]byte, 20<<20)
+	runtime.GC()
+	want = floorPercent(heapFloor(10000), liveHeap())
+	if want < 100 || want > 200 {
+		t.Fatalf("with 20 MB more live (%d bytes), the floor's pace is %d, want 100 to 200", liveHeap(), want)
+	}
+	collect(want, "with 20 MB more live")
+	keepBig = nil
+	collect(startGCPercent, "with the 20 MB let go")
+
+	// A plan that is not big keeps Go's pace, hit or not.
+	tuneStartGC()
+	tuneGC(100)
+	tuneGCSteps(1000)
+	tuneGCHit()
+	collect(100, "a fan-out of 1,000 items with a hit")
+
+	// The next run starts without the floor: its big plan runs at +25%
+	// until a hit of its own, and the armed sentinel lets go.
+	tuneStartGC()
+	tuneGC(100)
+	tuneGCSteps(10000)
+	collect(25, "a new run of a big plan without a hit")
+	gcTune.Lock()
+	floor := gcTune.floor
+	gcTune.Unlock()
+	if floor != 0 {
+		t.Fatalf("a new run without a hit holds a floor of %d bytes", floor)
+	}
+
+	// GOGC in the environment wins.
+	t.Setenv("GOGC", "100")
+	debug.SetGCPercent(100)
+	tuneGCHit()
+	if got := gogc(); got != 100 {
+		t.Fatalf("GOGC=100 in the environment: GOGC %d after a hit, want 100", got)
 	}
 }

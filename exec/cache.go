@@ -187,6 +187,12 @@ func (r *Runner) cacheProbed(sr *stepRun, m msg) {
 	sr.cache.probe = nil // its key is in the record; nothing else reads it
 	r.commitLater([]*StepState{st}, hit, r.statusEvent(sr))
 	r.release(sr)
+	if !r.hit {
+		r.hit = true
+		if r.CacheHit != nil {
+			r.CacheHit()
+		}
+	}
 }
 
 func keyOf(pr *CacheProbe) string {

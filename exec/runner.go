@@ -91,6 +91,10 @@ type Runner struct {
 	// fan-out (glob:, lines:) has read its items (faber sets the
 	// collector's pace from it).
 	Grown func(steps int)
+	// CacheHit, if set, is told of the run's first cache hit, once: a run
+	// that serves steps from the cache commits them as fast as it can
+	// (faber lets its heap grow more between collections from then).
+	CacheHit func()
 	// Capacity is the run's resolved capacity (spec.ResolveCapacity): what
 	// the steps holding a job slot may reserve at once; a 0 field is no limit.
 	Capacity spec.Capacity
@@ -123,6 +127,8 @@ type Runner struct {
 	parkList []*park
 	// requested: a step requests something (waiting.go).
 	requested bool
+	// hit: a step was served from the cache (CacheHit was told).
+	hit bool
 
 	stopping bool
 	cancel   bool // stop by killing running steps

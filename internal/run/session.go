@@ -85,6 +85,9 @@ type Session struct {
 	// and again when a dynamic fan-out has read its items (faber sets the
 	// collector's pace from it).
 	Grown func(steps int)
+	// CacheHit, if set, is told of the run's first cache hit (see
+	// exec.Runner.CacheHit).
+	CacheHit func()
 }
 
 // Outcome is how a session ended: the run's status and its steps' records
@@ -174,6 +177,7 @@ func (s *Session) Run(ctx context.Context) (Outcome, error) {
 		s.Grown(len(s.Plan.Steps))
 		r.Grown = s.Grown
 	}
+	r.CacheHit = s.CacheHit
 	status, runErr := r.Run(ctx, s.Prior)
 	if ctl != nil {
 		ctl.Stop()

@@ -203,3 +203,56 @@ func TestSessionStoppedByItsStore(t *testing.T) {
 		t.Errorf("the display was closed %d times, want 1", d.closed)
 	}
 }
+
+// TestSessionTellsTheFirstCacheHit: CacheHit is told once, on the run that
+// serves its steps from the cache, and never on the run that fills it.
+func TestSessionTellsTheFirstCacheHit(t *testing.T) {
+	stateDir, dir := t.TempDir(), t.TempDir()
+	text := "name: c\nsteps:\n  - id: t\n    foreach: {range: [1, 3]}\n    inputs: [\"in/{item}.txt\"]\n    run: \"true\"\n"
+	file := filepath.Join(dir, "plan.yaml")
+	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "in"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []string{"1", "2", "3"} {
+		if err := os.WriteFile(filepath.Join(dir, "in", i+".txt"), []byte(i), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan, err := spec.Parse(file, []byte(text), spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(runID string) (hits int, states []*exec.StepState) {
+		t.Helper()
+		now := time.Now()
+		meta := state.Meta{RunID: runID, Plan: plan.Name, PlanFile: file, StartedAt: now, Created: now.UnixNano()}
+		store, err := state.Create(stateDir, meta, []byte(text), state.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newTestSession(&Session{StateDir: stateDir, RunID: runID, Plan: plan, Store: store}, &display{})
+		s.CacheHit = func() { hits++ }
+		out, err := s.Run(context.Background())
+		if err != nil || out.Status != exec.RunSuccess {
+			t.Fatalf("run %s: %v, %+v", runID, err, out)
+		}
+		return hits, out.States
+	}
+	count := func(states []*exec.StepState) (n int) {
+		for _, st := range states {
+			if st.Status == exec.StatusCached {
+				n++
+			}
+		}
+		return n
+	}
+	if hits, states := run("c-20260101T000000-aaaa"); hits != 0 || count(states) != 0 {
+		t.Fatalf("the first run: CacheHit told %d times, %d steps cached; want none", hits, count(states))
+	}
+	if hits, states := run("c-20260101T000001-bbbb"); hits != 1 || count(states) != 3 {
+		t.Fatalf("the second run: CacheHit told %d times, %d steps cached; want once, 3 cached", hits, count(states))
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -228,9 +229,6 @@ func TestFloorPercent(t *testing.T) {
 	}
 }
 
-// keepBig is live heap that TestGCFloorOnHit holds across collections.
-var keepBig []byte
-
 // TestGCFloorOnHit: a big plan's run collects at +25% until its first
 // cache hit, then at the floor's pace, set again after each collection;
 // a plan that is not big, GOGC in the environment, and the next run
@@ -257,7 +255,17 @@ func TestGCFloorOnHit(t *testing.T) {
 			}
 		}
 	}
-	runtime.GC() // a live heap to pace from: this test's, a few MB
+	// The live heap the pace is set from is this test's: the package's
+	// other tests move the real one between two collections.
+	var live atomic.Int64
+	live.Store(1 << 20)
+	setLive := func(f func() int64) (old func() int64) {
+		gcTune.Lock() // the floor's finalizer reads it under the lock
+		defer gcTune.Unlock()
+		old, liveHeap = liveHeap, f
+		return old
+	}
+	defer setLive(setLive(live.Load))
 	tuneStartGC()
 	tuneGC(100)
 	tuneGCSteps(10000)
@@ -265,24 +273,22 @@ func TestGCFloorOnHit(t *testing.T) {
 		t.Fatalf("a foreach: of 10,000 items before any hit: GOGC %d, want 25", got)
 	}
 	tuneGCHit()
-	want := floorPercent(heapFloor(10000), liveHeap())
-	if want <= 25 {
-		t.Fatalf("this test's live heap (%d bytes) is too big to see the floor", liveHeap())
-	}
-	if got := gogc(); got != want {
-		t.Fatalf("after the first hit: GOGC %d, want %d (the floor's pace at once)", got, want)
+	if got := gogc(); got != startGCPercent {
+		t.Fatalf("after the first hit, 1 MB live: GOGC %d, want %d (the floor's pace at once, no faster than the start-up pace)", got, startGCPercent)
 	}
 	// Each collection sets the pace again from what is live: with 20 MB
-	// more held, the heap may grow to the floor (about 50 MB), not by 400%.
-	keepBig = make([]byte, 20<<20)
-	runtime.GC()
-	want = floorPercent(heapFloor(10000), liveHeap())
+	// live, the heap may grow to the floor (about 50 MB), not by 400%;
+	// with 45 MB, by +25%.
+	live.Store(20 << 20)
+	want := floorPercent(heapFloor(10000), 20<<20)
 	if want < 100 || want > 200 {
-		t.Fatalf("with 20 MB more live (%d bytes), the floor's pace is %d, want 100 to 200", liveHeap(), want)
+		t.Fatalf("the floor's pace at 20 MB live is %d, want 100 to 200", want)
 	}
-	collect(want, "with 20 MB more live")
-	keepBig = nil
-	collect(startGCPercent, "with the 20 MB let go")
+	collect(want, "with 20 MB live")
+	live.Store(45 << 20)
+	collect(25, "with 45 MB live")
+	live.Store(1 << 20)
+	collect(startGCPercent, "with 1 MB live again")
 
 	// A plan that is not big keeps Go's pace, hit or not.
 	tuneStartGC()

@@ -80,16 +80,15 @@ func planWeight(planBytes int64, steps int) int64 {
 }
 
 // gcTune.percent is the GOGC faber wants once start-up is over; planBytes
-// is the size of the plan tuneGC was last given, which tuneGCSteps weighs
-// with the steps. big says the plan weighs bigPlan or more, steps is what
-// tuneGCSteps was last told, hit that the run served a step from the
-// cache; floor is heapFloor while a floor holds (0: none), and armed says
-// a sentinel waits for the next collection to set the pace from it.
+// is the size of the plan tuneGC was last given, and steps what
+// tuneGCSteps was last told (planWeight weighs the two); hit says the run
+// served a step from the cache; floor is heapFloor while a floor holds
+// (0: none), and armed says a sentinel waits for the next collection to
+// set the pace from it.
 var gcTune struct {
 	sync.Mutex
 	percent   int
 	planBytes int64
-	big       bool
 	steps     int
 	hit       bool
 	floor     int64
@@ -104,7 +103,7 @@ func tuneStartGC() {
 	gcTune.Lock()
 	defer gcTune.Unlock()
 	gcTune.percent, gcTune.planBytes = 100, 0
-	gcTune.big, gcTune.steps, gcTune.hit, gcTune.floor = false, 0, false, 0
+	gcTune.steps, gcTune.hit, gcTune.floor = 0, false, 0
 	if userGC() {
 		return
 	}
@@ -163,8 +162,7 @@ func pace(w int64) {
 		return
 	}
 	p := 100
-	gcTune.big = w >= bigPlan
-	if gcTune.big {
+	if w >= bigPlan {
 		p = 25
 	}
 	gcTune.percent = p
@@ -203,7 +201,8 @@ func floorPercent(floor, live int64) int {
 // last collection left live, and again after each collection (armFloor).
 func holdFloor() {
 	gcTune.floor = 0
-	if !gcTune.big || !gcTune.hit || gcTune.steps <= 0 || userGC() {
+	big := planWeight(gcTune.planBytes, gcTune.steps) >= bigPlan
+	if !big || !gcTune.hit || gcTune.steps <= 0 || userGC() {
 		return
 	}
 	gcTune.floor = heapFloor(gcTune.steps)

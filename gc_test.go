@@ -107,7 +107,7 @@ func TestGCReader(t *testing.T) {
 func resetGC() {
 	gcTune.Lock()
 	gcTune.percent, gcTune.planBytes = 100, 0
-	gcTune.big, gcTune.steps, gcTune.hit, gcTune.floor = false, 0, false, 0
+	gcTune.steps, gcTune.hit, gcTune.floor = 0, false, 0
 	gcTune.Unlock()
 	debug.SetGCPercent(100)
 }

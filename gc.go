@@ -174,7 +174,8 @@ func pace(w int64) {
 // what it gives the store whatever the run's size: Badger's memtable
 // arena, 10.4 MB, counted whole. A step of a 10,000-item fan-out holds
 // some 2 to 3 KB at the run's end (its definition, record and state);
-// 2.5 KB a step gained 0.89x, 4 KB peaked at 96 MB.
+// 2.5 KB a step gained 0.89x against +25%; 4 KB gained 0.96x against
+// 3 KB and peaked at 88–96 MB (bench/README.md).
 const (
 	stepLive  = 3 << 10
 	storeLive = 10 << 20

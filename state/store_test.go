@@ -736,3 +736,33 @@ func TestPlanSizeLimit(t *testing.T) {
 		t.Fatalf("a refused Create left %s behind (%v)", RunDir(dir, "p-over"), err)
 	}
 }
+
+// EventsAt reads the events of the seqs asked, in their order, and a seq
+// with no event is a damaged store.
+func TestEventsAt(t *testing.T) {
+	dir := t.TempDir()
+	s := newRun(t, dir, "p-20260101T000000-e0a7")
+	if err := s.Commit(Change{Events: []Event{ev(1, "a"), ev(2, "b"), ev(3, "c"), ev(4, "d")}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.EventsAt([]int64{1, 3, 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	for _, b := range got {
+		seqs = append(seqs, eventSeq(t, b))
+	}
+	if fmt.Sprint(seqs) != "[1 3 4]" {
+		t.Errorf("EventsAt(1, 3, 4) read seqs %v", seqs)
+	}
+	if got, err := s.EventsAt(nil); err != nil || got != nil {
+		t.Errorf("EventsAt() = %q, %v", got, err)
+	}
+	if _, err := s.EventsAt([]int64{2, 5}); !errors.Is(err, ErrDamaged) {
+		t.Errorf("EventsAt(2, 5) past the log: %v, want a damaged store", err)
+	}
+	if _, err := s.EventsAt([]int64{3, 2}); err == nil || errors.Is(err, ErrDamaged) {
+		t.Errorf("EventsAt(3, 2): %v, want a caller's error", err)
+	}
+}

@@ -1,10 +1,12 @@
 package run
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/faber-run/faber/exec"
@@ -68,17 +70,19 @@ func LoadRecords(store *state.Store, runID, stateDir string) (*state.Snapshot, *
 		}
 		return nil, nil, stateProblem(fmt.Errorf("run %s: cannot load its state: %w", runID, err))
 	}
-	prior, err := DecodePrior(snap, stateDir)
+	prior, err := DecodePrior(snap, stateDir, store.EventsAt)
 	if err != nil {
 		return nil, nil, StoreError(err, runID, stateDir)
 	}
 	return snap, prior, nil
 }
 
-// DecodePrior reads the run and step records of a snapshot. The store
-// checksums what it returns, so a record that does not decode was written
-// wrong or changed on disk: the store is damaged.
-func DecodePrior(snap *state.Snapshot, stateDir string) (*exec.Prior, error) {
+// DecodePrior reads the run and step records of a snapshot, with events
+// reading the events that hit records point at (Store.EventsAt). The
+// store checksums what it returns, so a record that does not decode, or a
+// hit record whose events do not fit it, was written wrong or changed on
+// disk: the store is damaged.
+func DecodePrior(snap *state.Snapshot, stateDir string, events func([]int64) ([][]byte, error)) (*exec.Prior, error) {
 	bad := func(what string, err error) error {
 		return &state.DamagedError{RunID: snap.Meta.RunID, Path: filepath.Join(state.RunDir(stateDir, snap.Meta.RunID), "db"), Cause: what + " is unreadable", Err: err}
 	}
@@ -90,14 +94,50 @@ func DecodePrior(snap *state.Snapshot, stateDir string) (*exec.Prior, error) {
 	} else {
 		prior.Run = &exec.RunState{RunID: snap.Meta.RunID, Plan: snap.Meta.Plan, StartedAt: snap.Meta.StartedAt}
 	}
+	var hits []hitRef
 	for id, b := range snap.Steps {
+		if seq, ok := exec.IsHitRecord(b); ok {
+			hits = append(hits, hitRef{id, seq, b})
+			continue
+		}
 		st := &exec.StepState{}
 		if err := json.Unmarshal(b, st); err != nil {
 			return nil, bad(fmt.Sprintf("the record of step %q", id), err)
 		}
 		prior.Steps[id] = st
 	}
+	if len(hits) == 0 {
+		return prior, nil
+	}
+	// Each hit record points at its step_cache_hit and step_status
+	// events (seq-1, seq): read them all in one pass, in seq order.
+	slices.SortFunc(hits, func(a, b hitRef) int { return cmp.Compare(a.seq, b.seq) })
+	seqs := make([]int64, 0, 2*len(hits))
+	for i, h := range hits {
+		if h.seq < 2 || h.seq > snap.LastSeq || (i > 0 && h.seq-1 <= hits[i-1].seq) {
+			return nil, bad(fmt.Sprintf("the record of step %q", h.id), fmt.Errorf("it points at event %d", h.seq))
+		}
+		seqs = append(seqs, h.seq-1, h.seq)
+	}
+	evs, err := events(seqs)
+	if err != nil {
+		return nil, err
+	}
+	for i, h := range hits {
+		st, err := exec.DecodeHitRecord(h.id, h.rec, evs[2*i], evs[2*i+1])
+		if err != nil {
+			return nil, bad(fmt.Sprintf("the record of step %q", h.id), err)
+		}
+		prior.Steps[h.id] = st
+	}
 	return prior, nil
+}
+
+// hitRef is a hit record found in a snapshot (exec.IsHitRecord).
+type hitRef struct {
+	id  string
+	seq int64
+	rec []byte
 }
 
 // Recorder gives the runner the store it needs (exec.Store) over package
@@ -118,7 +158,16 @@ func (a Recorder) Commit(run *exec.RunState, steps []*exec.StepState, events []e
 	}
 	if len(steps) > 0 {
 		c.Steps = make(map[string][]byte, len(steps))
+		hits := cachedEvents(events)
 		for _, st := range steps {
+			if i, ok := hits[st.ID]; ok && i > 0 {
+				// A cache hit's record is the short one its two events
+				// complete, when they carry all of it (exec.AppendHitRecord).
+				if b, ok := exec.AppendHitRecord(make([]byte, 0, 128), st, &events[i-1], &events[i]); ok {
+					c.Steps[st.ID] = b
+					continue
+				}
+			}
 			b, err := exec.AppendStepJSON(make([]byte, 0, 640), st)
 			if err != nil {
 				return err
@@ -147,6 +196,21 @@ func (a Recorder) Commit(run *exec.RunState, steps []*exec.StepState, events []e
 		v.rep.Committed(events)
 	}
 	return nil
+}
+
+// cachedEvents indexes the step_status events of events that settle a
+// step as cached, by step id; nil when there are none.
+func cachedEvents(events []exec.Event) map[string]int {
+	var m map[string]int
+	for i := range events {
+		if e := &events[i]; e.Type == exec.EvStepStatus && e.Status == exec.StatusCached {
+			if m == nil {
+				m = make(map[string]int)
+			}
+			m[e.StepID] = i
+		}
+	}
+	return m
 }
 
 // outcomeOf is the run's status after an event of type typ (JSON b) as

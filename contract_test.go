@@ -21,6 +21,7 @@ import (
 
 	"github.com/faber-run/faber/exec"
 	"github.com/faber-run/faber/internal/model"
+	"github.com/faber-run/faber/internal/run"
 	"github.com/faber-run/faber/state"
 )
 
@@ -336,15 +337,33 @@ func checkCase(t *testing.T, self string, c *model.Case, allowed map[string]mode
 		args = append([]string{"resume", runID, "--ui", "json"}, flags...)
 	}
 	runs := []string{runID}
+	rerunClean := true // the second run's last session closed it
 	if c.Rerun {
 		// The plan again, as a new run: what succeeded with inputs is cached.
-		code, out := faber(0, c.Args()...)
+		code, out := faber(c.RerunKill, c.Args()...)
 		fmt.Fprintf(&transcript, "$ faber %s  -> exit %d (the second run)\n", strings.Join(c.Args(), " "), code)
+		second := newestTopRun(stateDir, runID)
+		if code == -9 {
+			// Killed (RerunKill): resume it, or run it again when it was
+			// killed before it was created. The resume reads back the
+			// records of the hits before the kill.
+			killed = true
+			t.Logf("seed %d: the second run killed after %d lines", c.Seed, c.RerunKill)
+			again := c.Args()
+			if second != "" {
+				again = append([]string{"resume", second, "--ui", "json"}, flags...)
+			}
+			code, out = faber(0, again...)
+			fmt.Fprintf(&transcript, "$ faber %s  -> exit %d (the second run, after the kill)\n", strings.Join(again, " "), code)
+			if second != "" && code == 4 && strings.Contains(out, "already succeeded") {
+				code, rerunClean = 0, false // the kill came after its last commit
+			}
+			second = newestTopRun(stateDir, runID)
+		}
 		if code != 0 && code != 1 && code != 3 {
 			return fmt.Sprintf("faber exited %d:\n%s", code, out)
 		}
 		codes = append(codes, code)
-		second := newestTopRun(stateDir, runID)
 		if second == "" {
 			return "the second run was not created:\n" + out
 		}
@@ -357,7 +376,7 @@ func checkCase(t *testing.T, self string, c *model.Case, allowed map[string]mode
 		return transcript.String() + strings.Join(vp, "\n")
 	}
 	for i, id := range runs {
-		if (i > 0 || closedClean) && !slices.Contains(checked, id) {
+		if ((i > 0 && rerunClean) || (i == 0 && closedClean)) && !slices.Contains(checked, id) {
 			return transcript.String() + fmt.Sprintf("run %s was closed cleanly but has no current view", id)
 		}
 	}
@@ -411,6 +430,10 @@ func checkCase(t *testing.T, self string, c *model.Case, allowed map[string]mode
 			problems = append(problems, checkNotified(c, stateDir, id)...)
 		}
 	}
+	// Last, as it takes each run's store: what a resume would read back.
+	for _, id := range runs {
+		problems = append(problems, checkRecords(stateDir, id)...)
+	}
 	if len(problems) == 0 {
 		return ""
 	}
@@ -426,6 +449,73 @@ func checkCase(t *testing.T, self string, c *model.Case, allowed map[string]mode
 		}
 	}
 	return transcript.String() + strings.Join(problems, "\n")
+}
+
+// checkRecords reads a finished run's step records as a resume reads them
+// (run.LoadRecords: a cache hit's is rebuilt from its events) and checks
+// them against its event log: a step whose last step_status is cached
+// reads back as that very hit, and only such a step reads back as cached.
+func checkRecords(stateDir, runID string) []string {
+	store, err := run.Open(stateDir, runID, state.Options{})
+	if err != nil {
+		return []string{fmt.Sprintf("run %s: cannot take its store: %v", runID, err)}
+	}
+	defer store.Close()
+	_, prior, err := run.LoadRecords(store, runID, stateDir)
+	if err != nil {
+		return []string{fmt.Sprintf("run %s: its records do not read back: %v", runID, err)}
+	}
+	lines, err := state.ReadEvents(stateDir, runID, 0)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	type hitEv struct {
+		Type          string     `json:"type"`
+		StepID        string     `json:"step_id"`
+		Status        string     `json:"status"`
+		CacheKey      string     `json:"cache_key"`
+		StartedAt     *time.Time `json:"started_at"`
+		CachedAttempt int        `json:"cached_attempt"`
+		CachedRunID   string     `json:"cached_run_id"`
+		CachedSeq     int64      `json:"cached_seq"`
+		Key           string     `json:"key"`
+	}
+	last, hits := map[string]hitEv{}, map[string]hitEv{}
+	for _, l := range lines {
+		var e hitEv
+		if err := json.Unmarshal(l, &e); err != nil {
+			return []string{err.Error()}
+		}
+		switch e.Type {
+		case "step_status":
+			last[e.StepID] = e
+		case "step_cache_hit":
+			hits[e.StepID] = e
+		}
+	}
+	var out []string
+	for id, st := range prior.Steps {
+		e := last[id]
+		if (st.Status == "cached") != (e.Status == "cached") {
+			out = append(out, fmt.Sprintf("run %s: step %s reads back as %s; its last step_status says %q", runID, id, st.Status, e.Status))
+			continue
+		}
+		if e.Status != "cached" {
+			continue
+		}
+		h := hits[id]
+		want := exec.CachedFrom{Attempt: h.CachedAttempt, RunID: h.CachedRunID, Seq: h.CachedSeq}
+		if st.CachedFrom == nil || *st.CachedFrom != want || st.CacheKey != h.Key || st.CacheKey != e.CacheKey ||
+			st.StartedAt == nil || e.StartedAt == nil || !st.StartedAt.Equal(*e.StartedAt) {
+			out = append(out, fmt.Sprintf("run %s: cached step %s reads back as %+v (from %+v), not its hit %+v at %v", runID, id, st, st.CachedFrom, want, e.StartedAt))
+		}
+	}
+	for id, e := range last {
+		if e.Status == "cached" && prior.Steps[id] == nil {
+			out = append(out, fmt.Sprintf("run %s: cached step %s has no record", runID, id))
+		}
+	}
+	return out
 }
 
 // lineCounter collects a process's output and closes killed once it has

@@ -43,6 +43,13 @@ type Case struct {
 	// Rerun: once the run is over, run the plan again (one session): the
 	// steps with inputs that succeeded are cached.
 	Rerun bool
+	// RerunKill, when > 0 (a Rerun case), kills faber (SIGKILL) once the
+	// second run has printed that many events; it is then resumed, so
+	// that the resume reads back the records of the cache hits before
+	// the kill (README "Storage and durability"). Like Kill, only the
+	// invariants are checked. It is drawn from the seed, not the random
+	// stream of the plan, so that every seed is still the plan it was.
+	RerunKill int
 	// Grow: before the first resume, add a file to every Glob's directory.
 	Grow bool
 	// Batch: the plan says executor: <Engine>, so that every attempt is
@@ -363,6 +370,10 @@ func Gen(seed uint64) *Case {
 	// And whether a killed case is stopped before its resume.
 	if c.Kill > 0 {
 		c.StopDead = rand.New(rand.NewPCG(seed^0x5d0b, seed)).IntN(2) == 0
+	}
+	// And whether the second run of a Rerun case is killed and resumed.
+	if r := rand.New(rand.NewPCG(seed^0x4e4b, seed)); c.Rerun && r.IntN(3) == 0 {
+		c.RerunKill = 2 + r.IntN(16)
 	}
 	// And step outputs: who uses whose, and what each attempt writes.
 	c.genOutputs(rand.New(rand.NewPCG(seed^0x0b75, seed)))
@@ -1777,7 +1788,10 @@ func (c *Case) Shrinks() []*Case {
 		}
 	}
 	if c.Rerun {
-		variant(func(d *Case) { d.Rerun = false })
+		variant(func(d *Case) { d.Rerun, d.RerunKill = false, 0 })
+	}
+	if c.RerunKill > 0 {
+		variant(func(d *Case) { d.RerunKill = 0 })
 	}
 	if c.Grow {
 		variant(func(d *Case) { d.Grow = false })

@@ -1060,3 +1060,33 @@ func TestGenSharedGates(t *testing.T) {
 		}
 	}
 }
+
+// TestGenRerunKill: only a Rerun case kills its second run, about a third
+// of them do, and the shrinker tries without the kill.
+func TestGenRerunKill(t *testing.T) {
+	reruns, kills := 0, 0
+	for seed := uint64(1); seed <= 600; seed++ {
+		c := Gen(seed)
+		if !c.Rerun {
+			if c.RerunKill != 0 {
+				t.Fatalf("seed %d: RerunKill without Rerun", seed)
+			}
+			continue
+		}
+		reruns++
+		if c.RerunKill == 0 {
+			continue
+		}
+		kills++
+		found := false
+		for _, d := range c.Shrinks() {
+			found = found || (d.Rerun && d.RerunKill == 0)
+		}
+		if !found {
+			t.Fatalf("seed %d: no shrink drops the second run's kill", seed)
+		}
+	}
+	if kills < reruns/5 || kills > reruns/2 {
+		t.Errorf("%d of %d second runs killed, want about a third", kills, reruns)
+	}
+}

@@ -751,26 +751,28 @@ func (s *Store) Events(after int64, fn func([]byte) error) error {
 	return nil
 }
 
-// EventsAt returns the committed events whose seqs are seqs (ascending,
-// no repeats), in that order, each one JSON object: how the owner reads
-// the few events its step records point at (a cache hit's,
-// exec.DecodeHitRecord). A seq with no event means the store is damaged.
-func (s *Store) EventsAt(seqs []int64) ([][]byte, error) {
+// EventsAt calls fn with each committed event whose seq is seqs[i] (seqs
+// ascending, no repeats), in that order, each one JSON object valid only
+// during the call: how the owner reads the few events its step records
+// point at (a cache hit's, exec.DecodeHitRecord). A seq with no event
+// means the store is damaged; an error of fn ends the reading and is
+// returned as it is.
+func (s *Store) EventsAt(seqs []int64, fn func(i int, b []byte) error) error {
 	for i := 1; i < len(seqs); i++ {
 		if seqs[i] <= seqs[i-1] {
-			return nil, fmt.Errorf("run %q: event seqs %d, %d not ascending", s.runID, seqs[i-1], seqs[i])
+			return fmt.Errorf("run %q: event seqs %d, %d not ascending", s.runID, seqs[i-1], seqs[i])
 		}
 	}
 	if len(seqs) == 0 {
-		return nil, nil
+		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.ready(); err != nil {
-		return nil, err
+		return err
 	}
 	dbDir := filepath.Join(s.dir, dirDB)
-	out := make([][]byte, 0, len(seqs))
+	var fnErr error
 	err := guard(func() error {
 		return s.db.View(func(txn *badger.Txn) error {
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixEv})
@@ -789,20 +791,25 @@ func (s *Store) EventsAt(seqs []int64) ([][]byte, error) {
 				if !it.Valid() || !bytes.Equal(it.Item().Key(), k) {
 					return &DamagedError{RunID: s.runID, Path: dbDir, Cause: fmt.Sprintf("event %d is missing", seq)}
 				}
-				v, err := it.Item().ValueCopy(nil)
+				err := it.Item().Value(func(v []byte) error {
+					fnErr = fn(i, v)
+					return fnErr
+				})
 				if err != nil {
 					return err
 				}
-				out = append(out, v)
 			}
 			return nil
 		})
 	})
+	if fnErr != nil {
+		return fnErr
+	}
 	if err = damaged(s.runID, dbDir, "", err); err != nil {
 		logDamage(s.log, err)
-		return nil, err
+		return err
 	}
-	return out, nil
+	return nil
 }
 
 // seekAfter is how far ahead EventsAt steps to the next event it reads

@@ -745,24 +745,29 @@ func TestEventsAt(t *testing.T) {
 	if err := s.Commit(Change{Events: []Event{ev(1, "a"), ev(2, "b"), ev(3, "c"), ev(4, "d")}}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.EventsAt([]int64{1, 3, 4})
+	var seqs []int64
+	err := s.EventsAt([]int64{1, 3, 4}, func(i int, b []byte) error {
+		seqs = append(seqs, eventSeq(t, b))
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	var seqs []int64
-	for _, b := range got {
-		seqs = append(seqs, eventSeq(t, b))
 	}
 	if fmt.Sprint(seqs) != "[1 3 4]" {
 		t.Errorf("EventsAt(1, 3, 4) read seqs %v", seqs)
 	}
-	if got, err := s.EventsAt(nil); err != nil || got != nil {
-		t.Errorf("EventsAt() = %q, %v", got, err)
+	none := func(int, []byte) error { return nil }
+	if err := s.EventsAt(nil, none); err != nil {
+		t.Errorf("EventsAt(): %v", err)
 	}
-	if _, err := s.EventsAt([]int64{2, 5}); !errors.Is(err, ErrDamaged) {
+	if err := s.EventsAt([]int64{2, 5}, none); !errors.Is(err, ErrDamaged) {
 		t.Errorf("EventsAt(2, 5) past the log: %v, want a damaged store", err)
 	}
-	if _, err := s.EventsAt([]int64{3, 2}); err == nil || errors.Is(err, ErrDamaged) {
+	if err := s.EventsAt([]int64{3, 2}, none); err == nil || errors.Is(err, ErrDamaged) {
 		t.Errorf("EventsAt(3, 2): %v, want a caller's error", err)
+	}
+	stop := errors.New("stop")
+	if err := s.EventsAt([]int64{1, 2}, func(int, []byte) error { return stop }); err != stop {
+		t.Errorf("EventsAt with fn failing: %v, want fn's error as it is", err)
 	}
 }

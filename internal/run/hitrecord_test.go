@@ -95,12 +95,21 @@ func TestHitRecordsLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	swapped := func(seqs []int64) ([][]byte, error) {
-		evs, err := store.EventsAt(seqs)
-		if err == nil {
-			evs[0], evs[1] = evs[1], evs[0]
+	swapped := func(seqs []int64, fn func(int, []byte) error) error {
+		var evs [][]byte
+		if err := store.EventsAt(seqs, func(_ int, b []byte) error {
+			evs = append(evs, append([]byte(nil), b...))
+			return nil
+		}); err != nil {
+			return err
 		}
-		return evs, err
+		evs[0], evs[1] = evs[1], evs[0]
+		for i, b := range evs {
+			if err := fn(i, b); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if _, err := DecodePrior(snap, stateDir, swapped); !errors.Is(err, state.ErrDamaged) {
 		t.Errorf("events swapped: %v, want a damaged store", err)

@@ -82,7 +82,7 @@ func LoadRecords(store *state.Store, runID, stateDir string) (*state.Snapshot, *
 // store checksums what it returns, so a record that does not decode, or a
 // hit record whose events do not fit it, was written wrong or changed on
 // disk: the store is damaged.
-func DecodePrior(snap *state.Snapshot, stateDir string, events func([]int64) ([][]byte, error)) (*exec.Prior, error) {
+func DecodePrior(snap *state.Snapshot, stateDir string, events func(seqs []int64, fn func(i int, b []byte) error) error) (*exec.Prior, error) {
 	bad := func(what string, err error) error {
 		return &state.DamagedError{RunID: snap.Meta.RunID, Path: filepath.Join(state.RunDir(stateDir, snap.Meta.RunID), "db"), Cause: what + " is unreadable", Err: err}
 	}
@@ -119,16 +119,24 @@ func DecodePrior(snap *state.Snapshot, stateDir string, events func([]int64) ([]
 		}
 		seqs = append(seqs, h.seq-1, h.seq)
 	}
-	evs, err := events(seqs)
-	if err != nil {
-		return nil, err
-	}
-	for i, h := range hits {
-		st, err := exec.DecodeHitRecord(h.id, h.rec, evs[2*i], evs[2*i+1])
+	// The events are valid only during each call: the hit event's is
+	// kept (in buf) until its step_status event comes.
+	var buf []byte
+	err := events(seqs, func(i int, b []byte) error {
+		if i%2 == 0 {
+			buf = append(buf[:0], b...)
+			return nil
+		}
+		h := hits[i/2]
+		st, err := exec.DecodeHitRecord(h.id, h.rec, buf, b)
 		if err != nil {
-			return nil, bad(fmt.Sprintf("the record of step %q", h.id), err)
+			return bad(fmt.Sprintf("the record of step %q", h.id), err)
 		}
 		prior.Steps[h.id] = st
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return prior, nil
 }

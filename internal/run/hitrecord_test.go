@@ -18,27 +18,10 @@ import (
 // full one would read back as, before and after the store is reopened.
 func TestHitRecordsLoad(t *testing.T) {
 	stateDir, runID := t.TempDir(), "p-20260101T000000-cafe"
-	planFile := filepath.Join(t.TempDir(), "plan.yaml")
-	if err := os.WriteFile(planFile, []byte(planText), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	store, err := state.Create(stateDir, state.Meta{RunID: runID, Plan: "p", PlanFile: planFile}, []byte(planText), state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := Recorder{Store: store}
-	now := time.Now()
+	store := newStore(t, stateDir, runID, 0)
+	rec, now := Recorder{Store: store}, time.Now()
 	hitOf := func(id, key string, seq int64) (*exec.StepState, []exec.Event) {
-		st := &exec.StepState{ID: id, Name: id, Phase: "main", Status: exec.StatusCached, StartedAt: &now, FinishedAt: &now,
-			Needs: []string{}, FanOut: "a", Hash: "def-" + id, CacheKey: key,
-			CachedFrom: &exec.CachedFrom{Attempt: 1, RunID: "p-20251231T000000-0001", Seq: seq}}
-		ms := int64(0)
-		evs := []exec.Event{
-			{Type: exec.EvStepCacheHit, StepID: id, Data: &exec.CacheHit{CachedAttempt: 1, CachedRunID: st.CachedFrom.RunID, CachedSeq: seq, Key: key}},
-			{Type: exec.EvStepStatus, StepID: id, Status: exec.StatusCached, Data: &exec.StepStatus{Phase: "main", CacheKey: key,
-				StartedAt: new(now.UTC()), FinishedAt: new(now.UTC()), DurationMs: &ms}},
-		}
-		return st, evs
+		return hitFixture(id, "a", key, seq, now)
 	}
 	h1, e1 := hitOf("a[1]", "k1", 7)
 	h2, e2 := hitOf("a[2]", "k2", 8)
@@ -83,7 +66,7 @@ func TestHitRecordsLoad(t *testing.T) {
 	if err := store.Close(); err != nil {
 		t.Fatal(err)
 	}
-	store, err = state.Open(stateDir, runID, state.Options{})
+	store, err := state.Open(stateDir, runID, state.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +100,36 @@ func TestHitRecordsLoad(t *testing.T) {
 	snap.LastSeq = 2
 	if _, err := DecodePrior(snap, stateDir, store.EventsAt); !errors.Is(err, state.ErrDamaged) {
 		t.Errorf("a hit record past the last event: %v, want a damaged store", err)
+	}
+}
+
+// newStore creates run runID of a plan of planText for a test or a
+// benchmark, for a plan of steps steps (0: not known).
+func newStore(tb testing.TB, stateDir, runID string, steps int) *state.Store {
+	tb.Helper()
+	planFile := filepath.Join(tb.TempDir(), "plan.yaml")
+	if err := os.WriteFile(planFile, []byte(planText), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	store, err := state.Create(stateDir, state.Meta{RunID: runID, Plan: "p", PlanFile: planFile}, []byte(planText), state.Options{Steps: steps})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return store
+}
+
+// hitFixture is item id of fan-out fanOut settled as cached at now, with
+// the two events a runner commits with it (not yet stamped): the hit
+// reuses attempt 1 of another run, its event at seq there.
+func hitFixture(id, fanOut, key string, seq int64, now time.Time) (*exec.StepState, []exec.Event) {
+	st := &exec.StepState{ID: id, Name: id, Phase: "main", Status: exec.StatusCached, StartedAt: &now, FinishedAt: &now,
+		Needs: []string{}, FanOut: fanOut, Hash: "def-" + id, CacheKey: key,
+		CachedFrom: &exec.CachedFrom{Attempt: 1, RunID: "p-20251231T000000-0001", Seq: seq}}
+	ms := int64(0)
+	return st, []exec.Event{
+		{Type: exec.EvStepCacheHit, StepID: id, Data: &exec.CacheHit{CachedAttempt: 1, CachedRunID: st.CachedFrom.RunID, CachedSeq: seq, Key: key}},
+		{Type: exec.EvStepStatus, StepID: id, Status: exec.StatusCached, Data: &exec.StepStatus{Phase: "main", CacheKey: key,
+			StartedAt: new(now.UTC()), FinishedAt: new(now.UTC()), DurationMs: &ms}},
 	}
 }
 

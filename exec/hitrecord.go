@@ -190,15 +190,11 @@ func DecodeHitRecord(id string, b, hitJSON, statusJSON []byte) (*StepState, erro
 	return st, nil
 }
 
-// asRecorded is t, an instant an event gives in UTC, as a full record
-// written in the reader's zone reads back: a JSON time whose offset is 0
-// ("Z") reads as UTC, one whose offset is the local zone's as Local. So a
+// asRecorded is t, an instant an event gives, as a full record written
+// in the reader's zone reads back (jsonTime of it in Local), so that a
 // rebuilt record is the very value the full one would be.
 func asRecorded(t time.Time) *time.Time {
-	if l := t.Local(); zoneOffset(l) != 0 {
-		return &l
-	}
-	u := t.UTC()
+	u := jsonTime(t.Local())
 	return &u
 }
 

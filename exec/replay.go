@@ -475,11 +475,33 @@ func normTimep(t *time.Time) *time.Time {
 	if t == nil {
 		return nil
 	}
-	var u time.Time
-	if b, err := t.MarshalJSON(); err != nil || u.UnmarshalJSON(b) != nil {
-		u = normTime(*t)
-	}
+	u := jsonTime(*t)
 	return &u
+}
+
+// jsonTime is t as its JSON reads back (MarshalJSON, then UnmarshalJSON),
+// without writing it: an offset of 0 ("Z") reads as UTC, the local zone's
+// offset at that instant as Local, any other as a fixed zone, and no
+// monotonic reading. A time JSON cannot write (a year outside 0–9999, an
+// offset of 24 hours or more or with seconds) is normTime's.
+// TestJSONTimeIsRoundTrip holds it to the round trip.
+func jsonTime(t time.Time) time.Time {
+	_, off := t.Zone()
+	if y := t.Year(); y < 0 || y > 9999 || off%60 != 0 || off <= -24*3600 || off >= 24*3600 {
+		var u time.Time
+		if b, err := t.MarshalJSON(); err != nil || u.UnmarshalJSON(b) != nil {
+			return normTime(t)
+		}
+		return u
+	}
+	switch l := t.In(time.Local); {
+	case off == 0:
+		return t.UTC()
+	case zoneOffset(l) == off:
+		return l
+	default:
+		return t.In(time.FixedZone("", off))
+	}
 }
 
 func copyInt(p *int) *int {

@@ -3,6 +3,8 @@ package exec
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -155,5 +157,40 @@ func TestReplayEventsCoverage(t *testing.T) {
 	}
 	if v := replayOf(t, evs); !bytes.Contains([]byte(v.Steps[0].Error), []byte("\uFFFD")) && !bytes.Contains([]byte(viewJSON(t, v)), []byte("\uFFFD")) {
 		t.Fatal("no U+FFFD in the view")
+	}
+}
+
+// jsonTime must be the JSON round trip of every time, whatever its zone
+// and the local one, with and without a monotonic reading.
+func TestJSONTimeIsRoundTrip(t *testing.T) {
+	defer func(l *time.Location) { time.Local = l }(time.Local)
+	zones := []*time.Location{time.UTC, time.FixedZone("IST", 5*3600+30*60), time.FixedZone("PST", -8*3600),
+		time.FixedZone("LMT", 17*60+30), time.FixedZone("far", 24*3600+60), time.FixedZone("", 0)}
+	if ny, err := time.LoadLocation("America/New_York"); err == nil {
+		zones = append(zones, ny) // its offset changes within the year
+	}
+	r := rand.New(rand.NewPCG(4, 2))
+	for _, local := range zones {
+		time.Local = local
+		for i := range 4000 {
+			sec := r.Int64N(400e9) - 70e9 // years from about -250 to 10,600
+			if i%2 == 0 {
+				sec = r.Int64N(4e9)
+			}
+			tm := time.Unix(sec, r.Int64N(1e9)).In(zones[r.IntN(len(zones))])
+			if i%7 == 0 {
+				tm = time.Now().In(zones[r.IntN(len(zones))]) // a monotonic reading
+			}
+			if i%11 == 0 {
+				tm = tm.In(time.Local)
+			}
+			want := tm
+			if b, err := tm.MarshalJSON(); err != nil || want.UnmarshalJSON(b) != nil {
+				want = normTime(tm)
+			}
+			if got := jsonTime(tm); !reflect.DeepEqual(got, want) {
+				t.Fatalf("local %s: jsonTime(%v) = %v (%#v), want %v (%#v)", local, tm, got, got.Location(), want, want.Location())
+			}
+		}
 	}
 }

@@ -82,7 +82,7 @@ func LoadRecords(store *state.Store, runID, stateDir string) (*state.Snapshot, *
 // store checksums what it returns, so a record that does not decode, or a
 // hit record whose events do not fit it, was written wrong or changed on
 // disk: the store is damaged.
-func DecodePrior(snap *state.Snapshot, stateDir string, events func(seqs []int64, fn func(i int, b []byte) error) error) (*exec.Prior, error) {
+func DecodePrior(snap *state.Snapshot, stateDir string, events EventsAt) (*exec.Prior, error) {
 	bad := func(what string, err error) error {
 		return &state.DamagedError{RunID: snap.Meta.RunID, Path: filepath.Join(state.RunDir(stateDir, snap.Meta.RunID), "db"), Cause: what + " is unreadable", Err: err}
 	}
@@ -106,23 +106,32 @@ func DecodePrior(snap *state.Snapshot, stateDir string, events func(seqs []int64
 		}
 		prior.Steps[id] = st
 	}
-	if len(hits) == 0 {
-		return prior, nil
+	if err := decodeHits(prior, hits, snap.LastSeq, events, bad); err != nil {
+		return nil, err
 	}
-	// Each hit record points at its step_cache_hit and step_status
-	// events (seq-1, seq): read them all in one pass, in seq order.
+	return prior, nil
+}
+
+// decodeHits rebuilds the records of hits into prior from the events
+// each points at (step_cache_hit at seq-1, step_status at seq), read in
+// one pass in seq order; lastSeq is the last event's. bad makes the
+// damage error of a record.
+func decodeHits(prior *exec.Prior, hits []hitRef, lastSeq int64, events EventsAt, bad func(string, error) error) error {
+	if len(hits) == 0 {
+		return nil
+	}
 	slices.SortFunc(hits, func(a, b hitRef) int { return cmp.Compare(a.seq, b.seq) })
 	seqs := make([]int64, 0, 2*len(hits))
 	for i, h := range hits {
-		if h.seq < 2 || h.seq > snap.LastSeq || (i > 0 && h.seq-1 <= hits[i-1].seq) {
-			return nil, bad(fmt.Sprintf("the record of step %q", h.id), fmt.Errorf("it points at event %d", h.seq))
+		if h.seq < 2 || h.seq > lastSeq || (i > 0 && h.seq-1 <= hits[i-1].seq) {
+			return bad(fmt.Sprintf("the record of step %q", h.id), fmt.Errorf("it points at event %d", h.seq))
 		}
 		seqs = append(seqs, h.seq-1, h.seq)
 	}
 	// The events are valid only during each call: the hit event's is
 	// kept (in buf) until its step_status event comes.
 	var buf []byte
-	err := events(seqs, func(i int, b []byte) error {
+	return events(seqs, func(i int, b []byte) error {
 		if i%2 == 0 {
 			buf = append(buf[:0], b...)
 			return nil
@@ -135,11 +144,10 @@ func DecodePrior(snap *state.Snapshot, stateDir string, events func(seqs []int64
 		prior.Steps[h.id] = st
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return prior, nil
 }
+
+// EventsAt reads committed events by seq, as state.Store.EventsAt does.
+type EventsAt func(seqs []int64, fn func(i int, b []byte) error) error
 
 // hitRef is a hit record found in a snapshot (exec.IsHitRecord).
 type hitRef struct {

@@ -469,49 +469,44 @@ func checkRecords(stateDir, runID string) []string {
 	if err != nil {
 		return []string{err.Error()}
 	}
-	type hitEv struct {
-		Type          string     `json:"type"`
-		StepID        string     `json:"step_id"`
-		Status        string     `json:"status"`
-		CacheKey      string     `json:"cache_key"`
-		StartedAt     *time.Time `json:"started_at"`
-		CachedAttempt int        `json:"cached_attempt"`
-		CachedRunID   string     `json:"cached_run_id"`
-		CachedSeq     int64      `json:"cached_seq"`
-		Key           string     `json:"key"`
-	}
-	last, hits := map[string]hitEv{}, map[string]hitEv{}
+	// The log as exec decodes it: each step's last step_status and
+	// step_cache_hit.
+	last, hits := map[string]*exec.StepStatus{}, map[string]*exec.CacheHit{}
+	status := map[string]string{}
 	for _, l := range lines {
-		var e hitEv
+		var e exec.Event
 		if err := json.Unmarshal(l, &e); err != nil {
 			return []string{err.Error()}
 		}
-		switch e.Type {
-		case "step_status":
-			last[e.StepID] = e
-		case "step_cache_hit":
-			hits[e.StepID] = e
+		switch d := e.Data.(type) {
+		case *exec.StepStatus:
+			last[e.StepID], status[e.StepID] = d, e.Status
+		case *exec.CacheHit:
+			hits[e.StepID] = d
 		}
 	}
 	var out []string
 	for id, st := range prior.Steps {
-		e := last[id]
-		if (st.Status == "cached") != (e.Status == "cached") {
-			out = append(out, fmt.Sprintf("run %s: step %s reads back as %s; its last step_status says %q", runID, id, st.Status, e.Status))
+		if (st.Status == "cached") != (status[id] == "cached") {
+			out = append(out, fmt.Sprintf("run %s: step %s reads back as %s; its last step_status says %q", runID, id, st.Status, status[id]))
 			continue
 		}
-		if e.Status != "cached" {
+		if status[id] != "cached" {
 			continue
 		}
-		h := hits[id]
+		e, h := last[id], hits[id]
+		if h == nil {
+			out = append(out, fmt.Sprintf("run %s: cached step %s has no step_cache_hit", runID, id))
+			continue
+		}
 		want := exec.CachedFrom{Attempt: h.CachedAttempt, RunID: h.CachedRunID, Seq: h.CachedSeq}
 		if st.CachedFrom == nil || *st.CachedFrom != want || st.CacheKey != h.Key || st.CacheKey != e.CacheKey ||
 			st.StartedAt == nil || e.StartedAt == nil || !st.StartedAt.Equal(*e.StartedAt) {
 			out = append(out, fmt.Sprintf("run %s: cached step %s reads back as %+v (from %+v), not its hit %+v at %v", runID, id, st, st.CachedFrom, want, e.StartedAt))
 		}
 	}
-	for id, e := range last {
-		if e.Status == "cached" && prior.Steps[id] == nil {
+	for id, s := range status {
+		if s == "cached" && prior.Steps[id] == nil {
 			out = append(out, fmt.Sprintf("run %s: cached step %s has no record", runID, id))
 		}
 	}

@@ -342,11 +342,13 @@ goal2() {
 # ---------------------------------------------------------------- goal 3
 
 goal3() {
-	local R=$WORK/g3one.txt c k r fs
+	local R=$WORK/g3one.txt c k r fs SPAWNFLOOR
 	printf 'name: one\nsteps:\n  - {id: s1, run: "true"}\n' >"$WORK/one.yaml"
 	: >"$R"
 	goal_start "3. A run's fixed cost, and chains next to the shell loop"
 	fs=$(fstype "$WORK")
+	SPAWNFLOOR=$WORK/spawnfloor
+	(cd "$REPO" && CGO_ENABLED=0 go build -o "$SPAWNFLOOR" ./bench/spawnfloor)
 	say "goal 3: a one-step run and faber version, $PAIRS pairs"
 	fresh_dir "$WORK/g3st"
 	one_run() { "$FABER" --state-dir "$FRESH" run "$WORK/one.yaml" --ui plain; }
@@ -358,7 +360,7 @@ goal3() {
 	for c in $CHAINS; do
 		k=$((PAIRS * 100 / c))
 		((k >= 5)) || k=5
-		say "goal 3: a chain of $c and the shell loop, $k pairs"
+		say "goal 3: a chain of $c and the shell loop, then the floor and the shell loop, $k pairs each"
 		gen_chain "$c" >"$WORK/chain$c.yaml"
 		R=$WORK/g3c$c.txt
 		: >"$R"
@@ -369,6 +371,13 @@ goal3() {
 		pairs "$R" "$k" chain_run shell_loop
 		r=$(calc %.2f "$(col 3 "$R" | median)")
 		row "3. chain of $c ≤ 1.2× \`for i in \$(seq $c); do sh -c true; done\`, state on $fs ($k pairs, $(span "$R" 3 1 %.2f); faber $(ms "$(col 1 "$R" | median)") ms)" "${r}×" "3.chain$c" "$(pf "$r <= 1.2")"
+		# The floor under it: the same starts with nothing recorded.
+		R=$WORK/g3f$c.txt
+		: >"$R"
+		floor_run() { "$SPAWNFLOOR" "$c" "$WORK/spawnfloor.out"; }
+		pairs "$R" "$k" floor_run shell_loop
+		r=$(calc %.2f "$(col 3 "$R" | median)")
+		row "the floor under it: \`true\` started $c times by Go's os/exec as faber starts it, nothing recorded (bench/spawnfloor; $k pairs, $(span "$R" 3 1 %.2f); $(ms "$(col 1 "$R" | median)") ms)" "${r}×" "3.floor$c" info
 	done
 	goal_end
 }

@@ -191,6 +191,8 @@ func TestGoals28Script(t *testing.T) {
 		`(?m)^\| 3\. a one-step run ≤ 2× ` + "`faber version`" + ` \(2 pairs, [0-9.]+–[0-9.]+\) \| [0-9.]+×` + result,
 		`(?m)^\| 3\. chain of 5 ≤ 1\.2× ` + regexp.QuoteMeta("`for i in $(seq 5); do sh -c true; done`") + `, state on [a-z0-9]+ \(40 pairs, [0-9.]+–[0-9.]+; faber [0-9.]+ ms\) \| [0-9.]+×` + result,
 		`(?m)^\| 3\. chain of 10 ≤ 1\.2× .* \(20 pairs, .*\) \| [0-9.]+×` + result,
+		`(?m)^\| the floor under it: ` + "`true`" + ` started 5 times by Go's os/exec as faber starts it, nothing recorded \(bench/spawnfloor; 40 pairs, [0-9.]+–[0-9.]+; [0-9.]+ ms\) \| [0-9.]+× \| info \|$`,
+		`(?m)^\| the floor under it: ` + "`true`" + ` started 10 times .* \(bench/spawnfloor; 20 pairs, .*\) \| [0-9.]+× \| info \|$`,
 		`(?m)^\| 4\. ` + "`faber status RUN`" + ` of a finished 30-step run ≤ 50 ms \(2 runs, [0-9.]+–[0-9.]+; [0-9.]+× ` + "`faber version`" + `\) \| [0-9.]+ ms` + result,
 		`(?m)^\| 4\. ` + "`faber status --json RUN`" + ` of it ≤ 50 ms \([0-9.]+–[0-9.]+; [0-9.]+× ` + "`faber version`" + `\) \| [0-9.]+ ms` + result,
 		`(?m)^\| 4\. ` + "`faber list`" + ` of 20 runs ≤ 0\.15 s \(2 runs, [0-9.]+–[0-9.]+; [0-9.]+× ` + "`faber version`" + `\) \| [0-9.]+ s` + result,

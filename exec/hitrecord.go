@@ -198,11 +198,6 @@ func asRecorded(t time.Time) *time.Time {
 	return &u
 }
 
-func zoneOffset(t time.Time) int {
-	_, off := t.Zone()
-	return off
-}
-
 // hitReader reads a hit record; err is set, and every read after it
 // returns zero, once a read runs past the end.
 type hitReader struct {

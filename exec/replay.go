@@ -504,6 +504,12 @@ func jsonTime(t time.Time) time.Time {
 	}
 }
 
+// zoneOffset is the offset of t's zone at t, in seconds east of UTC.
+func zoneOffset(t time.Time) int {
+	_, off := t.Zone()
+	return off
+}
+
 func copyInt(p *int) *int {
 	if p == nil {
 		return nil
